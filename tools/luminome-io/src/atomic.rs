@@ -1,0 +1,151 @@
+//! Atomic output: write under a temporary name in the destination folder, rename on success.
+//!
+//! A run that fails or is killed leaves nothing at the final path; workflow engines rely on this.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// A file being written; it appears at `dest` only when [`AtomicFile::commit`] succeeds.
+/// Dropping it without committing removes the temporary file.
+pub struct AtomicFile {
+    tmp: tempfile::NamedTempFile,
+    dest: PathBuf,
+}
+
+/// Checks that the folder `dest` will be written into exists, with a message that names it.
+pub fn check_output_dir(dest: &Path) -> Result<PathBuf> {
+    let parent = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !parent.is_dir() {
+        bail!(
+            "output folder {} does not exist (for output {}); create it first",
+            parent.display(),
+            dest.display()
+        );
+    }
+    if dest.is_dir() {
+        bail!("output path {} is a folder, expected a file name", dest.display());
+    }
+    Ok(parent)
+}
+
+impl AtomicFile {
+    pub fn create(dest: impl AsRef<Path>) -> Result<Self> {
+        let dest = dest.as_ref().to_path_buf();
+        let parent = check_output_dir(&dest)?;
+        let file_name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "output".into());
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!(".{file_name}."))
+            .suffix(".tmp")
+            .tempfile_in(&parent)
+            .with_context(|| format!("cannot create a temporary file in {}", parent.display()))?;
+        Ok(Self { tmp, dest })
+    }
+
+    pub fn dest(&self) -> &Path {
+        &self.dest
+    }
+
+    pub fn file(&mut self) -> &mut File {
+        self.tmp.as_file_mut()
+    }
+
+    /// Flushes and renames the temporary file onto the destination.
+    pub fn commit(self) -> Result<()> {
+        self.tmp
+            .as_file()
+            .sync_all()
+            .with_context(|| format!("cannot flush {}", self.dest.display()))?;
+        let dest = self.dest.clone();
+        self.tmp
+            .persist(&dest)
+            .map_err(|e| e.error)
+            .with_context(|| format!("cannot move the finished output to {}", dest.display()))?;
+        Ok(())
+    }
+}
+
+/// A buffered text/bytes writer over an [`AtomicFile`].
+pub struct AtomicWriter {
+    inner: BufWriter<AtomicFile>,
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.tmp.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.tmp.flush()
+    }
+}
+
+impl AtomicWriter {
+    pub fn create(dest: impl AsRef<Path>) -> Result<Self> {
+        Ok(Self {
+            inner: BufWriter::with_capacity(1 << 20, AtomicFile::create(dest)?),
+        })
+    }
+
+    pub fn commit(self) -> Result<()> {
+        let file = self
+            .inner
+            .into_inner()
+            .map_err(|e| anyhow::anyhow!("cannot flush output: {}", e.error()))?;
+        file.commit()
+    }
+}
+
+impl Write for AtomicWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(buf)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.inner.write_all(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uncommitted_output_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out.tsv");
+        {
+            let mut w = AtomicWriter::create(&dest).unwrap();
+            w.write_all(b"a\tb\n").unwrap();
+        }
+        assert!(!dest.exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn committed_output_appears() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out.tsv");
+        let mut w = AtomicWriter::create(&dest).unwrap();
+        w.write_all(b"a\tb\n").unwrap();
+        w.commit().unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"a\tb\n");
+    }
+
+    #[test]
+    fn missing_output_folder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("nope").join("out.tsv");
+        let err = AtomicWriter::create(&dest).err().unwrap().to_string();
+        assert!(err.contains("does not exist"), "{err}");
+    }
+}

@@ -1,0 +1,207 @@
+//! BED and narrowPeak intervals (0-based, half-open).
+//!
+//! One parser for BED3–BED6+ and narrowPeak (BED6+4): the first six columns are read by
+//! position, anything after them is kept as text in `extra` (for narrowPeak: signalValue,
+//! pValue, qValue, summit). `track`, `browser` and `#` lines are skipped. Errors name the line.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use crate::error::{read_error, InputError, Location};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Strand {
+    Forward,
+    Reverse,
+    /// `.` or absent.
+    Unknown,
+}
+
+impl Strand {
+    pub fn symbol(self) -> char {
+        match self {
+            Strand::Forward => '+',
+            Strand::Reverse => '-',
+            Strand::Unknown => '.',
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "+" => Some(Strand::Forward),
+            "-" => Some(Strand::Reverse),
+            "." | "" => Some(Strand::Unknown),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BedRecord {
+    pub chrom: String,
+    pub start: u64,
+    pub end: u64,
+    pub name: Option<String>,
+    pub score: Option<String>,
+    pub strand: Strand,
+    /// Columns after the sixth, as text.
+    pub extra: Vec<String>,
+    /// 1-based line number in the source file.
+    pub line: u64,
+}
+
+impl BedRecord {
+    pub fn len(&self) -> u64 {
+        self.end - self.start
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.end == self.start
+    }
+
+    /// narrowPeak summit offset from `start` (column 10), when present and not -1.
+    pub fn summit(&self) -> Option<u64> {
+        self.extra.get(3).and_then(|s| s.parse::<i64>().ok()).and_then(|v| u64::try_from(v).ok())
+    }
+
+    /// `chrom:start-end(strand)` in 0-based half-open coordinates.
+    pub fn coords(&self) -> String {
+        format!("{}:{}-{}({})", self.chrom, self.start, self.end, self.strand.symbol())
+    }
+}
+
+/// Reads BED/narrowPeak records one at a time.
+pub struct BedReader<R> {
+    inner: R,
+    path: PathBuf,
+    line_no: u64,
+    buf: String,
+}
+
+impl<R: BufRead> BedReader<R> {
+    pub fn new(inner: R, path: impl AsRef<Path>) -> Self {
+        Self {
+            inner,
+            path: path.as_ref().to_path_buf(),
+            line_no: 0,
+            buf: String::new(),
+        }
+    }
+
+    pub fn read_record(&mut self) -> Result<Option<BedRecord>, InputError> {
+        loop {
+            self.buf.clear();
+            let n = self
+                .inner
+                .read_line(&mut self.buf)
+                .map_err(|e| read_error(&self.path, Location::Line(self.line_no + 1), e))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.line_no += 1;
+            let line = self.buf.trim_end_matches(['\n', '\r']);
+            if line.trim().is_empty()
+                || line.starts_with('#')
+                || line.starts_with("track")
+                || line.starts_with("browser")
+            {
+                continue;
+            }
+            return parse_line(line, &self.path, self.line_no).map(Some);
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for BedReader<R> {
+    type Item = Result<BedRecord, InputError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.read_record().transpose()
+    }
+}
+
+fn parse_line(line: &str, path: &Path, line_no: u64) -> Result<BedRecord, InputError> {
+    let fields: Vec<&str> = if line.contains('\t') {
+        line.split('\t').collect()
+    } else {
+        line.split_ascii_whitespace().collect()
+    };
+    let err = |msg: String| InputError::line(path, line_no, msg);
+    if fields.len() < 3 {
+        return Err(err(format!(
+            "expected at least 3 tab-separated columns (chrom, start, end), found {}",
+            fields.len()
+        )));
+    }
+    let start: u64 = fields[1]
+        .trim()
+        .parse()
+        .map_err(|_| err(format!("start {:?} is not a non-negative integer", fields[1])))?;
+    let end: u64 = fields[2]
+        .trim()
+        .parse()
+        .map_err(|_| err(format!("end {:?} is not a non-negative integer", fields[2])))?;
+    if start >= end {
+        return Err(err(format!("start ({start}) must be less than end ({end})")));
+    }
+    let strand = match fields.get(5) {
+        None => Strand::Unknown,
+        Some(s) => Strand::parse(s.trim())
+            .ok_or_else(|| err(format!("strand {s:?} is not '+', '-' or '.'")))?,
+    };
+    Ok(BedRecord {
+        chrom: fields[0].trim().to_string(),
+        start,
+        end,
+        name: fields.get(3).map(|s| s.to_string()).filter(|s| s != "."),
+        score: fields.get(4).map(|s| s.to_string()),
+        strand,
+        extra: fields.iter().skip(6).map(|s| s.to_string()).collect(),
+        line: line_no,
+    })
+}
+
+/// Opens a (possibly compressed) BED/narrowPeak file.
+pub fn open(path: &Path) -> Result<BedReader<Box<dyn BufRead + Send>>, InputError> {
+    let (reader, _) = crate::compress::open(path, 1)?;
+    Ok(BedReader::new(reader, path))
+}
+
+/// Reads every record of a BED/narrowPeak file.
+pub fn read_all(path: &Path) -> Result<Vec<BedRecord>, InputError> {
+    open(path)?.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_bed6_and_narrowpeak() {
+        let text = "track name=x\n# c\nchr1\t10\t20\tp1\t5\t-\nchr2\t0\t100\tpeak\t0\t.\t3.2\t-1\t1.5\t50\n";
+        let recs: Vec<_> = BedReader::new(text.as_bytes(), "p.bed").collect::<Result<_, _>>().unwrap();
+        assert_eq!(recs.len(), 2);
+        assert_eq!(recs[0].strand, Strand::Reverse);
+        assert_eq!(recs[0].coords(), "chr1:10-20(-)");
+        assert_eq!(recs[0].line, 3);
+        assert_eq!(recs[1].summit(), Some(50));
+        assert_eq!(recs[1].name.as_deref(), Some("peak"));
+    }
+
+    #[test]
+    fn bed3_has_unknown_strand() {
+        let r = parse_line("chr1\t1\t2", Path::new("a.bed"), 1).unwrap();
+        assert_eq!(r.strand, Strand::Unknown);
+        assert!(r.name.is_none());
+    }
+
+    #[test]
+    fn bad_lines_name_the_line() {
+        let text = "chr1\t10\t20\nchr1\t30\t30\n";
+        let err = BedReader::new(text.as_bytes(), "p.bed").collect::<Result<Vec<_>, _>>().unwrap_err();
+        assert_eq!(err.to_string(), "p.bed: line 2: start (30) must be less than end (30)");
+        let err = parse_line("chr1\tx\t20", Path::new("p.bed"), 7).unwrap_err().to_string();
+        assert!(err.contains("line 7") && err.contains("start"), "{err}");
+        let err = parse_line("chr1\t1\t20\tn\t0\t?", Path::new("p.bed"), 1).unwrap_err().to_string();
+        assert!(err.contains("strand"), "{err}");
+    }
+}

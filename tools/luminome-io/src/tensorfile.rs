@@ -1,0 +1,494 @@
+//! safetensors files: a streaming writer with bounded memory and a memory-mapped reader.
+//!
+//! The writer appends rows to one spill file per tensor (in the destination folder) and, at
+//! the end, writes the safetensors header followed by each tensor's bytes. So a dataset of any
+//! size is written with memory bounded by one row, and the result is a single ordinary
+//! safetensors file that `safetensors.numpy.load_file` opens. Rows may also be ragged and padded
+//! to the longest row at the end, when the row length is not known up front.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use safetensors::tensor::{Dtype, Metadata, TensorInfo};
+
+use crate::atomic::{check_output_dir, AtomicFile};
+
+/// Element types used by Luminome outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElemType {
+    U8,
+    U16,
+    U32,
+    I32,
+    I64,
+    F32,
+}
+
+impl ElemType {
+    pub fn size(self) -> usize {
+        match self {
+            ElemType::U8 => 1,
+            ElemType::U16 => 2,
+            ElemType::U32 | ElemType::I32 | ElemType::F32 => 4,
+            ElemType::I64 => 8,
+        }
+    }
+
+    fn dtype(self) -> Dtype {
+        match self {
+            ElemType::U8 => Dtype::U8,
+            ElemType::U16 => Dtype::U16,
+            ElemType::U32 => Dtype::U32,
+            ElemType::I32 => Dtype::I32,
+            ElemType::I64 => Dtype::I64,
+            ElemType::F32 => Dtype::F32,
+        }
+    }
+
+    fn from_dtype(d: Dtype) -> Option<Self> {
+        Some(match d {
+            Dtype::U8 => ElemType::U8,
+            Dtype::U16 => ElemType::U16,
+            Dtype::U32 => ElemType::U32,
+            Dtype::I32 => ElemType::I32,
+            Dtype::I64 => ElemType::I64,
+            Dtype::F32 => ElemType::F32,
+            _ => return None,
+        })
+    }
+
+    /// The smallest unsigned type that holds ids `0..vocab_size`.
+    pub fn smallest_unsigned_for(vocab_size: usize) -> Self {
+        if vocab_size <= 1 << 8 {
+            ElemType::U8
+        } else if vocab_size <= 1 << 16 {
+            ElemType::U16
+        } else {
+            ElemType::U32
+        }
+    }
+}
+
+/// The shape of one row of a tensor (the tensor is `[rows, ..row shape]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RowShape {
+    /// Every row has this shape.
+    Fixed(Vec<usize>),
+    /// One-dimensional rows of varying length, padded to the longest with `pad` at the end.
+    PadToLongest { pad: u64 },
+}
+
+#[derive(Debug, Clone)]
+pub struct ColumnSpec {
+    pub name: String,
+    pub elem: ElemType,
+    pub shape: RowShape,
+}
+
+impl ColumnSpec {
+    pub fn fixed(name: &str, elem: ElemType, shape: &[usize]) -> Self {
+        Self {
+            name: name.into(),
+            elem,
+            shape: RowShape::Fixed(shape.to_vec()),
+        }
+    }
+
+    pub fn ragged(name: &str, elem: ElemType, pad: u64) -> Self {
+        Self {
+            name: name.into(),
+            elem,
+            shape: RowShape::PadToLongest { pad },
+        }
+    }
+}
+
+struct Column {
+    spec: ColumnSpec,
+    spill: BufWriter<tempfile::NamedTempFile>,
+    rows: u64,
+    /// Ragged columns: element count of each row.
+    row_lens: Vec<u32>,
+    max_len: usize,
+    scratch: Vec<u8>,
+}
+
+/// Writes a safetensors file row by row. See the module documentation.
+pub struct StreamingTensorWriter {
+    dest: PathBuf,
+    columns: Vec<Column>,
+}
+
+fn encode_into(elem: ElemType, values: impl Iterator<Item = u64>, out: &mut Vec<u8>) {
+    for v in values {
+        match elem {
+            ElemType::U8 => out.push(v as u8),
+            ElemType::U16 => out.extend_from_slice(&(v as u16).to_le_bytes()),
+            ElemType::U32 => out.extend_from_slice(&(v as u32).to_le_bytes()),
+            ElemType::I32 => out.extend_from_slice(&(v as i64 as i32).to_le_bytes()),
+            ElemType::I64 => out.extend_from_slice(&(v as i64).to_le_bytes()),
+            ElemType::F32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
+        }
+    }
+}
+
+impl StreamingTensorWriter {
+    pub fn new(dest: impl AsRef<Path>, specs: Vec<ColumnSpec>) -> Result<Self> {
+        let dest = dest.as_ref().to_path_buf();
+        let parent = check_output_dir(&dest)?;
+        let columns = specs
+            .into_iter()
+            .map(|spec| {
+                let tmp = tempfile::Builder::new()
+                    .prefix(".luminome-spill.")
+                    .suffix(".tmp")
+                    .tempfile_in(&parent)
+                    .with_context(|| format!("cannot create a spill file in {}", parent.display()))?;
+                Ok(Column {
+                    spec,
+                    spill: BufWriter::with_capacity(1 << 20, tmp),
+                    rows: 0,
+                    row_lens: Vec::new(),
+                    max_len: 0,
+                    scratch: Vec::new(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { dest, columns })
+    }
+
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.spec.name == name)
+    }
+
+    pub fn rows(&self, column: usize) -> u64 {
+        self.columns[column].rows
+    }
+
+    /// Appends one row of raw little-endian bytes.
+    pub fn push_bytes(&mut self, column: usize, bytes: &[u8]) -> Result<()> {
+        let col = &mut self.columns[column];
+        let size = col.spec.elem.size();
+        if bytes.len() % size != 0 {
+            bail!("internal: row of {} bytes for a {}-byte type", bytes.len(), size);
+        }
+        let n = bytes.len() / size;
+        match &col.spec.shape {
+            RowShape::Fixed(shape) => {
+                let want: usize = shape.iter().product();
+                if n != want {
+                    bail!("internal: row of {n} values for tensor {} with rows of {want}", col.spec.name);
+                }
+            }
+            RowShape::PadToLongest { .. } => {
+                col.row_lens.push(u32::try_from(n).context("row too long")?);
+                col.max_len = col.max_len.max(n);
+            }
+        }
+        col.spill.write_all(bytes).context("cannot write to the spill file")?;
+        col.rows += 1;
+        Ok(())
+    }
+
+    /// Appends one row of integer values, narrowed to the column's element type.
+    pub fn push_u32(&mut self, column: usize, values: &[u32]) -> Result<()> {
+        let mut scratch = std::mem::take(&mut self.columns[column].scratch);
+        scratch.clear();
+        let elem = self.columns[column].spec.elem;
+        if elem == ElemType::U8 {
+            scratch.extend(values.iter().map(|&v| v as u8));
+        } else {
+            encode_into(elem, values.iter().map(|&v| v as u64), &mut scratch);
+        }
+        let r = self.push_bytes(column, &scratch);
+        self.columns[column].scratch = scratch;
+        r
+    }
+
+    pub fn push_f32(&mut self, column: usize, values: &[f32]) -> Result<()> {
+        if self.columns[column].spec.elem != ElemType::F32 {
+            bail!("internal: f32 row for a non-f32 tensor");
+        }
+        let mut scratch = std::mem::take(&mut self.columns[column].scratch);
+        scratch.clear();
+        for v in values {
+            scratch.extend_from_slice(&v.to_le_bytes());
+        }
+        let r = self.push_bytes(column, &scratch);
+        self.columns[column].scratch = scratch;
+        r
+    }
+
+    pub fn push_i64(&mut self, column: usize, values: &[i64]) -> Result<()> {
+        let mut scratch = std::mem::take(&mut self.columns[column].scratch);
+        scratch.clear();
+        encode_into(self.columns[column].spec.elem, values.iter().map(|&v| v as u64), &mut scratch);
+        let r = self.push_bytes(column, &scratch);
+        self.columns[column].scratch = scratch;
+        r
+    }
+
+    /// Writes the finished safetensors file to a temporary name beside the destination and
+    /// returns it uncommitted, so the caller can commit it together with companion outputs.
+    pub fn finish(self, metadata: BTreeMap<String, String>) -> Result<AtomicFile> {
+        let rows = self.columns.first().map(|c| c.rows).unwrap_or(0);
+        let mut header: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+        let mut offset = 0usize;
+        let mut layouts = Vec::new();
+        for col in &self.columns {
+            if col.rows != rows {
+                bail!(
+                    "internal: tensor {} has {} rows, expected {rows}",
+                    col.spec.name,
+                    col.rows
+                );
+            }
+            let row_shape = match &col.spec.shape {
+                RowShape::Fixed(s) => s.clone(),
+                RowShape::PadToLongest { .. } => vec![col.max_len],
+            };
+            let mut shape = vec![rows as usize];
+            shape.extend(&row_shape);
+            let nbytes = shape.iter().product::<usize>() * col.spec.elem.size();
+            header.insert(
+                col.spec.name.clone(),
+                serde_json::json!({
+                    "dtype": format!("{:?}", col.spec.elem.dtype()),
+                    "shape": shape,
+                    "data_offsets": [offset, offset + nbytes],
+                }),
+            );
+            offset += nbytes;
+            layouts.push(nbytes);
+        }
+        header.insert("__metadata__".into(), serde_json::to_value(&metadata)?);
+        let mut header_bytes = serde_json::to_vec(&header)?;
+        while header_bytes.len() % 8 != 0 {
+            header_bytes.push(b' ');
+        }
+        let mut out = AtomicFile::create(&self.dest)?;
+        {
+            let mut w = BufWriter::with_capacity(1 << 20, out.file());
+            w.write_all(&(header_bytes.len() as u64).to_le_bytes())?;
+            w.write_all(&header_bytes)?;
+            w.flush()?;
+        }
+        for col in self.columns {
+            let mut spill = col
+                .spill
+                .into_inner()
+                .map_err(|e| anyhow::anyhow!("cannot flush a spill file: {}", e.error()))?;
+            spill.as_file_mut().seek(SeekFrom::Start(0))?;
+            match col.spec.shape {
+                RowShape::Fixed(_) => {
+                    // Plain file-to-file copy (copy_file_range on Linux).
+                    std::io::copy(spill.as_file_mut(), out.file())
+                        .with_context(|| format!("cannot write {}", self.dest.display()))?;
+                }
+                RowShape::PadToLongest { pad } => {
+                    let size = col.spec.elem.size();
+                    let mut pad_bytes = Vec::new();
+                    encode_into(col.spec.elem, std::iter::once(pad), &mut pad_bytes);
+                    let mut reader = BufReader::with_capacity(1 << 20, spill.as_file_mut());
+                    let mut w = BufWriter::with_capacity(1 << 20, out.file());
+                    let mut row = Vec::new();
+                    for &len in &col.row_lens {
+                        row.resize(len as usize * size, 0);
+                        reader.read_exact(&mut row)?;
+                        w.write_all(&row)?;
+                        for _ in len as usize..col.max_len {
+                            w.write_all(&pad_bytes)?;
+                        }
+                    }
+                    w.flush()?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A read-only, memory-mapped safetensors file.
+pub struct TensorFile {
+    path: PathBuf,
+    map: memmap2::Mmap,
+    data_start: usize,
+    tensors: HashMap<String, TensorInfo>,
+    metadata: HashMap<String, String>,
+}
+
+/// A borrowed view of one tensor's bytes.
+#[derive(Clone, Copy)]
+pub struct TensorRef<'a> {
+    pub elem: ElemType,
+    pub shape: &'a [usize],
+    pub bytes: &'a [u8],
+}
+
+impl<'a> TensorRef<'a> {
+    /// Elements in one row (the product of all dimensions but the first).
+    pub fn row_len(&self) -> usize {
+        self.shape.iter().skip(1).product()
+    }
+
+    pub fn row_bytes(&self, row: usize) -> &'a [u8] {
+        let n = self.row_len() * self.elem.size();
+        &self.bytes[row * n..(row + 1) * n]
+    }
+
+    /// Appends row `row` as u32 values (integer tensors only).
+    pub fn extend_u32(&self, row: usize, out: &mut Vec<u32>) {
+        let b = self.row_bytes(row);
+        match self.elem {
+            ElemType::U8 => out.extend(b.iter().map(|&v| v as u32)),
+            ElemType::U16 => out.extend(b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]) as u32)),
+            ElemType::U32 | ElemType::I32 => out.extend(b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
+            ElemType::I64 => out.extend(b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as u32)),
+            ElemType::F32 => out.extend(b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u32)),
+        }
+    }
+
+    /// Appends row `row` as i64 values (integer tensors only).
+    pub fn extend_i64(&self, row: usize, out: &mut Vec<i64>) {
+        let b = self.row_bytes(row);
+        match self.elem {
+            ElemType::I64 => out.extend(b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()))),
+            ElemType::I32 => out.extend(b.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap()) as i64)),
+            _ => {
+                let mut tmp = Vec::new();
+                self.extend_u32(row, &mut tmp);
+                out.extend(tmp.into_iter().map(|v| v as i64));
+            }
+        }
+    }
+
+    /// Appends row `row` as f32 values.
+    pub fn extend_f32(&self, row: usize, out: &mut Vec<f32>) {
+        let b = self.row_bytes(row);
+        match self.elem {
+            ElemType::F32 => out.extend(b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
+            ElemType::I64 => out.extend(b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f32)),
+            _ => {
+                let mut tmp = Vec::new();
+                self.extend_u32(row, &mut tmp);
+                out.extend(tmp.into_iter().map(|v| v as f32));
+            }
+        }
+    }
+}
+
+impl TensorFile {
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        // SAFETY: the map is read-only; Luminome never modifies a finished output in place (it
+        // writes a new file and renames), so the mapped bytes do not change under us.
+        #[allow(unsafe_code)]
+        let map = unsafe { memmap2::Mmap::map(&file) }
+            .with_context(|| format!("cannot map {}", path.display()))?;
+        let (n, meta): (usize, Metadata) = safetensors::SafeTensors::read_metadata(&map)
+            .map_err(|e| anyhow::anyhow!("{}: not a valid safetensors file: {e}", path.display()))?;
+        let data_start = 8 + n;
+        let tensors = meta
+            .tensors()
+            .into_iter()
+            .map(|(k, v)| (k, v.clone()))
+            .collect();
+        let metadata = meta.metadata().clone().unwrap_or_default();
+        Ok(Self {
+            path: path.to_path_buf(),
+            map,
+            data_start,
+            tensors,
+            metadata,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn metadata(&self) -> &HashMap<String, String> {
+        &self.metadata
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.tensors.keys().map(String::as_str).collect();
+        v.sort();
+        v
+    }
+
+    pub fn tensor(&self, name: &str) -> Option<TensorRef<'_>> {
+        let info = self.tensors.get(name)?;
+        let elem = ElemType::from_dtype(info.dtype)?;
+        let (a, b) = info.data_offsets;
+        Some(TensorRef {
+            elem,
+            shape: &info.shape,
+            bytes: &self.map[self.data_start + a..self.data_start + b],
+        })
+    }
+
+    /// Like [`TensorFile::tensor`], with an error naming the file when it is missing.
+    pub fn require(&self, name: &str) -> Result<TensorRef<'_>> {
+        self.tensor(name).ok_or_else(|| {
+            anyhow::anyhow!("{}: no tensor named {name:?} (has: {})", self.path.display(), self.names().join(", "))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_fixed_and_ragged() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("t.safetensors");
+        let mut w = StreamingTensorWriter::new(
+            &dest,
+            vec![
+                ColumnSpec::ragged("ids", ElemType::U16, 7),
+                ColumnSpec::fixed("x", ElemType::F32, &[2]),
+            ],
+        )
+        .unwrap();
+        w.push_u32(0, &[1, 2, 3]).unwrap();
+        w.push_f32(1, &[0.5, 1.5]).unwrap();
+        w.push_u32(0, &[4]).unwrap();
+        w.push_f32(1, &[2.0, -1.0]).unwrap();
+        let mut meta = BTreeMap::new();
+        meta.insert("kind".to_string(), "test".to_string());
+        w.finish(meta).unwrap().commit().unwrap();
+        // Only the finished file remains: spill files are gone.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+
+        let f = TensorFile::open(&dest).unwrap();
+        assert_eq!(f.metadata()["kind"], "test");
+        let ids = f.require("ids").unwrap();
+        assert_eq!(ids.shape, &[2, 3]);
+        let mut row = Vec::new();
+        ids.extend_u32(1, &mut row);
+        assert_eq!(row, vec![4, 7, 7]);
+        let mut x = Vec::new();
+        f.require("x").unwrap().extend_f32(1, &mut x);
+        assert_eq!(x, vec![2.0, -1.0]);
+        // The standard reader accepts the file too.
+        let bytes = std::fs::read(&dest).unwrap();
+        let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+        assert_eq!(st.tensor("x").unwrap().shape(), &[2, 2]);
+    }
+
+    #[test]
+    fn unfinished_writer_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("t.safetensors");
+        {
+            let mut w = StreamingTensorWriter::new(&dest, vec![ColumnSpec::fixed("a", ElemType::U8, &[1])]).unwrap();
+            w.push_u32(0, &[1]).unwrap();
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}
