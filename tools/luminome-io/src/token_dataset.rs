@@ -150,6 +150,19 @@ pub fn shard_path(dataset: &Path, i: usize) -> PathBuf {
     PathBuf::from(format!("{}.{i:05}.safetensors", stem.display()))
 }
 
+/// `seq_length` of a row cut from a record that is still being streamed: the writer holds such
+/// rows' index lines (a few bytes each) until [`TokenDatasetWriter::end_record`] gives the length.
+pub const UNKNOWN_LENGTH: u64 = u64::MAX;
+
+/// Index fields of a row held until its record's length is known.
+struct PendingRow {
+    record: u64,
+    shard: usize,
+    window_offset: u64,
+    window_length: u64,
+    strand: char,
+}
+
 /// One tokenized record to write.
 pub struct TokenRow<'a> {
     pub ids: &'a [u32],
@@ -185,6 +198,8 @@ pub struct TokenDatasetWriter {
     total: u64,
     mask_row: Vec<u8>,
     all_labels: std::collections::BTreeSet<i64>,
+    pending: Vec<PendingRow>,
+    pending_name: String,
 }
 
 impl TokenDatasetWriter {
@@ -201,6 +216,8 @@ impl TokenDatasetWriter {
             total: 0,
             mask_row: Vec::new(),
             all_labels: Default::default(),
+            pending: Vec::new(),
+            pending_name: String::new(),
         };
         w.start_shard()?;
         Ok(w)
@@ -330,18 +347,61 @@ impl TokenDatasetWriter {
             self.shard_labels.push(label);
         }
         let i = &row.index;
-        writeln!(
-            self.index,
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
-            self.total, shard, i.name, i.coords, i.seq_length, i.window_offset, i.window_length, i.strand
-        )?;
+        if i.seq_length == UNKNOWN_LENGTH {
+            if !self.pending.is_empty() && self.pending_name != i.name {
+                bail!("internal: rows of two streamed records interleaved");
+            }
+            self.pending_name.clone_from(&i.name);
+            self.pending.push(PendingRow {
+                record: self.total,
+                shard,
+                window_offset: i.window_offset,
+                window_length: i.window_length,
+                strand: i.strand,
+            });
+        } else {
+            if !self.pending.is_empty() {
+                bail!("internal: a streamed record was not ended");
+            }
+            writeln!(
+                self.index,
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                self.total, shard, i.name, i.coords, i.seq_length, i.window_offset, i.window_length, i.strand
+            )?;
+        }
         self.total += 1;
         self.current_rows += 1;
         Ok(())
     }
 
+    /// Ends a streamed record: writes the held index lines of its rows, now that its length is
+    /// known. Their coordinates are `name:start-end(strand)` within the record.
+    pub fn end_record(&mut self, seq_length: u64) -> Result<()> {
+        for p in std::mem::take(&mut self.pending) {
+            writeln!(
+                self.index,
+                "{}\t{}\t{}\t{}:{}-{}({})\t{}\t{}\t{}\t{}",
+                p.record,
+                p.shard,
+                self.pending_name,
+                self.pending_name,
+                p.window_offset,
+                p.window_offset + p.window_length,
+                p.strand,
+                seq_length,
+                p.window_offset,
+                p.window_length,
+                p.strand
+            )?;
+        }
+        Ok(())
+    }
+
     /// Finishes every shard and the index and moves them to their final names.
     pub fn finish(mut self) -> Result<()> {
+        if !self.pending.is_empty() {
+            bail!("internal: a streamed record was not ended");
+        }
         if self.total == 0 {
             bail!("no records were produced; nothing written");
         }
