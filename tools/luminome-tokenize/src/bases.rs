@@ -93,7 +93,10 @@ pub fn clean(
     for (i, &b) in raw.iter().enumerate() {
         let c = classify(b);
         if c == 0 || (c & CHANGED != 0 && policy == NonAcgtPolicy::Error) {
-            return Err(BadBase { position: i, byte: b });
+            return Err(BadBase {
+                position: i,
+                byte: b,
+            });
         }
         if c & CHANGED != 0 {
             *changes.0.entry(b.to_ascii_uppercase()).or_default() += 1;
@@ -105,7 +108,12 @@ pub fn clean(
 }
 
 /// Reverse complement of cleaned bases (ACGTN), with the soft mask reversed alongside.
-pub fn reverse_complement(bases: &[u8], soft: &[u8], out_bases: &mut Vec<u8>, out_soft: &mut Vec<u8>) {
+pub fn reverse_complement(
+    bases: &[u8],
+    soft: &[u8],
+    out_bases: &mut Vec<u8>,
+    out_soft: &mut Vec<u8>,
+) {
     out_bases.clear();
     out_soft.clear();
     out_bases.extend(bases.iter().rev().map(|&b| match b {
@@ -135,7 +143,13 @@ mod tests {
     fn strict_policy_refuses_iupac_and_digits_are_always_refused() {
         let (mut b, mut s, mut c) = (Vec::new(), Vec::new(), ChangeCounts::default());
         let e = clean(b"ACGR", NonAcgtPolicy::Error, &mut b, &mut s, &mut c).unwrap_err();
-        assert_eq!(e, BadBase { position: 3, byte: b'R' });
+        assert_eq!(
+            e,
+            BadBase {
+                position: 3,
+                byte: b'R'
+            }
+        );
         let e = clean(b"AC1G", NonAcgtPolicy::N, &mut b, &mut s, &mut c).unwrap_err();
         assert_eq!(e.position, 2);
         assert!(e.describe().contains("position 3"));

@@ -158,14 +158,22 @@ impl Args {
             SchemeName::Nucleotide => (Scheme::Nucleotide, None),
             SchemeName::Kmer => (Scheme::kmer(self.k, self.kmer_mode)?, None),
             SchemeName::Hf => {
-                let path = self.tokenizer.as_ref().context("--scheme hf needs --tokenizer tokenizer.json")?;
-                let json = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+                let path = self
+                    .tokenizer
+                    .as_ref()
+                    .context("--scheme hf needs --tokenizer tokenizer.json")?;
+                let json = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
                 (Scheme::hf(path)?, Some(json))
             }
         };
         let threads = self
             .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+            })
             .max(1);
         if self.shard_records == Some(0) {
             anyhow::bail!("--shard-records must be at least 1");
@@ -211,7 +219,9 @@ impl Args {
 pub fn command_line() -> String {
     std::env::args()
         .map(|a| {
-            if a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+".contains(c)) {
+            if a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+".contains(c))
+            {
                 a
             } else {
                 format!("'{}'", a.replace('\'', r"'\''"))

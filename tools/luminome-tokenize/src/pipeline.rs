@@ -7,7 +7,9 @@ use std::sync::mpsc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use luminome_io::token_dataset::{IndexRow, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow};
+use luminome_io::token_dataset::{
+    IndexRow, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow,
+};
 use rayon::prelude::*;
 
 use crate::bases::{self, ChangeCounts};
@@ -96,9 +98,15 @@ fn detect_format(path: &std::path::Path) -> InputFormat {
         .trim_end_matches(".bgz")
         .trim_end_matches(".zst")
         .trim_end_matches(".bz2");
-    if [".csv", ".tsv", ".txt", ".tab"].iter().any(|e| name.ends_with(e)) {
+    if [".csv", ".tsv", ".txt", ".tab"]
+        .iter()
+        .any(|e| name.ends_with(e))
+    {
         InputFormat::Table
-    } else if [".bed", ".narrowpeak", ".broadpeak"].iter().any(|e| name.ends_with(e)) {
+    } else if [".bed", ".narrowpeak", ".broadpeak"]
+        .iter()
+        .any(|e| name.ends_with(e))
+    {
         InputFormat::Bed
     } else {
         InputFormat::Fastx
@@ -159,18 +167,33 @@ struct Row {
     strand: char,
 }
 
-fn encode_row(job: &TokenizeJob, bases: &[u8], soft: &[u8], row_length: Option<usize>, origin: &str) -> Result<(Vec<u32>, Vec<u8>, bool)> {
+fn encode_row(
+    job: &TokenizeJob,
+    bases: &[u8],
+    soft: &[u8],
+    row_length: Option<usize>,
+    origin: &str,
+) -> Result<(Vec<u32>, Vec<u8>, bool)> {
     let mut ids = Vec::with_capacity(bases.len() + 2);
     let mut sm = Vec::with_capacity(if job.soft_mask { bases.len() + 2 } else { 0 });
     if job.add_cls {
-        ids.push(job.scheme.cls_id().context("the tokenizer has no [CLS] token; use --no-cls")?);
+        ids.push(
+            job.scheme
+                .cls_id()
+                .context("the tokenizer has no [CLS] token; use --no-cls")?,
+        );
         if job.soft_mask {
             sm.push(0);
         }
     }
-    job.scheme.encode(bases, job.soft_mask.then_some(soft), &mut ids, &mut sm)?;
+    job.scheme
+        .encode(bases, job.soft_mask.then_some(soft), &mut ids, &mut sm)?;
     let sep = if job.add_sep {
-        Some(job.scheme.sep_id().context("the tokenizer has no [SEP] token; use --no-sep")?)
+        Some(
+            job.scheme
+                .sep_id()
+                .context("the tokenizer has no [SEP] token; use --no-sep")?,
+        )
     } else {
         None
     };
@@ -208,18 +231,36 @@ fn encode_row(job: &TokenizeJob, bases: &[u8], soft: &[u8], row_length: Option<u
     Ok((ids, sm, truncated))
 }
 
-fn tokenize_unit(job: &TokenizeJob, unit: &Unit, unit_index: usize, row_length: Option<usize>) -> Result<Vec<Row>> {
+fn tokenize_unit(
+    job: &TokenizeJob,
+    unit: &Unit,
+    unit_index: usize,
+    row_length: Option<usize>,
+) -> Result<Vec<Row>> {
     let mut rows = Vec::with_capacity(2);
     if job.rc != RcMode::Only {
-        let (ids, soft, truncated) = encode_row(job, &unit.bases, &unit.soft, row_length, &unit.origin)?;
-        rows.push(Row { ids, soft, truncated, unit_index, strand: unit.strand });
+        let (ids, soft, truncated) =
+            encode_row(job, &unit.bases, &unit.soft, row_length, &unit.origin)?;
+        rows.push(Row {
+            ids,
+            soft,
+            truncated,
+            unit_index,
+            strand: unit.strand,
+        });
     }
     if job.rc != RcMode::None {
         let (mut rb, mut rs) = (Vec::new(), Vec::new());
         bases::reverse_complement(&unit.bases, &unit.soft, &mut rb, &mut rs);
         let (ids, soft, truncated) = encode_row(job, &rb, &rs, row_length, &unit.origin)?;
         let strand = if unit.strand == '-' { '+' } else { '-' };
-        rows.push(Row { ids, soft, truncated, unit_index, strand });
+        rows.push(Row {
+            ids,
+            soft,
+            truncated,
+            unit_index,
+            strand,
+        });
     }
     Ok(rows)
 }
@@ -245,7 +286,9 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
     }
     let mut writer = TokenDatasetWriter::new(TokenDatasetWriterOptions {
         dest: job.output.clone(),
-        tokenizer: job.scheme.info(job.add_cls, job.add_sep, job.hf_json.clone()),
+        tokenizer: job
+            .scheme
+            .info(job.add_cls, job.add_sep, job.hf_json.clone()),
         max_length: framing.row_length,
         has_labels,
         has_soft_mask: job.soft_mask,
@@ -263,15 +306,22 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
     let progress = if job.quiet {
         indicatif::ProgressBar::hidden()
     } else {
-        let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+        let bar =
+            indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
         bar.set_style(
             indicatif::ProgressStyle::with_template("{spinner} {elapsed} {human_pos} rows {msg}")
                 .expect("valid template"),
         );
         bar
     };
-    let mut summary = Summary { row_length: framing.row_length, ..Default::default() };
-    let source_opts = SourceOptions { cut: framing.cut, ..job.source.clone() };
+    let mut summary = Summary {
+        row_length: framing.row_length,
+        ..Default::default()
+    };
+    let source_opts = SourceOptions {
+        cut: framing.cut,
+        ..job.source.clone()
+    };
 
     let (tx, rx) = mpsc::sync_channel::<Message>(4);
     let reader_result = std::thread::scope(|scope| -> Result<Result<(u64, ChangeCounts)>> {
@@ -280,8 +330,12 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
             let mut changes = ChangeCounts::default();
             let mut sink = |m: Message| tx.send(m).map_err(|_| anyhow::anyhow!("stopped"));
             let n = match format {
-                InputFormat::Table => source::read_table(&input, &source_opts, &mut changes, &mut sink)?,
-                InputFormat::Bed => source::read_bed(&input, &source_opts, &mut changes, &mut sink)?,
+                InputFormat::Table => {
+                    source::read_table(&input, &source_opts, &mut changes, &mut sink)?
+                }
+                InputFormat::Bed => {
+                    source::read_bed(&input, &source_opts, &mut changes, &mut sink)?
+                }
                 _ => source::read_fastx(&input, &source_opts, &mut changes, &mut sink)?,
             };
             Ok((n, changes))
@@ -341,7 +395,9 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
         })();
         // If tokenizing failed, dropping the receiver stops the reader at its next send.
         drop(rx);
-        let read = reader.join().map_err(|_| anyhow::anyhow!("the reading thread panicked"))?;
+        let read = reader
+            .join()
+            .map_err(|_| anyhow::anyhow!("the reading thread panicked"))?;
         consumed?;
         Ok(read)
     })?;
@@ -356,7 +412,10 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
             "luminome-tokenize: {} records → {} rows{} → {} ({:.1}s)",
             summary.input_records,
             summary.rows,
-            summary.row_length.map(|l| format!(" of {l} tokens")).unwrap_or_default(),
+            summary
+                .row_length
+                .map(|l| format!(" of {l} tokens"))
+                .unwrap_or_default(),
             job.output.display(),
             start.elapsed().as_secs_f64()
         );

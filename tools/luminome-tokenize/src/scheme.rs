@@ -108,8 +108,14 @@ impl Scheme {
     pub fn tokens_for_bases(&self, bases: usize) -> Option<usize> {
         match *self {
             Scheme::Nucleotide => Some(bases),
-            Scheme::Kmer { k, mode: KmerMode::Overlapping } => Some((bases + 1).saturating_sub(k)),
-            Scheme::Kmer { k, mode: KmerMode::NonOverlapping } => Some(bases / k + bases % k),
+            Scheme::Kmer {
+                k,
+                mode: KmerMode::Overlapping,
+            } => Some((bases + 1).saturating_sub(k)),
+            Scheme::Kmer {
+                k,
+                mode: KmerMode::NonOverlapping,
+            } => Some(bases / k + bases % k),
             Scheme::Hf(..) => None,
         }
     }
@@ -118,15 +124,27 @@ impl Scheme {
     pub fn bases_for_tokens(&self, tokens: usize) -> Option<usize> {
         match *self {
             Scheme::Nucleotide => Some(tokens),
-            Scheme::Kmer { k, mode: KmerMode::Overlapping } => Some(tokens + k - 1),
-            Scheme::Kmer { k, mode: KmerMode::NonOverlapping } => Some(tokens * k),
+            Scheme::Kmer {
+                k,
+                mode: KmerMode::Overlapping,
+            } => Some(tokens + k - 1),
+            Scheme::Kmer {
+                k,
+                mode: KmerMode::NonOverlapping,
+            } => Some(tokens * k),
             Scheme::Hf(..) => None,
         }
     }
 
     /// Tokenizes cleaned bases (uppercase ACGTN), appending ids to `ids` and, when `soft` is
     /// given, a soft-mask flag per token (1 when any covered base is lowercase) to `soft_out`.
-    pub fn encode(&self, bases: &[u8], soft: Option<&[u8]>, ids: &mut Vec<u32>, soft_out: &mut Vec<u8>) -> Result<()> {
+    pub fn encode(
+        &self,
+        bases: &[u8],
+        soft: Option<&[u8]>,
+        ids: &mut Vec<u32>,
+        soft_out: &mut Vec<u8>,
+    ) -> Result<()> {
         match *self {
             Scheme::Nucleotide => {
                 ids.extend(bases.iter().map(|&b| 5 + code(b)));
@@ -136,10 +154,18 @@ impl Scheme {
             }
             Scheme::Kmer { k, mode } => {
                 let step = if mode == KmerMode::Overlapping { 1 } else { k };
-                let n_kmers = if bases.len() >= k { (bases.len() - k) / step + 1 } else { 0 };
+                let n_kmers = if bases.len() >= k {
+                    (bases.len() - k) / step + 1
+                } else {
+                    0
+                };
                 let tail_base = 5 + (1u32 << (2 * k));
                 // Rolling 2-bit encoding; `last_n` tracks the last N in the window.
-                let mask = if k == 16 { u32::MAX } else { (1u32 << (2 * k)) - 1 };
+                let mask = if k == 16 {
+                    u32::MAX
+                } else {
+                    (1u32 << (2 * k)) - 1
+                };
                 for i in 0..n_kmers {
                     let start = i * step;
                     let window = &bases[start..start + k];
@@ -206,7 +232,11 @@ impl Scheme {
             Scheme::Kmer { k, mode } => {
                 const ALPHA: [char; 4] = ['A', 'C', 'G', 'T'];
                 for v in 0..(1usize << (2 * k)) {
-                    vocab.push((0..k).map(|j| ALPHA[(v >> (2 * (k - 1 - j))) & 3]).collect());
+                    vocab.push(
+                        (0..k)
+                            .map(|j| ALPHA[(v >> (2 * (k - 1 - j))) & 3])
+                            .collect(),
+                    );
                 }
                 vocab.extend(["A", "C", "G", "T", "N"].iter().map(|s| s.to_string()));
                 TokenizerInfo {
@@ -271,7 +301,10 @@ mod tests {
         let s = Scheme::kmer(3, KmerMode::Overlapping).unwrap();
         let info = s.info(true, true, None);
         let ids = enc(&s, b"ACGTA");
-        let tokens: Vec<&str> = ids.iter().map(|&i| info.vocab[i as usize].as_str()).collect();
+        let tokens: Vec<&str> = ids
+            .iter()
+            .map(|&i| info.vocab[i as usize].as_str())
+            .collect();
         assert_eq!(tokens, vec!["ACG", "CGT", "GTA"]);
         assert_eq!(s.tokens_for_bases(5), Some(3));
         assert_eq!(s.bases_for_tokens(3), Some(5));
@@ -282,7 +315,10 @@ mod tests {
         let s = Scheme::kmer(2, KmerMode::NonOverlapping).unwrap();
         let info = s.info(false, false, None);
         let ids = enc(&s, b"ACNTG");
-        let tokens: Vec<&str> = ids.iter().map(|&i| info.vocab[i as usize].as_str()).collect();
+        let tokens: Vec<&str> = ids
+            .iter()
+            .map(|&i| info.vocab[i as usize].as_str())
+            .collect();
         assert_eq!(tokens, vec!["AC", "[UNK]", "G"]);
         assert_eq!(s.tokens_for_bases(5), Some(3));
     }
@@ -292,7 +328,8 @@ mod tests {
         let s = Scheme::kmer(2, KmerMode::Overlapping).unwrap();
         let mut ids = Vec::new();
         let mut soft = Vec::new();
-        s.encode(b"ACGT", Some(&[0, 0, 1, 0]), &mut ids, &mut soft).unwrap();
+        s.encode(b"ACGT", Some(&[0, 0, 1, 0]), &mut ids, &mut soft)
+            .unwrap();
         assert_eq!(soft, vec![0, 1, 1]);
     }
 

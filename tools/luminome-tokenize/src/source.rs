@@ -103,7 +103,11 @@ fn cut_in_memory(
             let mut start = 0usize;
             loop {
                 let end = (start + size).min(bases.len());
-                out.push(make(start as u64, bases[start..end].to_vec(), soft[start..end].to_vec()));
+                out.push(make(
+                    start as u64,
+                    bases[start..end].to_vec(),
+                    soft[start..end].to_vec(),
+                ));
                 if end >= bases.len() {
                     break;
                 }
@@ -130,7 +134,12 @@ fn clean_or_fail(
 }
 
 /// Reads a CSV/TSV sequence table.
-pub fn read_table(path: &Path, opts: &SourceOptions, changes: &mut ChangeCounts, sink: &mut Sink<'_>) -> Result<u64> {
+pub fn read_table(
+    path: &Path,
+    opts: &SourceOptions,
+    changes: &mut ChangeCounts,
+    sink: &mut Sink<'_>,
+) -> Result<u64> {
     let mut reader = SeqTableReader::open(path, &opts.table)?;
     let mut batch = Vec::with_capacity(BATCH);
     let (mut b, mut s) = (Vec::new(), Vec::new());
@@ -140,9 +149,15 @@ pub fn read_table(path: &Path, opts: &SourceOptions, changes: &mut ChangeCounts,
         b.clear();
         s.clear();
         let line = row.line;
-        clean_or_fail(&row.sequence, opts.policy, &mut b, &mut s, changes, 0, &|m| {
-            InputError::line(path, line, m)
-        })?;
+        clean_or_fail(
+            &row.sequence,
+            opts.policy,
+            &mut b,
+            &mut s,
+            changes,
+            0,
+            &|m| InputError::line(path, line, m),
+        )?;
         let origin: Arc<str> = format!("{}: line {line}", path.display()).into();
         let name: Arc<str> = row.name.into();
         let seq_length = b.len() as u64;
@@ -173,7 +188,12 @@ pub fn read_table(path: &Path, opts: &SourceOptions, changes: &mut ChangeCounts,
 }
 
 /// Reads BED/narrowPeak intervals and fetches their sequence from the reference.
-pub fn read_bed(path: &Path, opts: &SourceOptions, changes: &mut ChangeCounts, sink: &mut Sink<'_>) -> Result<u64> {
+pub fn read_bed(
+    path: &Path,
+    opts: &SourceOptions,
+    changes: &mut ChangeCounts,
+    sink: &mut Sink<'_>,
+) -> Result<u64> {
     let ref_path = opts
         .reference
         .as_deref()
@@ -188,24 +208,39 @@ pub fn read_bed(path: &Path, opts: &SourceOptions, changes: &mut ChangeCounts, s
         let line = rec.line;
         let err = |m: String| InputError::line(path, line, m);
         let Some(chrom_len) = reference.length(&rec.chrom) else {
-            let known: Vec<&str> = reference.sequences().iter().take(5).map(|(n, _)| n.as_str()).collect();
+            let known: Vec<&str> = reference
+                .sequences()
+                .iter()
+                .take(5)
+                .map(|(n, _)| n.as_str())
+                .collect();
             return Err(err(format!(
                 "chromosome {:?} is not in the reference {} (it has: {}{})",
                 rec.chrom,
                 ref_path.display(),
                 known.join(", "),
-                if reference.sequences().len() > 5 { ", ..." } else { "" }
+                if reference.sequences().len() > 5 {
+                    ", ..."
+                } else {
+                    ""
+                }
             ))
             .into());
         };
         let (mut start, mut end) = (rec.start, rec.end);
         if let Some(w) = opts.width {
-            let centre = rec.summit().map(|p| rec.start + p).unwrap_or((rec.start + rec.end) / 2);
+            let centre = rec
+                .summit()
+                .map(|p| rec.start + p)
+                .unwrap_or((rec.start + rec.end) / 2);
             start = centre.saturating_sub(w / 2);
             end = start + w;
         }
         let start = start.checked_sub(opts.flank).ok_or_else(|| {
-            err(format!("interval {}:{start}-{end} extended by --flank {} starts before 0", rec.chrom, opts.flank))
+            err(format!(
+                "interval {}:{start}-{end} extended by --flank {} starts before 0",
+                rec.chrom, opts.flank
+            ))
         })?;
         let end = end + opts.flank;
         if end > chrom_len {
@@ -266,7 +301,12 @@ pub fn read_bed(path: &Path, opts: &SourceOptions, changes: &mut ChangeCounts, s
 
 /// Reads FASTA/FASTQ records, streaming each record through in windows when cutting by
 /// windows, so a chromosome never sits in memory whole.
-pub fn read_fastx(path: &Path, opts: &SourceOptions, changes: &mut ChangeCounts, sink: &mut Sink<'_>) -> Result<u64> {
+pub fn read_fastx(
+    path: &Path,
+    opts: &SourceOptions,
+    changes: &mut ChangeCounts,
+    sink: &mut Sink<'_>,
+) -> Result<u64> {
     let mut reader = luminome_io::fastx::open(path, opts.threads)?;
     let mut batch: Vec<Unit> = Vec::with_capacity(BATCH);
     let mut raw = Vec::new();
@@ -275,7 +315,8 @@ pub fn read_fastx(path: &Path, opts: &SourceOptions, changes: &mut ChangeCounts,
     while let Some(h) = reader.next_header()? {
         n += 1;
         let name: Arc<str> = h.name.as_str().into();
-        let origin: Arc<str> = format!("{}: record {} ({})", path.display(), h.number, h.name).into();
+        let origin: Arc<str> =
+            format!("{}: record {} ({})", path.display(), h.number, h.name).into();
         let number = h.number;
         let err = |m: String| InputError::record(path, number, Some(&h.name), m);
         let unit = |offset: u64, bases: Vec<u8>, soft: Vec<u8>, seq_length: u64| Unit {
@@ -321,7 +362,12 @@ pub fn read_fastx(path: &Path, opts: &SourceOptions, changes: &mut ChangeCounts,
                     }
                     let lo = (next - buf_start) as usize;
                     let hi = ((next + size as u64).min(buf_end) - buf_start) as usize;
-                    batch.push(unit(next, b[lo..hi].to_vec(), s[lo..hi].to_vec(), UNKNOWN_LENGTH));
+                    batch.push(unit(
+                        next,
+                        b[lo..hi].to_vec(),
+                        s[lo..hi].to_vec(),
+                        UNKNOWN_LENGTH,
+                    ));
                     if batch.len() >= BATCH {
                         sink(Message::Units(std::mem::take(&mut batch)))?;
                     }
@@ -347,7 +393,15 @@ pub fn read_fastx(path: &Path, opts: &SourceOptions, changes: &mut ChangeCounts,
                 while reader.read_sequence_line(&mut raw)? {
                     if (b.len()) < limit {
                         let take = (limit - b.len()).min(raw.len());
-                        clean_or_fail(&raw[..take], opts.policy, &mut b, &mut s, changes, read, &err)?;
+                        clean_or_fail(
+                            &raw[..take],
+                            opts.policy,
+                            &mut b,
+                            &mut s,
+                            changes,
+                            read,
+                            &err,
+                        )?;
                     }
                     read += raw.len() as u64;
                     raw.clear();
