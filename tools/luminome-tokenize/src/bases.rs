@@ -69,7 +69,7 @@ impl BadBase {
 /// and `CHANGED` set when the letter was mapped to N.
 const CHANGED: u16 = 0x100;
 
-fn classify(b: u8) -> u16 {
+const fn classify(b: u8) -> u16 {
     match b {
         b'A' | b'C' | b'G' | b'T' | b'N' => b as u16,
         b'a' | b'c' | b'g' | b't' | b'n' => (b.to_ascii_uppercase() as u16) | 0x80,
@@ -78,6 +78,17 @@ fn classify(b: u8) -> u16 {
         _ => 0,
     }
 }
+
+/// [`classify`] for every byte, so the hot loop is a table lookup.
+static CLASS: [u16; 256] = {
+    let mut t = [0u16; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = classify(i as u8);
+        i += 1;
+    }
+    t
+};
 
 /// Cleans `raw`, appending to `bases` (uppercase ACGTN) and `soft` (1 = lowercase input).
 /// A refused byte's position is counted from the start of `raw`.
@@ -88,11 +99,25 @@ pub fn clean(
     soft: &mut Vec<u8>,
     changes: &mut ChangeCounts,
 ) -> Result<(), BadBase> {
-    bases.reserve(raw.len());
-    soft.reserve(raw.len());
+    // Fast path: one pass that also notes whether anything needs a closer look.
+    let mut unusual = 0u16;
+    let mut refused = false;
+    bases.extend(raw.iter().map(|&b| {
+        let c = CLASS[b as usize];
+        unusual |= c;
+        refused |= c == 0;
+        (c & 0x7f) as u8
+    }));
+    soft.extend(raw.iter().map(|&b| ((CLASS[b as usize] >> 7) & 1) as u8));
+    if !refused && unusual & CHANGED == 0 {
+        return Ok(());
+    }
     for (i, &b) in raw.iter().enumerate() {
-        let c = classify(b);
+        let c = CLASS[b as usize];
         if c == 0 || (c & CHANGED != 0 && policy == NonAcgtPolicy::Error) {
+            let keep = bases.len() - raw.len();
+            bases.truncate(keep);
+            soft.truncate(keep);
             return Err(BadBase {
                 position: i,
                 byte: b,
@@ -101,8 +126,6 @@ pub fn clean(
         if c & CHANGED != 0 {
             *changes.0.entry(b.to_ascii_uppercase()).or_default() += 1;
         }
-        bases.push((c & 0x7f) as u8);
-        soft.push(u8::from(c & 0x80 != 0));
     }
     Ok(())
 }

@@ -326,20 +326,23 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
     let (tx, rx) = mpsc::sync_channel::<Message>(4);
     let reader_result = std::thread::scope(|scope| -> Result<Result<(u64, ChangeCounts)>> {
         let input = job.input.clone();
-        let reader = scope.spawn(move || -> Result<(u64, ChangeCounts)> {
-            let mut changes = ChangeCounts::default();
-            let mut sink = |m: Message| tx.send(m).map_err(|_| anyhow::anyhow!("stopped"));
-            let n = match format {
-                InputFormat::Table => {
-                    source::read_table(&input, &source_opts, &mut changes, &mut sink)?
-                }
-                InputFormat::Bed => {
-                    source::read_bed(&input, &source_opts, &mut changes, &mut sink)?
-                }
-                _ => source::read_fastx(&input, &source_opts, &mut changes, &mut sink)?,
-            };
-            Ok((n, changes))
-        });
+        let reader = std::thread::Builder::new()
+            .name("lum-reader".into())
+            .spawn_scoped(scope, move || -> Result<(u64, ChangeCounts)> {
+                let mut changes = ChangeCounts::default();
+                let mut sink = |m: Message| tx.send(m).map_err(|_| anyhow::anyhow!("stopped"));
+                let n = match format {
+                    InputFormat::Table => {
+                        source::read_table(&input, &source_opts, &mut changes, &mut sink)?
+                    }
+                    InputFormat::Bed => {
+                        source::read_bed(&input, &source_opts, &mut changes, &mut sink)?
+                    }
+                    _ => source::read_fastx(&input, &source_opts, &mut changes, &mut sink)?,
+                };
+                Ok((n, changes))
+            })
+            .context("cannot start the reading thread")?;
         let consumed = (|| -> Result<()> {
             for message in rx.iter() {
                 match message {

@@ -30,16 +30,19 @@ pub enum KmerMode {
     NonOverlapping,
 }
 
-/// Base code: A=0 C=1 G=2 T=3, N (anything else) = 4.
+/// Base code: A=0 C=1 G=2 T=3, N (anything else) = 4, as a table for the hot loops.
+static CODE: [u8; 256] = {
+    let mut t = [4u8; 256];
+    t[b'A' as usize] = 0;
+    t[b'C' as usize] = 1;
+    t[b'G' as usize] = 2;
+    t[b'T' as usize] = 3;
+    t
+};
+
 #[inline]
 fn code(b: u8) -> u32 {
-    match b {
-        b'A' => 0,
-        b'C' => 1,
-        b'G' => 2,
-        b'T' => 3,
-        _ => 4,
-    }
+    CODE[b as usize] as u32
 }
 
 pub enum Scheme {
