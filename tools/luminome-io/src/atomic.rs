@@ -29,7 +29,10 @@ pub fn check_output_dir(dest: &Path) -> Result<PathBuf> {
         );
     }
     if dest.is_dir() {
-        bail!("output path {} is a folder, expected a file name", dest.display());
+        bail!(
+            "output path {} is a folder, expected a file name",
+            dest.display()
+        );
     }
     Ok(parent)
 }

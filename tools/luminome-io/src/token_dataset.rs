@@ -69,7 +69,12 @@ impl TokenizerInfo {
             "kmer" => {
                 let k = self.k?;
                 let step = self.kmer_step?;
-                let width = self.vocab.get(id as usize).map(|t| t.len()).unwrap_or(k).min(k);
+                let width = self
+                    .vocab
+                    .get(id as usize)
+                    .map(|t| t.len())
+                    .unwrap_or(k)
+                    .min(k);
                 Some((pos * step, pos * step + width))
             }
             _ => None,
@@ -135,7 +140,9 @@ pub fn index_path_for(dataset: &Path) -> PathBuf {
     let stem = dataset_stem(dataset);
     stem.with_file_name(format!(
         "{}.index.tsv",
-        stem.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        stem.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
     ))
 }
 
@@ -237,7 +244,9 @@ impl TokenDatasetWriter {
     }
 
     fn close_shard(&mut self) -> Result<()> {
-        let Some(w) = self.current.take() else { return Ok(()) };
+        let Some(w) = self.current.take() else {
+            return Ok(());
+        };
         // A shard's header is written when the shard closes, before the shard count is known:
         // each shard records its own number and the records written up to it; readers take the
         // total from the shards themselves.
@@ -249,7 +258,8 @@ impl TokenDatasetWriter {
             .map(|_| (self.finished_shards.len(), 0));
         let meta = self.metadata(self.current_rows, max_length, labels.clone(), shard);
         let file = w.finish(meta)?;
-        self.finished_shards.push((file, self.current_rows, max_length, labels));
+        self.finished_shards
+            .push((file, self.current_rows, max_length, labels));
         Ok(())
     }
 
@@ -285,7 +295,10 @@ impl TokenDatasetWriter {
         let mut m = BTreeMap::new();
         m.insert("kind".into(), TOKEN_DATASET_KIND.into());
         m.insert("format_version".into(), TOKEN_DATASET_VERSION.to_string());
-        m.insert("luminome".into(), serde_json::to_string(&meta).expect("serialisable"));
+        m.insert(
+            "luminome".into(),
+            serde_json::to_string(&meta).expect("serialisable"),
+        );
         m
     }
 
@@ -307,7 +320,10 @@ impl TokenDatasetWriter {
         }
         if let Some(l) = self.opts.max_length {
             if row.ids.len() != l {
-                bail!("internal: row of {} ids for a dataset of length {l}", row.ids.len());
+                bail!(
+                    "internal: row of {} ids for a dataset of length {l}",
+                    row.ids.len()
+                );
             }
         }
         let shard = self.finished_shards.len();
@@ -315,7 +331,8 @@ impl TokenDatasetWriter {
         w.push_u32(0, row.ids)?;
         self.mask_row.clear();
         let pad = self.opts.tokenizer.pad_id;
-        self.mask_row.extend(row.ids.iter().map(|&id| u8::from(id != pad)));
+        self.mask_row
+            .extend(row.ids.iter().map(|&id| u8::from(id != pad)));
         w.push_bytes(1, &self.mask_row)?;
         let mut col = 2;
         if self.opts.has_soft_mask {
@@ -333,7 +350,14 @@ impl TokenDatasetWriter {
         writeln!(
             self.index,
             "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
-            self.total, shard, i.name, i.coords, i.seq_length, i.window_offset, i.window_length, i.strand
+            self.total,
+            shard,
+            i.name,
+            i.coords,
+            i.seq_length,
+            i.window_offset,
+            i.window_length,
+            i.strand
         )?;
         self.total += 1;
         self.current_rows += 1;
@@ -389,7 +413,11 @@ impl TokenDataset {
                 v.push(shard_path(path, v.len()));
             }
             if v.is_empty() {
-                bail!("{}: no such dataset (nor shards {})", path.display(), shard_path(path, 0).display());
+                bail!(
+                    "{}: no such dataset (nor shards {})",
+                    path.display(),
+                    shard_path(path, 0).display()
+                );
             }
             v
         };
@@ -408,7 +436,10 @@ impl TokenDataset {
                 );
             }
             let m: TokenDatasetMeta = serde_json::from_str(
-                tf.metadata().get("luminome").map(String::as_str).unwrap_or(""),
+                tf.metadata()
+                    .get("luminome")
+                    .map(String::as_str)
+                    .unwrap_or(""),
             )
             .with_context(|| format!("{}: unreadable dataset metadata", f.display()))?;
             if m.format_version > TOKEN_DATASET_VERSION {
@@ -489,12 +520,18 @@ impl TokenDataset {
         };
         for &r in records {
             if r >= self.len() {
-                bail!("record {r} is out of range (the dataset has {})", self.len());
+                bail!(
+                    "record {r} is out of range (the dataset has {})",
+                    self.len()
+                );
             }
             let (s, row) = self.locate(r);
             let shard = &self.shards[s];
-            shard.require("input_ids")?.extend_u32(row, &mut b.input_ids);
-            b.attention_mask.extend_from_slice(shard.require("attention_mask")?.row_bytes(row));
+            shard
+                .require("input_ids")?
+                .extend_u32(row, &mut b.input_ids);
+            b.attention_mask
+                .extend_from_slice(shard.require("attention_mask")?.row_bytes(row));
             if let Some(sm) = b.soft_mask.as_mut() {
                 sm.extend_from_slice(shard.require("soft_mask")?.row_bytes(row));
             }
@@ -516,10 +553,14 @@ pub fn read_index(path: &Path) -> Result<Vec<IndexRow>> {
     let (reader, _) = crate::compress::open(path, 1)?;
     let mut rows = Vec::new();
     for (i, line) in reader.lines().enumerate() {
-        let line = line.with_context(|| format!("{}: line {}: cannot read", path.display(), i + 1))?;
+        let line =
+            line.with_context(|| format!("{}: line {}: cannot read", path.display(), i + 1))?;
         if i == 0 {
             if line.trim_end() != INDEX_HEADER {
-                bail!("{}: line 1: not a Luminome record index header", path.display());
+                bail!(
+                    "{}: line 1: not a Luminome record index header",
+                    path.display()
+                );
             }
             continue;
         }
