@@ -66,10 +66,32 @@ fn split(line: &str) -> Vec<String> {
     }
 }
 
+/// What to do with a gene name that appears on several rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Duplicates {
+    /// Refuse the table (the default: a silent choice would bias the join).
+    Error,
+    /// Sum the values (e.g. TPM of several transcripts or loci of one symbol).
+    Sum,
+    /// Keep the largest value.
+    Max,
+    /// Keep the first row.
+    First,
+}
+
 pub fn read_expression(
     path: &Path,
     gene_column: &ColumnRef,
     value_column: &ColumnRef,
+) -> Result<ExpressionTable, InputError> {
+    read_expression_with(path, gene_column, value_column, Duplicates::Error)
+}
+
+pub fn read_expression_with(
+    path: &Path,
+    gene_column: &ColumnRef,
+    value_column: &ColumnRef,
+    duplicates: Duplicates,
 ) -> Result<ExpressionTable, InputError> {
     let (reader, _) = crate::compress::open(path, 1)?;
     let mut header: Option<Vec<String>> = None;
@@ -134,12 +156,24 @@ pub fn read_expression(
                 format!("expression value of {gene:?} is not finite"),
             ));
         }
-        if let Some((_, prev)) = table.values.insert(gene.clone(), (value, n)) {
-            return Err(InputError::line(
-                path,
-                n,
-                format!("gene {gene:?} appears twice (also at line {prev}); make gene names unique or pick an id column"),
-            ));
+        match table.values.get_mut(&gene) {
+            None => {
+                table.values.insert(gene, (value, n));
+            }
+            Some((old, prev)) => match duplicates {
+                Duplicates::Error => {
+                    return Err(InputError::line(
+                        path,
+                        n,
+                        format!(
+                            "gene {gene:?} appears twice (also at line {prev}); make gene names unique, pick an id column or pass --expression-duplicates"
+                        ),
+                    ))
+                }
+                Duplicates::Sum => *old += value,
+                Duplicates::Max => *old = old.max(value),
+                Duplicates::First => {}
+            },
         }
     }
     if table.values.is_empty() {
@@ -228,6 +262,15 @@ mod tests {
             err.contains("line 3") && err.contains("also at line 1"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn duplicate_policies() {
+        let (_d, p) = table("A\t1\nA\t3\n");
+        let get = |d| read_expression_with(&p, &ColumnRef::Index(1), &ColumnRef::Last, d).unwrap().get("A");
+        assert_eq!(get(Duplicates::Sum), Some(4.0));
+        assert_eq!(get(Duplicates::Max), Some(3.0));
+        assert_eq!(get(Duplicates::First), Some(1.0));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 use luminome_io::bam::BamFilter;
-use luminome_io::expression::{ColumnRef, ExpressionTransform};
+use luminome_io::expression::{ColumnRef, Duplicates, ExpressionTransform};
 use luminome_io::motif::MotifFormat;
 use luminome_io::tss::{BedTssMode, TssFormat};
 
@@ -69,6 +69,14 @@ enum TransformArg {
     Log1p,
     Log10p1,
     None,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum DupArg {
+    Error,
+    Sum,
+    Max,
+    First,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -158,6 +166,9 @@ pub struct Args {
     pub expression_value_column: String,
     #[arg(long, value_enum, default_value = "log1p")]
     expression_transform: TransformArg,
+    /// A gene name on several rows of an expression table: error, or sum / max / first.
+    #[arg(long, value_enum, default_value = "error")]
+    expression_duplicates: DupArg,
     /// Keep (gene, cell type) pairs without an expression value, with NaN (default: leave them out).
     #[arg(long)]
     pub keep_missing_expression: bool,
@@ -195,7 +206,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub merge_gap: u64,
     /// Peak calling: signal threshold as a multiple of the chromosome's mean per-base signal.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 3.0)]
     pub call_fold: f64,
     /// Peak calling: join runs closer than this (bp).
     #[arg(long, default_value_t = 100)]
@@ -295,6 +306,12 @@ impl Args {
                 TransformArg::Log1p => ExpressionTransform::Log1p,
                 TransformArg::Log10p1 => ExpressionTransform::Log10p1,
                 TransformArg::None => ExpressionTransform::None,
+            },
+            expression_duplicates: match self.expression_duplicates {
+                DupArg::Error => Duplicates::Error,
+                DupArg::Sum => Duplicates::Sum,
+                DupArg::Max => Duplicates::Max,
+                DupArg::First => Duplicates::First,
             },
             keep_missing_expression: self.keep_missing_expression,
             window: self.window,

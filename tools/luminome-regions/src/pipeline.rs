@@ -13,7 +13,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use luminome_io::atomic::AtomicWriter;
 use luminome_io::bam::BamFilter;
-use luminome_io::expression::{read_expression, ColumnRef, ExpressionTable, ExpressionTransform};
+use luminome_io::expression::{read_expression_with, ColumnRef, Duplicates, ExpressionTable, ExpressionTransform};
 use luminome_io::motif::{read_motifs, MotifFormat};
 use luminome_io::reference::Reference;
 use luminome_io::tensorfile::{ColumnSpec, ElemType, StreamingTensorWriter};
@@ -66,6 +66,7 @@ pub struct Config {
     pub expression_gene_column: ColumnRef,
     pub expression_value_column: ColumnRef,
     pub expression_transform: ExpressionTransform,
+    pub expression_duplicates: Duplicates,
     pub keep_missing_expression: bool,
     pub window: u64,
     pub n_regions: usize,
@@ -395,10 +396,11 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     }
     let mut expression: HashMap<String, ExpressionTable> = HashMap::new();
     for (ct, path) in &cfg.expression {
-        let t = read_expression(
+        let t = read_expression_with(
             path,
             &cfg.expression_gene_column,
             &cfg.expression_value_column,
+            cfg.expression_duplicates,
         )?;
         log(format!(
             "{ct}: {} expression values ({}) from {}",

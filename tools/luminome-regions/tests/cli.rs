@@ -404,3 +404,20 @@ fn absurdly_wide_peaks_are_reported_and_left_out() {
     assert!(err.contains("with_artefact.narrowPeak: line 1") && err.contains("150000 bp wide"), "{err}");
     assert_eq!(read_tsv(&dir.path().join("d.regions.tsv")).len(), 114);
 }
+
+#[test]
+fn bigwig_and_bedgraph_of_the_same_coverage_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let bw = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/acc.K562.slice.bw");
+    let out_bg = dir.path().join("bg.safetensors");
+    assert!(run(&base_args(), &out_bg).status.success());
+    let args = with(base_args(), "--accessibility", Some(&format!("K562={}", bw.display())));
+    let out_bw = dir.path().join("bw.safetensors");
+    let o = run(&args, &out_bw);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let a = read_tsv(&dir.path().join("bg.regions.tsv"));
+    let b = read_tsv(&dir.path().join("bw.regions.tsv"));
+    assert_eq!(a.len(), b.len());
+    assert!(a.iter().zip(&b).all(|(x, y)| x["acc_raw:K562"] == y["acc_raw:K562"]));
+    assert!(a.iter().any(|x| x["acc_raw:K562"] != "0"));
+}
