@@ -27,7 +27,7 @@ pub struct BamStats {
 
 /// The reference sequence names in the BAM header.
 pub fn reference_names(path: &Path) -> Result<Vec<String>, InputError> {
-    let mut reader = bam::io::reader::Builder::default()
+    let mut reader = bam::io::reader::Builder
         .build_from_path(path)
         .map_err(|e| InputError::file(path, format!("cannot open as BAM: {e}")))?;
     let header = reader
@@ -46,7 +46,7 @@ pub fn for_each_cut_site(
     filter: BamFilter,
     mut visit: impl FnMut(&str, u64),
 ) -> Result<BamStats, InputError> {
-    let mut reader = bam::io::reader::Builder::default()
+    let mut reader = bam::io::reader::Builder
         .build_from_path(path)
         .map_err(|e| InputError::file(path, format!("cannot open as BAM: {e}")))?;
     let header = reader

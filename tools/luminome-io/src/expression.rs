@@ -267,7 +267,11 @@ mod tests {
     #[test]
     fn duplicate_policies() {
         let (_d, p) = table("A\t1\nA\t3\n");
-        let get = |d| read_expression_with(&p, &ColumnRef::Index(1), &ColumnRef::Last, d).unwrap().get("A");
+        let get = |d| {
+            read_expression_with(&p, &ColumnRef::Index(1), &ColumnRef::Last, d)
+                .unwrap()
+                .get("A")
+        };
         assert_eq!(get(Duplicates::Sum), Some(4.0));
         assert_eq!(get(Duplicates::Max), Some(3.0));
         assert_eq!(get(Duplicates::First), Some(1.0));

@@ -13,7 +13,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use luminome_io::atomic::AtomicWriter;
 use luminome_io::bam::BamFilter;
-use luminome_io::expression::{read_expression_with, ColumnRef, Duplicates, ExpressionTable, ExpressionTransform};
+use luminome_io::expression::{
+    read_expression_with, ColumnRef, Duplicates, ExpressionTable, ExpressionTransform,
+};
 use luminome_io::motif::{read_motifs, MotifFormat};
 use luminome_io::reference::Reference;
 use luminome_io::tensorfile::{ColumnSpec, ElemType, StreamingTensorWriter};

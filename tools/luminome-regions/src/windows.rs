@@ -4,6 +4,7 @@
 //! - `distance` (default): the N closest to the TSS, distance being 0 for a region that contains
 //!   the TSS and otherwise the gap to its nearest base; ties go to the region that starts first.
 //! - `accessibility`: the N most accessible in the cell type; ties by distance, then start.
+//!
 //! The chosen regions are returned in genomic order; `tss_index` is the position among them of
 //! the region containing the TSS (None when no region contains it).
 

@@ -73,7 +73,13 @@ fn read_tsv(path: &Path) -> Vec<HashMap<String, String>> {
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
     lines
-        .map(|l| header.iter().map(|h| h.to_string()).zip(l.split('\t').map(str::to_string)).collect())
+        .map(|l| {
+            header
+                .iter()
+                .map(|h| h.to_string())
+                .zip(l.split('\t').map(str::to_string))
+                .collect()
+        })
         .collect()
 }
 
@@ -88,10 +94,19 @@ fn assert_refused(args: Vec<String>, file: &str, needle: &str) {
     let o = run(&args, &out);
     let err = stderr(&o);
     assert!(!o.status.success(), "should fail: {err}");
-    assert!(err.contains(file) && err.contains(needle), "message should name {file} and {needle:?}: {err}");
+    assert!(
+        err.contains(file) && err.contains(needle),
+        "message should name {file} and {needle:?}: {err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
-    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert!(left.is_empty(), "nothing may be left behind, found {left:?}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "nothing may be left behind, found {left:?}"
+    );
 }
 
 const CTCF_REGION: (u64, u64) = (165_240, 165_492); // contains CCACCAGGTGG (CTCF core), minus strand
@@ -138,7 +153,10 @@ fn builds_the_dataset_with_consistent_shapes_masks_and_tss_indices() {
             with_tss_region += 1;
             let r = &regions[ri[t[0] as usize] as usize];
             let (a, b): (u64, u64) = (r["start"].parse().unwrap(), r["end"].parse().unwrap());
-            assert!(a <= tss_pos && tss_pos < b, "tss_index must point at the region containing the TSS");
+            assert!(
+                a <= tss_pos && tss_pos < b,
+                "tss_index must point at the region containing the TSS"
+            );
             assert_eq!(row["tss_region"], r["region"]);
         } else {
             assert_eq!(row["tss_region"], ".");
@@ -150,14 +168,22 @@ fn builds_the_dataset_with_consistent_shapes_masks_and_tss_indices() {
         let acc: f32 = r0[&format!("acc:{}", row["cell_type"])].parse().unwrap();
         assert!((f[10] - acc).abs() < 1e-4);
     }
-    assert!(with_tss_region >= 4, "several of the 9 TSSs lie in a K562 peak");
+    assert!(
+        with_tss_region >= 4,
+        "several of the 9 TSSs lie in a K562 peak"
+    );
 
     // Expression joined by symbol, log1p by default: EIF3L in K562 has TPM 246.44.
-    let eif3l = samples.iter().find(|r| r["gene"] == "EIF3L" && r["cell_type"] == "K562").unwrap();
+    let eif3l = samples
+        .iter()
+        .find(|r| r["gene"] == "EIF3L" && r["cell_type"] == "K562")
+        .unwrap();
     let e: f64 = eif3l["expression"].parse().unwrap();
     assert!((e - 246.44f64.ln_1p()).abs() < 1e-9);
     let mut ev = Vec::new();
-    tf.require("expression").unwrap().extend_f32(eif3l["sample"].parse().unwrap(), &mut ev);
+    tf.require("expression")
+        .unwrap()
+        .extend_f32(eif3l["sample"].parse().unwrap(), &mut ev);
     assert!((ev[0] as f64 - e).abs() < 1e-5);
 }
 
@@ -169,7 +195,9 @@ fn a_known_ctcf_site_scores_for_ctcf_in_both_motif_sets() {
     let regions = read_tsv(&dir.path().join("d.regions.tsv"));
     let find = |rows: &[HashMap<String, String>]| {
         rows.iter()
-            .find(|r| r["start"] == CTCF_REGION.0.to_string() && r["end"] == CTCF_REGION.1.to_string())
+            .find(|r| {
+                r["start"] == CTCF_REGION.0.to_string() && r["end"] == CTCF_REGION.1.to_string()
+            })
             .cloned()
             .expect("the CTCF peak is a region")
     };
@@ -179,7 +207,11 @@ fn a_known_ctcf_site_scores_for_ctcf_in_both_motif_sets() {
     let zero = regions.iter().filter(|r| r["CTCF"] == "0").count();
     assert!(zero > regions.len() / 2, "{zero} of {}", regions.len());
 
-    let args = with(base_args(), "--motifs", Some(&data("motifs/jaspar_small.jaspar")));
+    let args = with(
+        base_args(),
+        "--motifs",
+        Some(&data("motifs/jaspar_small.jaspar")),
+    );
     let args = with(args, "--motif-clusters", None);
     let out2 = dir.path().join("j.safetensors");
     let o = run(&args, &out2);
@@ -200,13 +232,24 @@ fn reused_region_table_gives_the_same_dataset() {
     let mut args = with(args, "--accessibility", None);
     args = with(args, "--accessibility", None);
     args.push("--reuse-regions".into());
-    args.push(dir.path().join("a.regions.tsv").to_string_lossy().into_owned());
+    args.push(
+        dir.path()
+            .join("a.regions.tsv")
+            .to_string_lossy()
+            .into_owned(),
+    );
     let out2 = dir.path().join("b.safetensors");
     let o = run(&args, &out2);
     assert!(o.status.success(), "{}", stderr(&o));
     let a = TensorFile::open(&out).unwrap();
     let b = TensorFile::open(&out2).unwrap();
-    for name in ["features", "region_mask", "tss_index", "region_index", "expression"] {
+    for name in [
+        "features",
+        "region_mask",
+        "tss_index",
+        "region_index",
+        "expression",
+    ] {
         let (x, y) = (a.require(name).unwrap(), b.require(name).unwrap());
         assert_eq!(x.shape, y.shape, "{name}");
         if name == "features" {
@@ -215,7 +258,10 @@ fn reused_region_table_gives_the_same_dataset() {
                 x.extend_f32(s, &mut u);
                 y.extend_f32(s, &mut v);
             }
-            assert!(u.iter().zip(&v).all(|(p, q)| (p - q).abs() <= 1e-4 * p.abs().max(1.0)));
+            assert!(u
+                .iter()
+                .zip(&v)
+                .all(|(p, q)| (p - q).abs() <= 1e-4 * p.abs().max(1.0)));
         } else {
             assert_eq!(x.bytes, y.bytes, "{name}");
         }
@@ -229,8 +275,16 @@ fn fragments_and_counts_tables_are_counted_per_region() {
     let frags = dir.path().join("atac_fragments.tsv");
     std::fs::write(&frags, "chr22_slice\t2400\t2500\tAAAC-1\t3\nchr22_slice\t2300\t2450\tAAAG-1\t1\nchrX\t1\t50\tA-1\t1\n").unwrap();
     let counts = dir.path().join("counts.tsv");
-    std::fs::write(&counts, "chr22_slice\t2369\t2604\t7\nchr22_slice\t2860\t3014\t5\n").unwrap();
-    let mut args = with(base_args(), "--accessibility", Some(&format!("K562={}", frags.display())));
+    std::fs::write(
+        &counts,
+        "chr22_slice\t2369\t2604\t7\nchr22_slice\t2860\t3014\t5\n",
+    )
+    .unwrap();
+    let mut args = with(
+        base_args(),
+        "--accessibility",
+        Some(&format!("K562={}", frags.display())),
+    );
     args = with(args, "--expression", None);
     args = with(args, "--expression", None);
     let i = args.iter().rposition(|a| a == "--accessibility").unwrap();
@@ -268,7 +322,9 @@ fn python_can_open_the_outputs() {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!("note: python3 with numpy + safetensors not available; skipping the Python check");
+        eprintln!(
+            "note: python3 with numpy + safetensors not available; skipping the Python check"
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -287,7 +343,10 @@ fn python_can_open_the_outputs() {
         out = out.to_string_lossy(),
         samples = dir.path().join("d.samples.tsv").to_string_lossy()
     );
-    let o = Command::new("python3").args(["-c", &script]).output().unwrap();
+    let o = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
@@ -300,12 +359,20 @@ fn temp_file(dir: &Path, name: &str, text: &str) -> PathBuf {
 #[test]
 fn peaks_on_unknown_contigs_or_past_the_end_are_refused() {
     assert_refused(
-        with(base_args(), "--peaks", Some(&data("chr22_slice/bad_unknown_chrom.bed"))),
+        with(
+            base_args(),
+            "--peaks",
+            Some(&data("chr22_slice/bad_unknown_chrom.bed")),
+        ),
         "bad_unknown_chrom.bed: line 1",
         "not a sequence of the reference",
     );
     assert_refused(
-        with(base_args(), "--peaks", Some(&data("chr22_slice/bad_past_end.bed"))),
+        with(
+            base_args(),
+            "--peaks",
+            Some(&data("chr22_slice/bad_past_end.bed")),
+        ),
         "bad_past_end.bed: line 1",
         "past the end",
     );
@@ -314,21 +381,45 @@ fn peaks_on_unknown_contigs_or_past_the_end_are_refused() {
 #[test]
 fn inverted_peak_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let p = temp_file(dir.path(), "inv.bed", "chr22_slice\t100\t200\nchr22_slice\t500\t400\n");
-    assert_refused(with(base_args(), "--peaks", Some(p.to_str().unwrap())), "inv.bed: line 2", "less than end");
+    let p = temp_file(
+        dir.path(),
+        "inv.bed",
+        "chr22_slice\t100\t200\nchr22_slice\t500\t400\n",
+    );
+    assert_refused(
+        with(base_args(), "--peaks", Some(p.to_str().unwrap())),
+        "inv.bed: line 2",
+        "less than end",
+    );
 }
 
 #[test]
 fn accessibility_chromosome_names_are_checked_and_mapped_on_request() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(data("chr22_slice/acc.K562.bedgraph")).unwrap();
-    let p = temp_file(dir.path(), "renamed.bedgraph", &text.replace("chr22_slice", "22_slice"));
-    let args = with(base_args(), "--accessibility", Some(&format!("K562={}", p.display())));
-    assert_refused(args.clone(), "renamed.bedgraph", "--acc-chrom-names add-chr");
+    let p = temp_file(
+        dir.path(),
+        "renamed.bedgraph",
+        &text.replace("chr22_slice", "22_slice"),
+    );
+    let args = with(
+        base_args(),
+        "--accessibility",
+        Some(&format!("K562={}", p.display())),
+    );
+    assert_refused(
+        args.clone(),
+        "renamed.bedgraph",
+        "--acc-chrom-names add-chr",
+    );
     let mut mapped = args;
     mapped.extend(["--acc-chrom-names".to_string(), "add-chr".to_string()]);
     // GM12878's file keeps chr names, so map only makes sense with one cell type here.
-    let mapped = with(mapped, "--accessibility", Some(&format!("K562={}", p.display())));
+    let mapped = with(
+        mapped,
+        "--accessibility",
+        Some(&format!("K562={}", p.display())),
+    );
     let i = mapped.iter().rposition(|a| a == "--accessibility").unwrap();
     let mut mapped = mapped;
     mapped.drain(i..i + 2);
@@ -350,10 +441,22 @@ fn bad_motif_files_are_refused_with_their_line() {
         "MEME version 4\n\nALPHABET= ACGT\n\nMOTIF Z1\nletter-probability matrix: alength= 4 w= 2\n0.25 0.25 0.25 0.25\n0 0 0 0\n",
     );
     let args = with(base_args(), "--motifs", Some(zero.to_str().unwrap()));
-    assert_refused(with(args, "--motif-clusters", None), "zero.meme: line 8", "sums to zero");
-    let protein = temp_file(dir.path(), "protein.meme", "MEME version 4\n\nALPHABET= ACDEFGHIKLMNPQRSTVWY\n");
+    assert_refused(
+        with(args, "--motif-clusters", None),
+        "zero.meme: line 8",
+        "sums to zero",
+    );
+    let protein = temp_file(
+        dir.path(),
+        "protein.meme",
+        "MEME version 4\n\nALPHABET= ACDEFGHIKLMNPQRSTVWY\n",
+    );
     let args = with(base_args(), "--motifs", Some(protein.to_str().unwrap()));
-    assert_refused(with(args, "--motif-clusters", None), "protein.meme: line 3", "not DNA");
+    assert_refused(
+        with(args, "--motif-clusters", None),
+        "protein.meme: line 3",
+        "not DNA",
+    );
 }
 
 #[test]
@@ -361,7 +464,10 @@ fn duplicate_genes_in_the_expression_table_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let p = temp_file(dir.path(), "dup.tsv", "GCAT\t1.0\nEIF3L\t2.0\nGCAT\t3.0\n");
     let mut args = base_args();
-    let i = args.iter().position(|a| a.starts_with("K562=") && a.contains("tpm")).unwrap();
+    let i = args
+        .iter()
+        .position(|a| a.starts_with("K562=") && a.contains("tpm"))
+        .unwrap();
     args[i] = format!("K562={}", p.display());
     assert_refused(args, "dup.tsv: line 3", "appears twice");
 }
@@ -380,12 +486,21 @@ fn a_gene_without_regions_is_kept_with_a_full_mask_and_counted() {
     let out = dir.path().join("d.safetensors");
     let o = run(&args, &out);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("genes have no region in their 100 bp window"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("genes have no region in their 100 bp window"),
+        "{}",
+        stderr(&o)
+    );
     let samples = read_tsv(&dir.path().join("d.samples.tsv"));
     let tf = TensorFile::open(&out).unwrap();
     let s = samples.iter().position(|r| r["gene"] == "LONELY").unwrap();
     assert_eq!(samples[s]["regions_used"], "0");
-    assert!(tf.require("region_mask").unwrap().row_bytes(s).iter().all(|&m| m == 0));
+    assert!(tf
+        .require("region_mask")
+        .unwrap()
+        .row_bytes(s)
+        .iter()
+        .all(|&m| m == 0));
     let mut t = Vec::new();
     tf.require("tss_index").unwrap().extend_i64(s, &mut t);
     assert_eq!(t, vec![-1]);
@@ -398,10 +513,16 @@ fn absurdly_wide_peaks_are_reported_and_left_out() {
     peaks.push_str(&std::fs::read_to_string(data("chr22_slice/peaks.narrowPeak")).unwrap());
     let p = temp_file(dir.path(), "with_artefact.narrowPeak", &peaks);
     let out = dir.path().join("d.safetensors");
-    let o = run(&with(base_args(), "--peaks", Some(p.to_str().unwrap())), &out);
+    let o = run(
+        &with(base_args(), "--peaks", Some(p.to_str().unwrap())),
+        &out,
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
-    assert!(err.contains("with_artefact.narrowPeak: line 1") && err.contains("150000 bp wide"), "{err}");
+    assert!(
+        err.contains("with_artefact.narrowPeak: line 1") && err.contains("150000 bp wide"),
+        "{err}"
+    );
     assert_eq!(read_tsv(&dir.path().join("d.regions.tsv")).len(), 114);
 }
 
@@ -411,13 +532,20 @@ fn bigwig_and_bedgraph_of_the_same_coverage_agree() {
     let bw = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/acc.K562.slice.bw");
     let out_bg = dir.path().join("bg.safetensors");
     assert!(run(&base_args(), &out_bg).status.success());
-    let args = with(base_args(), "--accessibility", Some(&format!("K562={}", bw.display())));
+    let args = with(
+        base_args(),
+        "--accessibility",
+        Some(&format!("K562={}", bw.display())),
+    );
     let out_bw = dir.path().join("bw.safetensors");
     let o = run(&args, &out_bw);
     assert!(o.status.success(), "{}", stderr(&o));
     let a = read_tsv(&dir.path().join("bg.regions.tsv"));
     let b = read_tsv(&dir.path().join("bw.regions.tsv"));
     assert_eq!(a.len(), b.len());
-    assert!(a.iter().zip(&b).all(|(x, y)| x["acc_raw:K562"] == y["acc_raw:K562"]));
+    assert!(a
+        .iter()
+        .zip(&b)
+        .all(|(x, y)| x["acc_raw:K562"] == y["acc_raw:K562"]));
     assert!(a.iter().any(|x| x["acc_raw:K562"] != "0"));
 }

@@ -106,8 +106,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<MotifRecord>, InputError> {
             ));
         }
         let mut rows = Vec::with_capacity(width);
+        let [a, c, g, t] = [&parsed[0], &parsed[1], &parsed[2], &parsed[3]];
         for j in 0..width {
-            let row = [parsed[0][j], parsed[1][j], parsed[2][j], parsed[3][j]];
+            let row = [a[j], c[j], g[j], t[j]];
             check_row(&row, path, header_no, &format!("{name} position {}", j + 1))?;
             rows.push(row);
         }
