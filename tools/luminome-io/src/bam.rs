@@ -105,3 +105,72 @@ pub fn for_each_cut_site(
     }
     Ok(stats)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use noodles::core::Position;
+    use noodles::sam::alignment::io::Write as _;
+    use noodles::sam::alignment::record::cigar::op::{Kind, Op};
+    use noodles::sam::alignment::record::{Flags, MappingQuality};
+    use noodles::sam::alignment::RecordBuf;
+    use noodles::sam::header::record::value::{map::ReferenceSequence, Map};
+    use std::num::NonZero;
+
+    fn record(start: usize, flags: Flags, mapq: u8) -> RecordBuf {
+        RecordBuf::builder()
+            .set_flags(flags)
+            .set_reference_sequence_id(0)
+            .set_alignment_start(Position::try_from(start).unwrap())
+            .set_mapping_quality(MappingQuality::new(mapq).unwrap())
+            .set_cigar([Op::new(Kind::Match, 10)].into_iter().collect())
+            .set_sequence(vec![b'A'; 10].into())
+            .build()
+    }
+
+    #[test]
+    fn cut_sites_respect_strand_mapq_and_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.bam");
+        let header = noodles::sam::Header::builder()
+            .add_reference_sequence(
+                "chr1",
+                Map::<ReferenceSequence>::new(NonZero::new(1000).unwrap()),
+            )
+            .build();
+        {
+            let mut w = bam::io::Writer::new(std::fs::File::create(&path).unwrap());
+            w.write_header(&header).unwrap();
+            let records = [
+                record(101, Flags::empty(), 60),              // kept: 5' end 100
+                record(201, Flags::REVERSE_COMPLEMENTED, 60), // kept: 5' end 209
+                record(301, Flags::empty(), 10),              // MAPQ too low
+                record(401, Flags::DUPLICATE, 60),            // duplicate
+                record(501, Flags::SECONDARY, 60),            // secondary
+            ];
+            for r in &records {
+                w.write_alignment_record(&header, r).unwrap();
+            }
+            w.try_finish().unwrap();
+        }
+        assert_eq!(reference_names(&path).unwrap(), vec!["chr1".to_string()]);
+        let mut sites = Vec::new();
+        let filter = BamFilter {
+            min_mapq: 30,
+            drop_duplicates: true,
+        };
+        let stats =
+            for_each_cut_site(&path, filter, |c, p| sites.push((c.to_string(), p))).unwrap();
+        assert_eq!(
+            sites,
+            vec![("chr1".to_string(), 100), ("chr1".to_string(), 209)]
+        );
+        assert_eq!((stats.records, stats.kept), (5, 2));
+        let keep_dups = BamFilter {
+            min_mapq: 0,
+            drop_duplicates: false,
+        };
+        let stats = for_each_cut_site(&path, keep_dups, |_, _| {}).unwrap();
+        assert_eq!(stats.kept, 4);
+    }
+}

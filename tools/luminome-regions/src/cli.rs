@@ -124,7 +124,7 @@ pub struct Args {
     #[arg(long, value_parser = AccessibilitySource::parse)]
     pub accessibility: Vec<AccessibilitySource>,
     /// Reuse regions, raw accessibility and motif scores from an earlier run's *.regions.tsv.
-    #[arg(long, conflicts_with_all = ["peaks", "accessibility", "motifs"])]
+    #[arg(long, conflicts_with_all = ["peaks", "accessibility", "motifs", "motif_clusters"])]
     pub reuse_regions: Option<PathBuf>,
     /// Motif database (MEME, JASPAR, TRANSFAC or HOMER; sniffed from the content).
     #[arg(long, required_unless_present = "reuse_regions")]
