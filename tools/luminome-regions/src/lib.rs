@@ -7,11 +7,13 @@
 //! - [`motifs`]: pseudocounts, background, log-odds, p-value thresholds, motif → cluster map.
 //! - [`scan`]: [`scan::MotifScanner`], packed SIMD scanning with lightmotif and hit aggregation.
 //! - [`windows`]: the N regions of each gene's window.
+//! - [`dataset`]: the dataset, samples table and region table of a run.
 //! - [`reuse`]: reading an earlier run's region table instead of rescanning.
 //! - [`pipeline`]: the whole run and the dataset layout; [`cli`]: the command line.
 
 pub mod accessibility;
 pub mod cli;
+pub mod dataset;
 pub mod motifs;
 pub mod pipeline;
 pub mod regions;

@@ -6,25 +6,23 @@
 //! run succeeds.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use luminome_io::atomic::AtomicWriter;
 use luminome_io::bam::BamFilter;
 use luminome_io::expression::{
     read_expression_with, ColumnRef, Duplicates, ExpressionTable, ExpressionTransform,
 };
 use luminome_io::motif::{read_motifs, MotifFormat};
 use luminome_io::reference::Reference;
-use luminome_io::tensorfile::{ColumnSpec, ElemType, StreamingTensorWriter};
 use luminome_io::tss::{read_tss, BedTssMode, GeneTss, TssFormat};
 use luminome_io::InputError;
 
 use crate::accessibility::{
     self, AccessibilitySource, ChromRename, CountOptions, FragmentMode, Normalisation,
 };
+use crate::dataset::{DatasetWriter, Sample};
 use crate::motifs::{self, FeatureMap, Threshold};
 use crate::regions::{add_peaks, PeakReport, RegionSet};
 use crate::reuse::RegionTable;
@@ -381,7 +379,6 @@ pub fn run(cfg: &Config) -> Result<Summary> {
         None
     };
     let nf = inputs.features.len();
-    let width = nf + 1;
 
     // Expression.
     if !cfg.expression.is_empty() {
@@ -422,32 +419,15 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     }
 
     // Outputs (temporary until everything succeeded).
-    let mut specs = vec![
-        ColumnSpec::fixed("features", ElemType::F32, &[cfg.n_regions, width]),
-        ColumnSpec::fixed("region_mask", ElemType::U8, &[cfg.n_regions]),
-        ColumnSpec::fixed("tss_index", ElemType::I64, &[]),
-        ColumnSpec::fixed("region_index", ElemType::I64, &[cfg.n_regions]),
-    ];
-    if has_expression {
-        specs.push(ColumnSpec::fixed("expression", ElemType::F32, &[]));
-    }
-    let mut writer = StreamingTensorWriter::new(&cfg.output, specs)?;
-    let mut samples_tsv = AtomicWriter::create(&cfg.samples_output)?;
-    let mut regions_tsv = AtomicWriter::create(&cfg.regions_output)?;
-    writeln!(
-        samples_tsv,
-        "sample\tgene\tgene_id\tcell_type\tchrom\ttss\tstrand\tregions_used\ttss_region\texpression"
+    let mut out = DatasetWriter::create(
+        &cfg.output,
+        &cfg.samples_output,
+        &cfg.regions_output,
+        cfg.n_regions,
+        &inputs.features,
+        &inputs.cell_types,
+        has_expression,
     )?;
-    let mut header = vec![
-        "region".to_string(),
-        "chrom".into(),
-        "start".into(),
-        "end".into(),
-    ];
-    header.extend(inputs.cell_types.iter().map(|c| format!("acc_raw:{c}")));
-    header.extend(inputs.cell_types.iter().map(|c| format!("acc:{c}")));
-    header.extend(inputs.features.iter().cloned());
-    writeln!(regions_tsv, "{}", header.join("\t"))?;
 
     let mut summary = Summary {
         regions: n_regions_total,
@@ -456,12 +436,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
         too_wide: inputs.too_wide,
         ..Default::default()
     };
-    let mut row = vec![0f32; cfg.n_regions * width];
-    let mut mask = vec![0u8; cfg.n_regions];
-    let mut rindex = vec![-1i64; cfg.n_regions];
-    let mut sample = 0u64;
     let mut gi = 0;
-    let mut line = String::new();
     for ci in 0..inputs.set.chroms.len() {
         let chrom = inputs.set.chroms[ci].clone();
         let off = inputs.set.offset(ci);
@@ -492,20 +467,15 @@ pub fn run(cfg: &Config) -> Result<Summary> {
             }
             _ => Vec::new(),
         };
-        for (k, &(s, e)) in chrom.regions.iter().enumerate() {
-            line.clear();
-            use std::fmt::Write as _;
-            write!(line, "{}\t{}\t{s}\t{e}", off + k, chrom.name)?;
-            for r in &inputs.raw {
-                write!(line, "\t{}", r[off + k])?;
-            }
-            for r in &normalised {
-                write!(line, "\t{}", r[off + k])?;
-            }
-            for v in &scores[k * nf..(k + 1) * nf] {
-                write!(line, "\t{v}")?;
-            }
-            writeln!(regions_tsv, "{line}")?;
+        for (k, &region) in chrom.regions.iter().enumerate() {
+            out.write_region(
+                off + k,
+                &chrom.name,
+                region,
+                inputs.raw.iter().map(|r| r[off + k]),
+                normalised.iter().map(|r| r[off + k]),
+                &scores[k * nf..(k + 1) * nf],
+            )?;
         }
         // Samples of this chromosome's genes.
         for (_, gene) in &genes[gi..chrom_genes_end] {
@@ -530,41 +500,15 @@ pub fn run(cfg: &Config) -> Result<Summary> {
                         continue;
                     }
                 }
-                row.fill(0.0);
-                mask.fill(0);
-                rindex.fill(-1);
-                for (slot, &k) in w.regions.iter().enumerate() {
-                    row[slot * width..slot * width + nf]
-                        .copy_from_slice(&scores[k * nf..(k + 1) * nf]);
-                    row[slot * width + nf] = acc[k];
-                    mask[slot] = 1;
-                    rindex[slot] = (off + k) as i64;
-                }
-                writer.push_f32(0, &row)?;
-                writer.push_bytes(1, &mask)?;
-                writer.push_i64(2, &[w.tss_index.map(|i| i as i64).unwrap_or(-1)])?;
-                writer.push_i64(3, &rindex)?;
-                let transformed = value.map(|v| cfg.expression_transform.apply(v));
-                if has_expression {
-                    writer.push_f32(4, &[transformed.map(|v| v as f32).unwrap_or(f32::NAN)])?;
-                }
-                writeln!(
-                    samples_tsv,
-                    "{sample}\t{}\t{}\t{ct}\t{}\t{}\t{}\t{}\t{}\t{}",
-                    gene.name,
-                    gene.id,
-                    gene.chrom,
-                    gene.tss,
-                    gene.strand.symbol(),
-                    w.regions.len(),
-                    w.tss_index
-                        .map(|i| (off + w.regions[i]).to_string())
-                        .unwrap_or_else(|| ".".into()),
-                    transformed
-                        .map(|v| v.to_string())
-                        .unwrap_or_else(|| "NA".into()),
-                )?;
-                sample += 1;
+                out.write_sample(&Sample {
+                    gene,
+                    cell_type: ct,
+                    window: &w,
+                    offset: off,
+                    scores: &scores,
+                    accessibility: acc,
+                    expression: value.map(|v| cfg.expression_transform.apply(v)),
+                })?;
             }
             if !gene_has_regions {
                 summary.genes_without_regions += 1;
@@ -572,6 +516,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
         }
         gi = chrom_genes_end;
     }
+    let sample = out.samples_written();
     summary.samples = sample;
     if sample == 0 {
         bail!("no samples to write (every gene lacked an expression value; see --keep-missing-expression)");
@@ -628,10 +573,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
         serde_json::to_string(&feature_names)?,
     );
     metadata.insert("luminome".to_string(), meta_json.to_string());
-    let dataset = writer.finish(metadata)?;
-    dataset.commit()?;
-    samples_tsv.commit()?;
-    regions_tsv.commit()?;
+    out.finish(metadata)?;
     log(format!(
         "wrote {} samples ({} genes x {} cell types, N = {}, {} features + accessibility) to {} in {:.1}s",
         sample,
