@@ -33,7 +33,9 @@
 //! - [`encoder`]: pre-LN transformer encoder (learned or rotary positions).
 //! - [`adapters`]: LinearCLS, LinearMeanPool, LinearMaxPool, DynamicGated.
 //! - [`classifier`], [`mlm`]: the two model families of this issue.
-//! - [`checkpoint`]: weights + config + tokenizer, atomic writes.
+//! - [`optim`] (AdamW), [`schedule`] (warmup + cosine), [`checkpoint`] (weights + config +
+//!   tokenizer, atomic writes), [`trainer`] (the loop), [`tasks`] (MLM and classification as
+//!   training tasks).
 
 pub mod adapters;
 pub mod batch;
@@ -46,6 +48,10 @@ pub mod init;
 pub mod mlm;
 pub mod model;
 pub mod ops;
+pub mod optim;
+pub mod schedule;
+pub mod trainer;
+pub mod tasks;
 
 pub use batch::{batch_tensors, class_indices, BatchTensors};
 pub use checkpoint::{Checkpoint, CheckpointMeta};
