@@ -5,9 +5,11 @@
 
 pub mod atomic;
 pub mod bed;
+pub mod bedgraph;
 pub mod compress;
 pub mod error;
 pub mod fastx;
+pub mod npz;
 pub mod reference;
 pub mod seqtable;
 pub mod tensorfile;
