@@ -44,6 +44,7 @@ pub mod classifier;
 pub mod config;
 pub mod device;
 pub mod encoder;
+pub mod gradcheck;
 pub mod init;
 pub mod mlm;
 pub mod model;
@@ -52,6 +53,7 @@ pub mod optim;
 pub mod schedule;
 pub mod trainer;
 pub mod tasks;
+pub mod testing;
 
 pub use batch::{batch_tensors, class_indices, BatchTensors};
 pub use checkpoint::{Checkpoint, CheckpointMeta};

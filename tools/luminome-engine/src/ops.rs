@@ -420,3 +420,101 @@ mod num_traits_float {
     impl_float!(f32);
     impl_float!(f64);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gradcheck::max_grad_error;
+    use candle_core::{Device, Var};
+
+    fn randn(shape: &[usize], seed: u64) -> Tensor {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let n: usize = shape.iter().product();
+        let v: Vec<f64> = (0..n).map(|_| rng.random::<f64>() * 4.0 - 2.0).collect();
+        Tensor::from_vec(v, shape, &Device::Cpu).unwrap()
+    }
+
+    /// A weighting that makes the scalar loss depend on every output element differently.
+    fn weights(shape: &[usize]) -> Tensor {
+        randn(shape, 99)
+    }
+
+    #[test]
+    fn softmax_gradient_matches_finite_differences() {
+        let x = randn(&[3, 4, 7], 1);
+        let w = weights(&[3, 4, 7]);
+        let err = max_grad_error(&x, 1e-6, &|x| softmax_last_dim(x)?.mul(&w)?.sum_all()).unwrap();
+        assert!(err < 1e-6, "softmax gradient error {err}");
+    }
+
+    #[test]
+    fn fused_softmax_equals_the_primitive_one_in_value_and_gradient() {
+        let x = randn(&[2, 5, 9], 2).to_dtype(DType::F32).unwrap();
+        let a = softmax_last_dim(&x).unwrap();
+        let b = softmax_last_dim_primitive(&x).unwrap();
+        let d = (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+        assert!(d < 1e-6, "{d}");
+        let rows: Vec<f32> = softmax_last_dim(&x).unwrap().sum(2).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+        assert!(rows.iter().all(|s| (s - 1.0).abs() < 1e-5));
+    }
+
+    #[test]
+    fn layer_norm_gradient_matches_finite_differences() {
+        let x = randn(&[3, 5, 8], 3);
+        let w = weights(&[3, 5, 8]);
+        let err = max_grad_error(&x, 1e-6, &|x| normalize_last_dim(x, 1e-5)?.mul(&w)?.sum_all()).unwrap();
+        assert!(err < 1e-6, "layer norm gradient error {err}");
+        let primitive = normalize_last_dim_primitive(&x, 1e-5).unwrap();
+        let fused = normalize_last_dim(&x, 1e-5).unwrap();
+        let d = (primitive - fused).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
+        assert!(d < 1e-10, "{d}");
+    }
+
+    #[test]
+    fn layer_norm_with_affine_parameters_has_their_gradients() {
+        let x = randn(&[4, 6], 4);
+        let gamma = randn(&[6], 5);
+        let beta = randn(&[6], 6);
+        let w = weights(&[4, 6]);
+        let ln = |x: &Tensor, g: &Tensor, b: &Tensor| LayerNorm { weight: g.clone(), bias: b.clone(), eps: 1e-5 }.forward(x);
+        let e1 = max_grad_error(&gamma, 1e-6, &|g| ln(&x, g, &beta)?.mul(&w)?.sum_all()).unwrap();
+        let e2 = max_grad_error(&beta, 1e-6, &|b| ln(&x, &gamma, b)?.mul(&w)?.sum_all()).unwrap();
+        assert!(e1 < 1e-6 && e2 < 1e-6, "{e1} {e2}");
+    }
+
+    #[test]
+    fn masked_pooling_gradients_match_finite_differences_and_ignore_padding() {
+        let h = randn(&[2, 5, 3], 7);
+        let mask = Tensor::new(&[[1f64, 1., 1., 0., 0.], [1., 1., 1., 1., 0.]], &Device::Cpu).unwrap();
+        let w = weights(&[2, 3]);
+        let e_mean = max_grad_error(&h, 1e-6, &|h| masked_mean(h, &mask, 1e-9)?.mul(&w)?.sum_all()).unwrap();
+        let e_max = max_grad_error(&h, 1e-6, &|h| masked_max(h, &mask)?.mul(&w)?.sum_all()).unwrap();
+        assert!(e_mean < 1e-6 && e_max < 1e-6, "{e_mean} {e_max}");
+        // Padded positions get no gradient.
+        let var = Var::from_tensor(&h).unwrap();
+        let g = masked_max(var.as_tensor(), &mask).unwrap().sum_all().unwrap().backward().unwrap();
+        let g = g.get(var.as_tensor()).unwrap().get(0).unwrap().narrow(0, 3, 2).unwrap();
+        assert_eq!(g.abs().unwrap().sum_all().unwrap().to_scalar::<f64>().unwrap(), 0.0);
+    }
+
+    #[test]
+    fn masked_attention_gives_padded_keys_zero_weight() {
+        let scores = Tensor::zeros((1, 1, 2, 4), DType::F32, &Device::Cpu).unwrap();
+        let mask = Tensor::new(&[[1f32, 1., 0., 0.]], &Device::Cpu).unwrap();
+        let p = softmax_last_dim(&scores.broadcast_add(&attention_bias(&mask, DType::F32).unwrap()).unwrap()).unwrap();
+        let p: Vec<f32> = p.flatten_all().unwrap().to_vec1().unwrap();
+        assert_eq!(&p[..4], &[0.5, 0.5, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn seeded_dropout_is_reproducible_and_scales() {
+        let x = Tensor::ones((64, 64), DType::F32, &Device::Cpu).unwrap();
+        let a: Vec<f32> = DropoutRng::new(5).dropout(&x, 0.25).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+        let b: Vec<f32> = DropoutRng::new(5).dropout(&x, 0.25).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+        assert_eq!(a, b);
+        let kept = a.iter().filter(|&&v| v > 0.0).count() as f64 / a.len() as f64;
+        assert!((kept - 0.75).abs() < 0.03, "{kept}");
+        assert!(a.iter().all(|&v| v == 0.0 || (v - 1.0 / 0.75).abs() < 1e-6));
+    }
+}
