@@ -29,7 +29,10 @@ pub fn check_output_dir(dest: &Path) -> Result<PathBuf> {
         );
     }
     if dest.is_dir() {
-        bail!("output path {} is a folder, expected a file name", dest.display());
+        bail!(
+            "output path {} is a folder, expected a file name",
+            dest.display()
+        );
     }
     Ok(parent)
 }
@@ -58,12 +61,10 @@ impl AtomicFile {
         self.tmp.as_file_mut()
     }
 
-    /// Flushes and renames the temporary file onto the destination.
+    /// Renames the temporary file onto the destination. There is no fsync: the contract is that
+    /// a killed or failed run leaves nothing at the final path, not durability across an OS
+    /// crash, and an fsync of a genome-sized output costs more than the tokenizing itself.
     pub fn commit(self) -> Result<()> {
-        self.tmp
-            .as_file()
-            .sync_all()
-            .with_context(|| format!("cannot flush {}", self.dest.display()))?;
         let dest = self.dest.clone();
         self.tmp
             .persist(&dest)

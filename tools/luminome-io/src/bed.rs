@@ -61,12 +61,21 @@ impl BedRecord {
 
     /// narrowPeak summit offset from `start` (column 10), when present and not -1.
     pub fn summit(&self) -> Option<u64> {
-        self.extra.get(3).and_then(|s| s.parse::<i64>().ok()).and_then(|v| u64::try_from(v).ok())
+        self.extra
+            .get(3)
+            .and_then(|s| s.parse::<i64>().ok())
+            .and_then(|v| u64::try_from(v).ok())
     }
 
     /// `chrom:start-end(strand)` in 0-based half-open coordinates.
     pub fn coords(&self) -> String {
-        format!("{}:{}-{}({})", self.chrom, self.start, self.end, self.strand.symbol())
+        format!(
+            "{}:{}-{}({})",
+            self.chrom,
+            self.start,
+            self.end,
+            self.strand.symbol()
+        )
     }
 }
 
@@ -132,16 +141,20 @@ fn parse_line(line: &str, path: &Path, line_no: u64) -> Result<BedRecord, InputE
             fields.len()
         )));
     }
-    let start: u64 = fields[1]
-        .trim()
-        .parse()
-        .map_err(|_| err(format!("start {:?} is not a non-negative integer", fields[1])))?;
+    let start: u64 = fields[1].trim().parse().map_err(|_| {
+        err(format!(
+            "start {:?} is not a non-negative integer",
+            fields[1]
+        ))
+    })?;
     let end: u64 = fields[2]
         .trim()
         .parse()
         .map_err(|_| err(format!("end {:?} is not a non-negative integer", fields[2])))?;
     if start >= end {
-        return Err(err(format!("start ({start}) must be less than end ({end})")));
+        return Err(err(format!(
+            "start ({start}) must be less than end ({end})"
+        )));
     }
     let strand = match fields.get(5) {
         None => Strand::Unknown,
@@ -178,7 +191,9 @@ mod tests {
     #[test]
     fn parses_bed6_and_narrowpeak() {
         let text = "track name=x\n# c\nchr1\t10\t20\tp1\t5\t-\nchr2\t0\t100\tpeak\t0\t.\t3.2\t-1\t1.5\t50\n";
-        let recs: Vec<_> = BedReader::new(text.as_bytes(), "p.bed").collect::<Result<_, _>>().unwrap();
+        let recs: Vec<_> = BedReader::new(text.as_bytes(), "p.bed")
+            .collect::<Result<_, _>>()
+            .unwrap();
         assert_eq!(recs.len(), 2);
         assert_eq!(recs[0].strand, Strand::Reverse);
         assert_eq!(recs[0].coords(), "chr1:10-20(-)");
@@ -197,11 +212,20 @@ mod tests {
     #[test]
     fn bad_lines_name_the_line() {
         let text = "chr1\t10\t20\nchr1\t30\t30\n";
-        let err = BedReader::new(text.as_bytes(), "p.bed").collect::<Result<Vec<_>, _>>().unwrap_err();
-        assert_eq!(err.to_string(), "p.bed: line 2: start (30) must be less than end (30)");
-        let err = parse_line("chr1\tx\t20", Path::new("p.bed"), 7).unwrap_err().to_string();
+        let err = BedReader::new(text.as_bytes(), "p.bed")
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "p.bed: line 2: start (30) must be less than end (30)"
+        );
+        let err = parse_line("chr1\tx\t20", Path::new("p.bed"), 7)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("line 7") && err.contains("start"), "{err}");
-        let err = parse_line("chr1\t1\t20\tn\t0\t?", Path::new("p.bed"), 1).unwrap_err().to_string();
+        let err = parse_line("chr1\t1\t20\tn\t0\t?", Path::new("p.bed"), 1)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("strand"), "{err}");
     }
 }

@@ -33,8 +33,12 @@ pub fn detect(magic: &[u8]) -> Compression {
 
 /// Opens `path` for buffered reading, decompressing as needed. With `threads > 1`, BGZF blocks
 /// are decompressed in parallel.
-pub fn open(path: &Path, threads: usize) -> Result<(Box<dyn BufRead + Send>, Compression), InputError> {
-    let mut file = File::open(path).map_err(|e| InputError::file(path, format!("cannot open: {e}")))?;
+pub fn open(
+    path: &Path,
+    threads: usize,
+) -> Result<(Box<dyn BufRead + Send>, Compression), InputError> {
+    let mut file =
+        File::open(path).map_err(|e| InputError::file(path, format!("cannot open: {e}")))?;
     let mut magic = [0u8; 18];
     let mut n = 0;
     while n < magic.len() {
@@ -84,7 +88,10 @@ mod tests {
     #[test]
     fn detects_formats() {
         assert_eq!(detect(b">chr1\nACGT"), Compression::None);
-        assert_eq!(detect(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]), Compression::Gzip);
+        assert_eq!(
+            detect(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]),
+            Compression::Gzip
+        );
         let bgzf = [
             0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff, 6, 0, b'B', b'C', 2, 0, 0x1b, 0,
         ];

@@ -132,7 +132,10 @@ impl<R: BufRead> FastxReader<R> {
                 b'>' => FastxFormat::Fasta,
                 b'@' => FastxFormat::Fastq,
                 _ => {
-                    let shown: String = String::from_utf8_lossy(&self.line).chars().take(40).collect();
+                    let shown: String = String::from_utf8_lossy(&self.line)
+                        .chars()
+                        .take(40)
+                        .collect();
                     return Err(InputError::line(
                         &self.path,
                         self.line_no,
@@ -158,7 +161,11 @@ impl<R: BufRead> FastxReader<R> {
                 None => (text.trim().to_string(), String::new()),
             };
             if name.is_empty() {
-                return Err(InputError::line(&self.path, self.line_no, "record header has no name"));
+                return Err(InputError::line(
+                    &self.path,
+                    self.line_no,
+                    "record header has no name",
+                ));
             }
             let header = RecordHeader {
                 number: self.record_no,
@@ -306,24 +313,43 @@ mod tests {
     #[test]
     fn reads_multiline_fasta_with_crlf_and_blank_lines() {
         let recs = read_all(b">a desc here\r\nACGT\r\nacgn\r\n\r\n>b\nTT\n").unwrap();
-        assert_eq!(recs, vec![("a".into(), b"ACGTacgn".to_vec()), ("b".into(), b"TT".to_vec())]);
+        assert_eq!(
+            recs,
+            vec![
+                ("a".into(), b"ACGTacgn".to_vec()),
+                ("b".into(), b"TT".to_vec())
+            ]
+        );
     }
 
     #[test]
     fn reads_fastq() {
         let recs = read_all(b"@r1\nACGT\n+\nIIII\n@r2 x\nGG\n+r2\nII\n").unwrap();
-        assert_eq!(recs, vec![("r1".into(), b"ACGT".to_vec()), ("r2".into(), b"GG".to_vec())]);
+        assert_eq!(
+            recs,
+            vec![
+                ("r1".into(), b"ACGT".to_vec()),
+                ("r2".into(), b"GG".to_vec())
+            ]
+        );
     }
 
     #[test]
     fn record_without_sequence_is_an_error_naming_it() {
-        let err = read_all(b">a\nAC\n>empty\n>c\nGG\n").unwrap_err().to_string();
-        assert!(err.contains("record 2 (empty)") && err.contains("no sequence"), "{err}");
+        let err = read_all(b">a\nAC\n>empty\n>c\nGG\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("record 2 (empty)") && err.contains("no sequence"),
+            "{err}"
+        );
     }
 
     #[test]
     fn text_that_is_not_fasta_is_refused_with_its_line() {
-        let err = read_all(b"\nsequence,label\nACGT,1\n").unwrap_err().to_string();
+        let err = read_all(b"\nsequence,label\nACGT,1\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("line 2"), "{err}");
     }
 

@@ -48,7 +48,10 @@ impl Reference {
             let reader = builder.build_from_path(path).map_err(|e| {
                 InputError::file(
                     path,
-                    format!("cannot open the indexed reference (is {} current?): {e}", fai.display()),
+                    format!(
+                        "cannot open the indexed reference (is {} current?): {e}",
+                        fai.display()
+                    ),
                 )
             })?;
             let sequences: Vec<(String, u64)> = reader
@@ -100,7 +103,10 @@ impl Reference {
     /// against [`Reference::length`] to give a message naming its own input line.
     pub fn fetch(&mut self, chrom: &str, start: u64, end: u64) -> Result<Vec<u8>, InputError> {
         let len = self.length(chrom).ok_or_else(|| {
-            InputError::file(&self.path, format!("no sequence named {chrom:?} in the reference"))
+            InputError::file(
+                &self.path,
+                format!("no sequence named {chrom:?} in the reference"),
+            )
         })?;
         if start >= end || end > len {
             return Err(InputError::file(
@@ -115,7 +121,10 @@ impl Reference {
                 let to = Position::try_from(end as usize).expect("end > start >= 0");
                 let region = Region::new(chrom, from..=to);
                 let record = reader.query(&region).map_err(|e| {
-                    InputError::file(&self.path, format!("cannot read {chrom}:{start}-{end}: {e}"))
+                    InputError::file(
+                        &self.path,
+                        format!("cannot read {chrom}:{start}-{end}: {e}"),
+                    )
                 })?;
                 Ok(record.sequence().as_ref().to_vec())
             }

@@ -74,7 +74,10 @@ impl SeqTableReader {
         if headers.is_empty() || (headers.len() == 1 && headers[0].is_empty()) {
             return Err(InputError::file(path, "file is empty (no header line)"));
         }
-        let names: Vec<String> = headers.iter().map(|h| String::from_utf8_lossy(h).trim().to_string()).collect();
+        let names: Vec<String> = headers
+            .iter()
+            .map(|h| String::from_utf8_lossy(h).trim().to_string())
+            .collect();
         let find = |col: &str| names.iter().position(|n| n == col);
         let missing = |col: &str| {
             InputError::line(
@@ -107,19 +110,28 @@ impl SeqTableReader {
     }
 
     pub fn read_row(&mut self) -> Result<Option<SeqRow>, InputError> {
-        let ok = self.reader.read_byte_record(&mut self.record).map_err(|e| {
-            let line = e.position().map(|p| p.line()).unwrap_or(self.row + 2);
-            let msg = match e.kind() {
-                csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
-                    format!("expected {expected_len} columns as in the header, found {len}")
-                }
-                csv::ErrorKind::Io(io) => {
-                    return crate::error::read_error(&self.path, Location::Line(line), std::io::Error::new(io.kind(), io.to_string()))
-                }
-                _ => e.to_string(),
-            };
-            InputError::line(&self.path, line, msg)
-        })?;
+        let ok = self
+            .reader
+            .read_byte_record(&mut self.record)
+            .map_err(|e| {
+                let line = e.position().map(|p| p.line()).unwrap_or(self.row + 2);
+                let msg = match e.kind() {
+                    csv::ErrorKind::UnequalLengths {
+                        expected_len, len, ..
+                    } => {
+                        format!("expected {expected_len} columns as in the header, found {len}")
+                    }
+                    csv::ErrorKind::Io(io) => {
+                        return crate::error::read_error(
+                            &self.path,
+                            Location::Line(line),
+                            std::io::Error::new(io.kind(), io.to_string()),
+                        )
+                    }
+                    _ => e.to_string(),
+                };
+                InputError::line(&self.path, line, msg)
+            })?;
         if !ok {
             return Ok(None);
         }
@@ -139,7 +151,11 @@ impl SeqTableReader {
                 let text = String::from_utf8_lossy(&self.record[i]);
                 let text = text.trim();
                 Some(text.parse::<i64>().map_err(|_| {
-                    InputError::line(&self.path, line, format!("label {text:?} is not an integer"))
+                    InputError::line(
+                        &self.path,
+                        line,
+                        format!("label {text:?} is not an integer"),
+                    )
                 })?)
             }
         };
@@ -172,14 +188,20 @@ mod tests {
     fn write(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join(name);
-        std::fs::File::create(&p).unwrap().write_all(text.as_bytes()).unwrap();
+        std::fs::File::create(&p)
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
         (dir, p)
     }
 
     #[test]
     fn reads_gue_layout() {
         let (_d, p) = write("t.csv", "sequence,label\r\nACGT,1\r\nGGCC,0\r\n");
-        let rows: Vec<_> = SeqTableReader::open(&p, &SeqTableOptions::default()).unwrap().collect::<Result<_, _>>().unwrap();
+        let rows: Vec<_> = SeqTableReader::open(&p, &SeqTableOptions::default())
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].sequence, b"ACGT");
         assert_eq!(rows[0].label, Some(1));
@@ -190,8 +212,14 @@ mod tests {
     #[test]
     fn missing_column_is_named() {
         let (_d, p) = write("t.csv", "seq,label\nACGT,1\n");
-        let err = SeqTableReader::open(&p, &SeqTableOptions::default()).err().unwrap().to_string();
-        assert!(err.contains("line 1") && err.contains("\"sequence\"") && err.contains("seq, label"), "{err}");
+        let err = SeqTableReader::open(&p, &SeqTableOptions::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("line 1") && err.contains("\"sequence\"") && err.contains("seq, label"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -202,6 +230,9 @@ mod tests {
             .collect::<Result<Vec<_>, _>>()
             .unwrap_err()
             .to_string();
-        assert!(err.contains("line 3") && err.contains("not an integer"), "{err}");
+        assert!(
+            err.contains("line 3") && err.contains("not an integer"),
+            "{err}"
+        );
     }
 }

@@ -146,7 +146,9 @@ impl StreamingTensorWriter {
                     .prefix(".luminome-spill.")
                     .suffix(".tmp")
                     .tempfile_in(&parent)
-                    .with_context(|| format!("cannot create a spill file in {}", parent.display()))?;
+                    .with_context(|| {
+                        format!("cannot create a spill file in {}", parent.display())
+                    })?;
                 Ok(Column {
                     spec,
                     spill: BufWriter::with_capacity(1 << 20, tmp),
@@ -173,14 +175,21 @@ impl StreamingTensorWriter {
         let col = &mut self.columns[column];
         let size = col.spec.elem.size();
         if bytes.len() % size != 0 {
-            bail!("internal: row of {} bytes for a {}-byte type", bytes.len(), size);
+            bail!(
+                "internal: row of {} bytes for a {}-byte type",
+                bytes.len(),
+                size
+            );
         }
         let n = bytes.len() / size;
         match &col.spec.shape {
             RowShape::Fixed(shape) => {
                 let want: usize = shape.iter().product();
                 if n != want {
-                    bail!("internal: row of {n} values for tensor {} with rows of {want}", col.spec.name);
+                    bail!(
+                        "internal: row of {n} values for tensor {} with rows of {want}",
+                        col.spec.name
+                    );
                 }
             }
             RowShape::PadToLongest { .. } => {
@@ -188,7 +197,9 @@ impl StreamingTensorWriter {
                 col.max_len = col.max_len.max(n);
             }
         }
-        col.spill.write_all(bytes).context("cannot write to the spill file")?;
+        col.spill
+            .write_all(bytes)
+            .context("cannot write to the spill file")?;
         col.rows += 1;
         Ok(())
     }
@@ -225,7 +236,11 @@ impl StreamingTensorWriter {
     pub fn push_i64(&mut self, column: usize, values: &[i64]) -> Result<()> {
         let mut scratch = std::mem::take(&mut self.columns[column].scratch);
         scratch.clear();
-        encode_into(self.columns[column].spec.elem, values.iter().map(|&v| v as u64), &mut scratch);
+        encode_into(
+            self.columns[column].spec.elem,
+            values.iter().map(|&v| v as u64),
+            &mut scratch,
+        );
         let r = self.push_bytes(column, &scratch);
         self.columns[column].scratch = scratch;
         r
@@ -344,10 +359,22 @@ impl<'a> TensorRef<'a> {
         let b = self.row_bytes(row);
         match self.elem {
             ElemType::U8 => out.extend(b.iter().map(|&v| v as u32)),
-            ElemType::U16 => out.extend(b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]) as u32)),
-            ElemType::U32 | ElemType::I32 => out.extend(b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
-            ElemType::I64 => out.extend(b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as u32)),
-            ElemType::F32 => out.extend(b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u32)),
+            ElemType::U16 => out.extend(
+                b.chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]]) as u32),
+            ),
+            ElemType::U32 | ElemType::I32 => out.extend(
+                b.chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            ),
+            ElemType::I64 => out.extend(
+                b.chunks_exact(8)
+                    .map(|c| i64::from_le_bytes(c.try_into().unwrap()) as u32),
+            ),
+            ElemType::F32 => out.extend(
+                b.chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u32),
+            ),
         }
     }
 
@@ -355,8 +382,14 @@ impl<'a> TensorRef<'a> {
     pub fn extend_i64(&self, row: usize, out: &mut Vec<i64>) {
         let b = self.row_bytes(row);
         match self.elem {
-            ElemType::I64 => out.extend(b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()))),
-            ElemType::I32 => out.extend(b.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap()) as i64)),
+            ElemType::I64 => out.extend(
+                b.chunks_exact(8)
+                    .map(|c| i64::from_le_bytes(c.try_into().unwrap())),
+            ),
+            ElemType::I32 => out.extend(
+                b.chunks_exact(4)
+                    .map(|c| i32::from_le_bytes(c.try_into().unwrap()) as i64),
+            ),
             _ => {
                 let mut tmp = Vec::new();
                 self.extend_u32(row, &mut tmp);
@@ -369,8 +402,14 @@ impl<'a> TensorRef<'a> {
     pub fn extend_f32(&self, row: usize, out: &mut Vec<f32>) {
         let b = self.row_bytes(row);
         match self.elem {
-            ElemType::F32 => out.extend(b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
-            ElemType::I64 => out.extend(b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f32)),
+            ElemType::F32 => out.extend(
+                b.chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            ),
+            ElemType::I64 => out.extend(
+                b.chunks_exact(8)
+                    .map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f32),
+            ),
             _ => {
                 let mut tmp = Vec::new();
                 self.extend_u32(row, &mut tmp);
@@ -388,8 +427,10 @@ impl TensorFile {
         #[allow(unsafe_code)]
         let map = unsafe { memmap2::Mmap::map(&file) }
             .with_context(|| format!("cannot map {}", path.display()))?;
-        let (n, meta): (usize, Metadata) = safetensors::SafeTensors::read_metadata(&map)
-            .map_err(|e| anyhow::anyhow!("{}: not a valid safetensors file: {e}", path.display()))?;
+        let (n, meta): (usize, Metadata) =
+            safetensors::SafeTensors::read_metadata(&map).map_err(|e| {
+                anyhow::anyhow!("{}: not a valid safetensors file: {e}", path.display())
+            })?;
         let data_start = 8 + n;
         let tensors = meta
             .tensors()
@@ -434,7 +475,11 @@ impl TensorFile {
     /// Like [`TensorFile::tensor`], with an error naming the file when it is missing.
     pub fn require(&self, name: &str) -> Result<TensorRef<'_>> {
         self.tensor(name).ok_or_else(|| {
-            anyhow::anyhow!("{}: no tensor named {name:?} (has: {})", self.path.display(), self.names().join(", "))
+            anyhow::anyhow!(
+                "{}: no tensor named {name:?} (has: {})",
+                self.path.display(),
+                self.names().join(", ")
+            )
         })
     }
 }
@@ -486,7 +531,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dest = dir.path().join("t.safetensors");
         {
-            let mut w = StreamingTensorWriter::new(&dest, vec![ColumnSpec::fixed("a", ElemType::U8, &[1])]).unwrap();
+            let mut w =
+                StreamingTensorWriter::new(&dest, vec![ColumnSpec::fixed("a", ElemType::U8, &[1])])
+                    .unwrap();
             w.push_u32(0, &[1]).unwrap();
         }
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);

@@ -69,7 +69,12 @@ impl TokenizerInfo {
             "kmer" => {
                 let k = self.k?;
                 let step = self.kmer_step?;
-                let width = self.vocab.get(id as usize).map(|t| t.len()).unwrap_or(k).min(k);
+                let width = self
+                    .vocab
+                    .get(id as usize)
+                    .map(|t| t.len())
+                    .unwrap_or(k)
+                    .min(k);
                 Some((pos * step, pos * step + width))
             }
             _ => None,
@@ -135,7 +140,9 @@ pub fn index_path_for(dataset: &Path) -> PathBuf {
     let stem = dataset_stem(dataset);
     stem.with_file_name(format!(
         "{}.index.tsv",
-        stem.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        stem.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
     ))
 }
 
@@ -148,6 +155,19 @@ fn dataset_stem(dataset: &Path) -> PathBuf {
 pub fn shard_path(dataset: &Path, i: usize) -> PathBuf {
     let stem = dataset_stem(dataset);
     PathBuf::from(format!("{}.{i:05}.safetensors", stem.display()))
+}
+
+/// `seq_length` of a row cut from a record that is still being streamed: the writer holds such
+/// rows' index lines (a few bytes each) until [`TokenDatasetWriter::end_record`] gives the length.
+pub const UNKNOWN_LENGTH: u64 = u64::MAX;
+
+/// Index fields of a row held until its record's length is known.
+struct PendingRow {
+    record: u64,
+    shard: usize,
+    window_offset: u64,
+    window_length: u64,
+    strand: char,
 }
 
 /// One tokenized record to write.
@@ -185,6 +205,8 @@ pub struct TokenDatasetWriter {
     total: u64,
     mask_row: Vec<u8>,
     all_labels: std::collections::BTreeSet<i64>,
+    pending: Vec<PendingRow>,
+    pending_name: String,
 }
 
 impl TokenDatasetWriter {
@@ -201,6 +223,8 @@ impl TokenDatasetWriter {
             total: 0,
             mask_row: Vec::new(),
             all_labels: Default::default(),
+            pending: Vec::new(),
+            pending_name: String::new(),
         };
         w.start_shard()?;
         Ok(w)
@@ -237,7 +261,9 @@ impl TokenDatasetWriter {
     }
 
     fn close_shard(&mut self) -> Result<()> {
-        let Some(w) = self.current.take() else { return Ok(()) };
+        let Some(w) = self.current.take() else {
+            return Ok(());
+        };
         // A shard's header is written when the shard closes, before the shard count is known:
         // each shard records its own number and the records written up to it; readers take the
         // total from the shards themselves.
@@ -249,7 +275,8 @@ impl TokenDatasetWriter {
             .map(|_| (self.finished_shards.len(), 0));
         let meta = self.metadata(self.current_rows, max_length, labels.clone(), shard);
         let file = w.finish(meta)?;
-        self.finished_shards.push((file, self.current_rows, max_length, labels));
+        self.finished_shards
+            .push((file, self.current_rows, max_length, labels));
         Ok(())
     }
 
@@ -285,7 +312,10 @@ impl TokenDatasetWriter {
         let mut m = BTreeMap::new();
         m.insert("kind".into(), TOKEN_DATASET_KIND.into());
         m.insert("format_version".into(), TOKEN_DATASET_VERSION.to_string());
-        m.insert("luminome".into(), serde_json::to_string(&meta).expect("serialisable"));
+        m.insert(
+            "luminome".into(),
+            serde_json::to_string(&meta).expect("serialisable"),
+        );
         m
     }
 
@@ -307,7 +337,10 @@ impl TokenDatasetWriter {
         }
         if let Some(l) = self.opts.max_length {
             if row.ids.len() != l {
-                bail!("internal: row of {} ids for a dataset of length {l}", row.ids.len());
+                bail!(
+                    "internal: row of {} ids for a dataset of length {l}",
+                    row.ids.len()
+                );
             }
         }
         let shard = self.finished_shards.len();
@@ -315,7 +348,8 @@ impl TokenDatasetWriter {
         w.push_u32(0, row.ids)?;
         self.mask_row.clear();
         let pad = self.opts.tokenizer.pad_id;
-        self.mask_row.extend(row.ids.iter().map(|&id| u8::from(id != pad)));
+        self.mask_row
+            .extend(row.ids.iter().map(|&id| u8::from(id != pad)));
         w.push_bytes(1, &self.mask_row)?;
         let mut col = 2;
         if self.opts.has_soft_mask {
@@ -330,18 +364,68 @@ impl TokenDatasetWriter {
             self.shard_labels.push(label);
         }
         let i = &row.index;
-        writeln!(
-            self.index,
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
-            self.total, shard, i.name, i.coords, i.seq_length, i.window_offset, i.window_length, i.strand
-        )?;
+        if i.seq_length == UNKNOWN_LENGTH {
+            if !self.pending.is_empty() && self.pending_name != i.name {
+                bail!("internal: rows of two streamed records interleaved");
+            }
+            self.pending_name.clone_from(&i.name);
+            self.pending.push(PendingRow {
+                record: self.total,
+                shard,
+                window_offset: i.window_offset,
+                window_length: i.window_length,
+                strand: i.strand,
+            });
+        } else {
+            if !self.pending.is_empty() {
+                bail!("internal: a streamed record was not ended");
+            }
+            writeln!(
+                self.index,
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                self.total,
+                shard,
+                i.name,
+                i.coords,
+                i.seq_length,
+                i.window_offset,
+                i.window_length,
+                i.strand
+            )?;
+        }
         self.total += 1;
         self.current_rows += 1;
         Ok(())
     }
 
+    /// Ends a streamed record: writes the held index lines of its rows, now that its length is
+    /// known. Their coordinates are `name:start-end(strand)` within the record.
+    pub fn end_record(&mut self, seq_length: u64) -> Result<()> {
+        for p in std::mem::take(&mut self.pending) {
+            writeln!(
+                self.index,
+                "{}\t{}\t{}\t{}:{}-{}({})\t{}\t{}\t{}\t{}",
+                p.record,
+                p.shard,
+                self.pending_name,
+                self.pending_name,
+                p.window_offset,
+                p.window_offset + p.window_length,
+                p.strand,
+                seq_length,
+                p.window_offset,
+                p.window_length,
+                p.strand
+            )?;
+        }
+        Ok(())
+    }
+
     /// Finishes every shard and the index and moves them to their final names.
     pub fn finish(mut self) -> Result<()> {
+        if !self.pending.is_empty() {
+            bail!("internal: a streamed record was not ended");
+        }
         if self.total == 0 {
             bail!("no records were produced; nothing written");
         }
@@ -389,7 +473,11 @@ impl TokenDataset {
                 v.push(shard_path(path, v.len()));
             }
             if v.is_empty() {
-                bail!("{}: no such dataset (nor shards {})", path.display(), shard_path(path, 0).display());
+                bail!(
+                    "{}: no such dataset (nor shards {})",
+                    path.display(),
+                    shard_path(path, 0).display()
+                );
             }
             v
         };
@@ -408,7 +496,10 @@ impl TokenDataset {
                 );
             }
             let m: TokenDatasetMeta = serde_json::from_str(
-                tf.metadata().get("luminome").map(String::as_str).unwrap_or(""),
+                tf.metadata()
+                    .get("luminome")
+                    .map(String::as_str)
+                    .unwrap_or(""),
             )
             .with_context(|| format!("{}: unreadable dataset metadata", f.display()))?;
             if m.format_version > TOKEN_DATASET_VERSION {
@@ -489,12 +580,18 @@ impl TokenDataset {
         };
         for &r in records {
             if r >= self.len() {
-                bail!("record {r} is out of range (the dataset has {})", self.len());
+                bail!(
+                    "record {r} is out of range (the dataset has {})",
+                    self.len()
+                );
             }
             let (s, row) = self.locate(r);
             let shard = &self.shards[s];
-            shard.require("input_ids")?.extend_u32(row, &mut b.input_ids);
-            b.attention_mask.extend_from_slice(shard.require("attention_mask")?.row_bytes(row));
+            shard
+                .require("input_ids")?
+                .extend_u32(row, &mut b.input_ids);
+            b.attention_mask
+                .extend_from_slice(shard.require("attention_mask")?.row_bytes(row));
             if let Some(sm) = b.soft_mask.as_mut() {
                 sm.extend_from_slice(shard.require("soft_mask")?.row_bytes(row));
             }
@@ -516,10 +613,14 @@ pub fn read_index(path: &Path) -> Result<Vec<IndexRow>> {
     let (reader, _) = crate::compress::open(path, 1)?;
     let mut rows = Vec::new();
     for (i, line) in reader.lines().enumerate() {
-        let line = line.with_context(|| format!("{}: line {}: cannot read", path.display(), i + 1))?;
+        let line =
+            line.with_context(|| format!("{}: line {}: cannot read", path.display(), i + 1))?;
         if i == 0 {
             if line.trim_end() != INDEX_HEADER {
-                bail!("{}: line 1: not a Luminome record index header", path.display());
+                bail!(
+                    "{}: line 1: not a Luminome record index header",
+                    path.display()
+                );
             }
             continue;
         }

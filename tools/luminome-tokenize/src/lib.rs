@@ -1,1 +1,13 @@
-pub fn _y() {}
+//! `luminome-tokenize`: DNA → token ids.
+//!
+//! - [`bases`]: cleaning input letters to ACGTN with a soft-mask flag.
+//! - [`scheme`]: the nucleotide, k-mer and HuggingFace tokenizer schemes and their vocabularies.
+//! - [`source`]: FASTA/FASTQ (streamed in windows), CSV/TSV tables and BED + reference → units.
+//! - [`pipeline`]: the run: read on one thread, tokenize and write the dataset on another.
+//! - [`cli`]: the command line.
+
+pub mod bases;
+pub mod cli;
+pub mod pipeline;
+pub mod scheme;
+pub mod source;

@@ -1,1 +1,18 @@
-fn main() {}
+use clap::Parser;
+use luminome_tokenize::cli::{run, Args};
+
+// Rows are allocated on the reading thread and freed on the writing one; glibc's allocator
+// trims and re-faults its heap on that pattern, mimalloc does not.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(_) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("luminome-tokenize: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

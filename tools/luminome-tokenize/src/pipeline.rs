@@ -1,0 +1,434 @@
+//! The tokenize run: a reading thread turns the input into units (see [`crate::source`]) while
+//! this thread tokenizes them (in parallel with `--threads` > 2) and writes the dataset in input
+//! order. Reading and decompression overlap tokenizing and writing.
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use luminome_io::token_dataset::{
+    IndexRow, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow,
+};
+use rayon::prelude::*;
+
+use crate::bases::{self, ChangeCounts};
+use crate::scheme::Scheme;
+use crate::source::{self, Cut, Message, SourceOptions, Unit};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum InputFormat {
+    /// From the file name: .csv/.tsv/.txt → table, .bed/.narrowPeak/.broadPeak → bed, else FASTA/FASTQ.
+    Auto,
+    /// FASTA or FASTQ (detected from the first record).
+    Fastx,
+    /// CSV/TSV with a header.
+    Table,
+    /// BED/narrowPeak intervals with --reference.
+    Bed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Overflow {
+    /// Refuse a record longer than the maximum.
+    Error,
+    /// Keep the start of a long record.
+    Truncate,
+    /// Cut long records into windows (--window bases, every --stride bases).
+    Window,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RcMode {
+    /// Sequences as given.
+    None,
+    /// Each sequence, then its reverse complement.
+    Both,
+    /// Only the reverse complement.
+    Only,
+}
+
+impl RcMode {
+    fn name(self) -> &'static str {
+        match self {
+            RcMode::None => "none",
+            RcMode::Both => "both",
+            RcMode::Only => "only",
+        }
+    }
+}
+
+/// Everything a tokenize run needs, independent of the command line.
+pub struct TokenizeJob {
+    pub input: PathBuf,
+    pub format: InputFormat,
+    pub output: PathBuf,
+    pub scheme: Scheme,
+    pub hf_json: Option<String>,
+    pub add_cls: bool,
+    pub add_sep: bool,
+    pub max_length: Option<usize>,
+    pub overflow: Overflow,
+    pub window: Option<usize>,
+    pub stride: Option<usize>,
+    pub rc: RcMode,
+    pub soft_mask: bool,
+    pub source: SourceOptions,
+    pub shard_records: Option<u64>,
+    pub threads: usize,
+    pub command_line: String,
+    pub quiet: bool,
+}
+
+/// What a run did, for the summary line and tests.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub input_records: u64,
+    pub rows: u64,
+    pub row_length: Option<usize>,
+    pub bases: u64,
+    pub changed: ChangeCounts,
+    pub truncated: u64,
+}
+
+fn detect_format(path: &std::path::Path) -> InputFormat {
+    let name = path.to_string_lossy().to_ascii_lowercase();
+    let name = name
+        .trim_end_matches(".gz")
+        .trim_end_matches(".bgz")
+        .trim_end_matches(".zst")
+        .trim_end_matches(".bz2");
+    if [".csv", ".tsv", ".txt", ".tab"]
+        .iter()
+        .any(|e| name.ends_with(e))
+    {
+        InputFormat::Table
+    } else if [".bed", ".narrowpeak", ".broadpeak"]
+        .iter()
+        .any(|e| name.ends_with(e))
+    {
+        InputFormat::Bed
+    } else {
+        InputFormat::Fastx
+    }
+}
+
+struct Framing {
+    cut: Cut,
+    /// Fixed row length in tokens, or `None` to pad to the longest row.
+    row_length: Option<usize>,
+}
+
+fn framing(job: &TokenizeJob) -> Result<Framing> {
+    let specials = usize::from(job.add_cls) + usize::from(job.add_sep);
+    let content_tokens = match job.max_length {
+        Some(l) if l <= specials => bail!("--max-length {l} leaves no room for sequence tokens"),
+        Some(l) => Some(l - specials),
+        None => None,
+    };
+    let base_cap = job
+        .window
+        .or_else(|| content_tokens.and_then(|t| job.scheme.bases_for_tokens(t)));
+    let cut = match (job.overflow, base_cap) {
+        (Overflow::Window, None) => {
+            bail!("--overflow window needs --window BASES (or --max-length with a nucleotide or k-mer scheme)")
+        }
+        (Overflow::Window, Some(size)) => {
+            let stride = job.stride.unwrap_or(size);
+            if stride == 0 {
+                bail!("--stride must be at least 1");
+            }
+            Cut::Windows { size, stride }
+        }
+        (Overflow::Truncate, Some(n)) => Cut::Truncate(n),
+        (Overflow::Error, Some(n)) => Cut::Limit(n),
+        (_, None) => Cut::Whole,
+    };
+    if let Some(w) = job.window {
+        if let (Some(t), Some(need)) = (content_tokens, job.scheme.tokens_for_bases(w)) {
+            if need > t {
+                bail!("--window {w} bases make {need} tokens, more than --max-length allows ({t} after specials)");
+            }
+        }
+    }
+    let row_length = job.max_length.or_else(|| match cut {
+        Cut::Windows { size, .. } => job.scheme.tokens_for_bases(size).map(|t| t + specials),
+        _ => None,
+    });
+    Ok(Framing { cut, row_length })
+}
+
+/// One row ready to write.
+struct Row {
+    ids: Vec<u32>,
+    soft: Vec<u8>,
+    truncated: bool,
+    unit_index: usize,
+    strand: char,
+}
+
+fn encode_row(
+    job: &TokenizeJob,
+    bases: &[u8],
+    soft: &[u8],
+    row_length: Option<usize>,
+    origin: &str,
+) -> Result<(Vec<u32>, Vec<u8>, bool)> {
+    let mut ids = Vec::with_capacity(bases.len() + 2);
+    let mut sm = Vec::with_capacity(if job.soft_mask { bases.len() + 2 } else { 0 });
+    if job.add_cls {
+        ids.push(
+            job.scheme
+                .cls_id()
+                .context("the tokenizer has no [CLS] token; use --no-cls")?,
+        );
+        if job.soft_mask {
+            sm.push(0);
+        }
+    }
+    job.scheme
+        .encode(bases, job.soft_mask.then_some(soft), &mut ids, &mut sm)?;
+    let sep = if job.add_sep {
+        Some(
+            job.scheme
+                .sep_id()
+                .context("the tokenizer has no [SEP] token; use --no-sep")?,
+        )
+    } else {
+        None
+    };
+    let mut truncated = false;
+    if let Some(l) = job.max_length {
+        let room = l - usize::from(sep.is_some());
+        if ids.len() > room {
+            match job.overflow {
+                Overflow::Truncate => {
+                    ids.truncate(room);
+                    if job.soft_mask {
+                        sm.truncate(room);
+                    }
+                    truncated = true;
+                }
+                _ => bail!(
+                    "{origin}: {} tokens do not fit in --max-length {l} (use --overflow truncate, or a smaller --window)",
+                    ids.len() + usize::from(sep.is_some())
+                ),
+            }
+        }
+    }
+    if let Some(sep) = sep {
+        ids.push(sep);
+        if job.soft_mask {
+            sm.push(0);
+        }
+    }
+    if let Some(l) = row_length {
+        ids.resize(l, job.scheme.pad_id());
+        if job.soft_mask {
+            sm.resize(l, 0);
+        }
+    }
+    Ok((ids, sm, truncated))
+}
+
+fn tokenize_unit(
+    job: &TokenizeJob,
+    unit: &Unit,
+    unit_index: usize,
+    row_length: Option<usize>,
+) -> Result<Vec<Row>> {
+    let mut rows = Vec::with_capacity(2);
+    if job.rc != RcMode::Only {
+        let (ids, soft, truncated) =
+            encode_row(job, &unit.bases, &unit.soft, row_length, &unit.origin)?;
+        rows.push(Row {
+            ids,
+            soft,
+            truncated,
+            unit_index,
+            strand: unit.strand,
+        });
+    }
+    if job.rc != RcMode::None {
+        let (mut rb, mut rs) = (Vec::new(), Vec::new());
+        bases::reverse_complement(&unit.bases, &unit.soft, &mut rb, &mut rs);
+        let (ids, soft, truncated) = encode_row(job, &rb, &rs, row_length, &unit.origin)?;
+        let strand = if unit.strand == '-' { '+' } else { '-' };
+        rows.push(Row {
+            ids,
+            soft,
+            truncated,
+            unit_index,
+            strand,
+        });
+    }
+    Ok(rows)
+}
+
+/// Runs a tokenize job to completion; on error nothing is left at the output paths.
+pub fn run(job: &TokenizeJob) -> Result<Summary> {
+    let start = Instant::now();
+    let framing = framing(job)?;
+    let format = match job.format {
+        InputFormat::Auto => detect_format(&job.input),
+        f => f,
+    };
+    if format == InputFormat::Bed && job.source.reference.is_none() {
+        bail!("BED input {} needs --reference FASTA", job.input.display());
+    }
+    let has_labels = match format {
+        InputFormat::Table => job.source.table.label_column.is_some(),
+        _ => job.source.constant_label.is_some(),
+    };
+    let mut sources = vec![job.input.display().to_string()];
+    if let (InputFormat::Bed, Some(r)) = (format, &job.source.reference) {
+        sources.push(r.display().to_string());
+    }
+    let mut writer = TokenDatasetWriter::new(TokenDatasetWriterOptions {
+        dest: job.output.clone(),
+        tokenizer: job
+            .scheme
+            .info(job.add_cls, job.add_sep, job.hf_json.clone()),
+        max_length: framing.row_length,
+        has_labels,
+        has_soft_mask: job.soft_mask,
+        shard_records: job.shard_records,
+        rc: job.rc.name().into(),
+        sources,
+        tool: "luminome-tokenize".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        command_line: job.command_line.clone(),
+    })?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(job.threads.max(1))
+        .build()
+        .context("cannot start the worker threads")?;
+    let progress = if job.quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        let bar =
+            indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed} {human_pos} rows {msg}")
+                .expect("valid template"),
+        );
+        bar
+    };
+    let mut summary = Summary {
+        row_length: framing.row_length,
+        ..Default::default()
+    };
+    let source_opts = SourceOptions {
+        cut: framing.cut,
+        ..job.source.clone()
+    };
+
+    let (tx, rx) = mpsc::sync_channel::<Message>(4);
+    let reader_result = std::thread::scope(|scope| -> Result<Result<(u64, ChangeCounts)>> {
+        let input = job.input.clone();
+        let reader = std::thread::Builder::new()
+            .name("lum-reader".into())
+            .spawn_scoped(scope, move || -> Result<(u64, ChangeCounts)> {
+                let mut changes = ChangeCounts::default();
+                let mut sink = |m: Message| tx.send(m).map_err(|_| anyhow::anyhow!("stopped"));
+                let n = match format {
+                    InputFormat::Table => {
+                        source::read_table(&input, &source_opts, &mut changes, &mut sink)?
+                    }
+                    InputFormat::Bed => {
+                        source::read_bed(&input, &source_opts, &mut changes, &mut sink)?
+                    }
+                    _ => source::read_fastx(&input, &source_opts, &mut changes, &mut sink)?,
+                };
+                Ok((n, changes))
+            })
+            .context("cannot start the reading thread")?;
+        let consumed = (|| -> Result<()> {
+            for message in rx.iter() {
+                match message {
+                    Message::Units(units) => {
+                        let rows: Vec<Row> = if job.threads > 2 {
+                            pool.install(|| {
+                                units
+                                    .par_iter()
+                                    .enumerate()
+                                    .map(|(i, u)| tokenize_unit(job, u, i, framing.row_length))
+                                    .collect::<Result<Vec<_>>>()
+                            })?
+                            .into_iter()
+                            .flatten()
+                            .collect()
+                        } else {
+                            let mut rows = Vec::with_capacity(units.len());
+                            for (i, u) in units.iter().enumerate() {
+                                rows.extend(tokenize_unit(job, u, i, framing.row_length)?);
+                            }
+                            rows
+                        };
+                        for row in rows {
+                            let u = &units[row.unit_index];
+                            summary.bases += u.bases.len() as u64;
+                            summary.truncated += u64::from(row.truncated);
+                            let coords = match &u.coords {
+                                Some((c, s, e)) => format!("{c}:{s}-{e}({})", row.strand),
+                                None => ".".into(),
+                            };
+                            writer.push(TokenRow {
+                                ids: &row.ids,
+                                soft_mask: job.soft_mask.then_some(row.soft.as_slice()),
+                                label: u.label,
+                                index: IndexRow {
+                                    record: 0,
+                                    shard: 0,
+                                    name: u.name.to_string(),
+                                    coords,
+                                    seq_length: u.seq_length,
+                                    window_offset: u.window_offset,
+                                    window_length: u.bases.len() as u64,
+                                    strand: row.strand,
+                                },
+                            })?;
+                        }
+                        progress.set_position(writer.len());
+                    }
+                    Message::EndRecord(len) => writer.end_record(len)?,
+                }
+            }
+            Ok(())
+        })();
+        // If tokenizing failed, dropping the receiver stops the reader at its next send.
+        drop(rx);
+        let read = reader
+            .join()
+            .map_err(|_| anyhow::anyhow!("the reading thread panicked"))?;
+        consumed?;
+        Ok(read)
+    })?;
+    let (records, changes) = reader_result?;
+    progress.finish_and_clear();
+    summary.input_records = records;
+    summary.rows = writer.len();
+    summary.changed = changes;
+    writer.finish()?;
+    if !job.quiet {
+        let mut line = format!(
+            "luminome-tokenize: {} records → {} rows{} → {} ({:.1}s)",
+            summary.input_records,
+            summary.rows,
+            summary
+                .row_length
+                .map(|l| format!(" of {l} tokens"))
+                .unwrap_or_default(),
+            job.output.display(),
+            start.elapsed().as_secs_f64()
+        );
+        if summary.changed.total() > 0 {
+            line += &format!("; changed to N: {}", summary.changed.summary());
+        }
+        if summary.truncated > 0 {
+            line += &format!("; {} rows truncated", summary.truncated);
+        }
+        eprintln!("{line}");
+    }
+    Ok(summary)
+}

@@ -1,0 +1,345 @@
+//! Tokenization schemes: single nucleotide, k-mer, and a HuggingFace `tokenizer.json`.
+//!
+//! Vocabularies (ids are stable and recorded in every dataset's metadata):
+//! - nucleotide: `[PAD]`=0 `[CLS]`=1 `[SEP]`=2 `[MASK]`=3 `[UNK]`=4 `A`=5 `C`=6 `G`=7 `T`=8 `N`=9
+//!   (the Caduceus/AIDO character vocabulary, with the specials first so padding is 0).
+//! - kmer (k ≤ 8): the five specials, then all 4^k k-mers over ACGT in lexicographic order, then
+//!   the single bases A, C, G, T, N used for the tail of a sequence whose length is not a
+//!   multiple of k in non-overlapping mode (as the Nucleotide Transformer does). A k-mer that
+//!   contains N is `[UNK]`.
+//! - hf: the tokenizer's own vocabulary; `[CLS]`/`[SEP]`/`[PAD]`/`[MASK]`/`[UNK]` are looked up
+//!   by those names (DNABERT-2 uses them).
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use luminome_io::token_dataset::TokenizerInfo;
+
+pub const PAD: u32 = 0;
+pub const CLS: u32 = 1;
+pub const SEP: u32 = 2;
+pub const MASK: u32 = 3;
+pub const UNK: u32 = 4;
+const SPECIALS: [&str; 5] = ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KmerMode {
+    /// Consecutive k-mers overlap by k-1 bases (DNABERT).
+    Overlapping,
+    /// Consecutive k-mers tile the sequence (Nucleotide Transformer).
+    NonOverlapping,
+}
+
+/// Base code: A=0 C=1 G=2 T=3, N (anything else) = 4, as a table for the hot loops.
+static CODE: [u8; 256] = {
+    let mut t = [4u8; 256];
+    t[b'A' as usize] = 0;
+    t[b'C' as usize] = 1;
+    t[b'G' as usize] = 2;
+    t[b'T' as usize] = 3;
+    t
+};
+
+#[inline]
+fn code(b: u8) -> u32 {
+    CODE[b as usize] as u32
+}
+
+pub enum Scheme {
+    Nucleotide,
+    Kmer { k: usize, mode: KmerMode },
+    Hf(Box<tokenizers::Tokenizer>, HfIds),
+}
+
+/// Special-token ids of a HuggingFace tokenizer.
+#[derive(Debug, Clone, Copy)]
+pub struct HfIds {
+    pub pad: u32,
+    pub cls: Option<u32>,
+    pub sep: Option<u32>,
+    pub mask: Option<u32>,
+    pub unk: Option<u32>,
+}
+
+impl Scheme {
+    pub fn kmer(k: usize, mode: KmerMode) -> Result<Self> {
+        if !(1..=8).contains(&k) {
+            bail!("k must be between 1 and 8 (got {k})");
+        }
+        Ok(Scheme::Kmer { k, mode })
+    }
+
+    pub fn hf(path: &Path) -> Result<Self> {
+        let tok = tokenizers::Tokenizer::from_file(path)
+            .map_err(|e| anyhow::anyhow!("{}: not a usable tokenizer.json: {e}", path.display()))?;
+        let id = |t: &str| tok.token_to_id(t);
+        let pad = id("[PAD]")
+            .or_else(|| tok.get_padding().map(|p| p.pad_id))
+            .with_context(|| format!("{}: the tokenizer has no [PAD] token", path.display()))?;
+        let ids = HfIds {
+            pad,
+            cls: id("[CLS]"),
+            sep: id("[SEP]"),
+            mask: id("[MASK]"),
+            unk: id("[UNK]"),
+        };
+        Ok(Scheme::Hf(Box::new(tok), ids))
+    }
+
+    pub fn pad_id(&self) -> u32 {
+        match self {
+            Scheme::Hf(_, ids) => ids.pad,
+            _ => PAD,
+        }
+    }
+
+    pub fn cls_id(&self) -> Option<u32> {
+        match self {
+            Scheme::Hf(_, ids) => ids.cls,
+            _ => Some(CLS),
+        }
+    }
+
+    pub fn sep_id(&self) -> Option<u32> {
+        match self {
+            Scheme::Hf(_, ids) => ids.sep,
+            _ => Some(SEP),
+        }
+    }
+
+    /// Tokens produced for `bases` bases, for the fixed-width schemes (`None` for hf).
+    pub fn tokens_for_bases(&self, bases: usize) -> Option<usize> {
+        match *self {
+            Scheme::Nucleotide => Some(bases),
+            Scheme::Kmer {
+                k,
+                mode: KmerMode::Overlapping,
+            } => Some((bases + 1).saturating_sub(k)),
+            Scheme::Kmer {
+                k,
+                mode: KmerMode::NonOverlapping,
+            } => Some(bases / k + bases % k),
+            Scheme::Hf(..) => None,
+        }
+    }
+
+    /// The most bases whose tokens fit in `tokens` tokens (fixed-width schemes).
+    pub fn bases_for_tokens(&self, tokens: usize) -> Option<usize> {
+        match *self {
+            Scheme::Nucleotide => Some(tokens),
+            Scheme::Kmer {
+                k,
+                mode: KmerMode::Overlapping,
+            } => Some(tokens + k - 1),
+            Scheme::Kmer {
+                k,
+                mode: KmerMode::NonOverlapping,
+            } => Some(tokens * k),
+            Scheme::Hf(..) => None,
+        }
+    }
+
+    /// Tokenizes cleaned bases (uppercase ACGTN), appending ids to `ids` and, when `soft` is
+    /// given, a soft-mask flag per token (1 when any covered base is lowercase) to `soft_out`.
+    pub fn encode(
+        &self,
+        bases: &[u8],
+        soft: Option<&[u8]>,
+        ids: &mut Vec<u32>,
+        soft_out: &mut Vec<u8>,
+    ) -> Result<()> {
+        match *self {
+            Scheme::Nucleotide => {
+                ids.extend(bases.iter().map(|&b| 5 + code(b)));
+                if let Some(s) = soft {
+                    soft_out.extend_from_slice(s);
+                }
+            }
+            Scheme::Kmer { k, mode } => {
+                let step = if mode == KmerMode::Overlapping { 1 } else { k };
+                let n_kmers = if bases.len() >= k {
+                    (bases.len() - k) / step + 1
+                } else {
+                    0
+                };
+                let tail_base = 5 + (1u32 << (2 * k));
+                // Rolling 2-bit encoding; `last_n` tracks the last N in the window.
+                let mask = if k == 16 {
+                    u32::MAX
+                } else {
+                    (1u32 << (2 * k)) - 1
+                };
+                for i in 0..n_kmers {
+                    let start = i * step;
+                    let window = &bases[start..start + k];
+                    let mut v = 0u32;
+                    let mut has_n = false;
+                    for &b in window {
+                        let c = code(b);
+                        has_n |= c == 4;
+                        v = ((v << 2) | (c & 3)) & mask;
+                    }
+                    ids.push(if has_n { UNK } else { 5 + v });
+                    if let Some(s) = soft {
+                        soft_out.push(u8::from(s[start..start + k].iter().any(|&f| f != 0)));
+                    }
+                }
+                if mode == KmerMode::NonOverlapping {
+                    let done = n_kmers * k;
+                    for (j, &b) in bases[done..].iter().enumerate() {
+                        ids.push(tail_base + code(b));
+                        if let Some(s) = soft {
+                            soft_out.push(s[done + j]);
+                        }
+                    }
+                }
+            }
+            Scheme::Hf(ref tok, _) => {
+                let text = std::str::from_utf8(bases).expect("cleaned bases are ASCII");
+                let enc = tok
+                    .encode(text, false)
+                    .map_err(|e| anyhow::anyhow!("tokenizer failed: {e}"))?;
+                ids.extend_from_slice(enc.get_ids());
+                if let Some(s) = soft {
+                    for &(a, b) in enc.get_offsets() {
+                        let b = b.min(s.len());
+                        soft_out.push(u8::from(a < b && s[a..b].iter().any(|&f| f != 0)));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The dataset metadata describing this scheme (vocabulary included).
+    pub fn info(&self, add_cls: bool, add_sep: bool, hf_json: Option<String>) -> TokenizerInfo {
+        let mut vocab: Vec<String> = SPECIALS.iter().map(|s| s.to_string()).collect();
+        match *self {
+            Scheme::Nucleotide => {
+                vocab.extend(["A", "C", "G", "T", "N"].iter().map(|s| s.to_string()));
+                TokenizerInfo {
+                    scheme: "nucleotide".into(),
+                    vocab,
+                    pad_id: PAD,
+                    unk_id: Some(UNK),
+                    cls_id: Some(CLS),
+                    sep_id: Some(SEP),
+                    mask_id: Some(MASK),
+                    add_cls,
+                    add_sep,
+                    k: None,
+                    kmer_step: None,
+                    hf_tokenizer_json: None,
+                }
+            }
+            Scheme::Kmer { k, mode } => {
+                const ALPHA: [char; 4] = ['A', 'C', 'G', 'T'];
+                for v in 0..(1usize << (2 * k)) {
+                    vocab.push(
+                        (0..k)
+                            .map(|j| ALPHA[(v >> (2 * (k - 1 - j))) & 3])
+                            .collect(),
+                    );
+                }
+                vocab.extend(["A", "C", "G", "T", "N"].iter().map(|s| s.to_string()));
+                TokenizerInfo {
+                    scheme: "kmer".into(),
+                    vocab,
+                    pad_id: PAD,
+                    unk_id: Some(UNK),
+                    cls_id: Some(CLS),
+                    sep_id: Some(SEP),
+                    mask_id: Some(MASK),
+                    add_cls,
+                    add_sep,
+                    k: Some(k),
+                    kmer_step: Some(if mode == KmerMode::Overlapping { 1 } else { k }),
+                    hf_tokenizer_json: None,
+                }
+            }
+            Scheme::Hf(ref tok, ids) => {
+                let size = tok.get_vocab_size(true);
+                let mut vocab = vec![String::new(); size];
+                for (t, id) in tok.get_vocab(true) {
+                    if let Some(slot) = vocab.get_mut(id as usize) {
+                        *slot = t;
+                    }
+                }
+                TokenizerInfo {
+                    scheme: "hf".into(),
+                    vocab,
+                    pad_id: ids.pad,
+                    unk_id: ids.unk,
+                    cls_id: ids.cls,
+                    sep_id: ids.sep,
+                    mask_id: ids.mask,
+                    add_cls,
+                    add_sep,
+                    k: None,
+                    kmer_step: None,
+                    hf_tokenizer_json: hf_json,
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(s: &Scheme, bases: &[u8]) -> Vec<u32> {
+        let mut ids = Vec::new();
+        s.encode(bases, None, &mut ids, &mut Vec::new()).unwrap();
+        ids
+    }
+
+    #[test]
+    fn nucleotide_ids() {
+        assert_eq!(enc(&Scheme::Nucleotide, b"ACGTN"), vec![5, 6, 7, 8, 9]);
+    }
+
+    #[test]
+    fn overlapping_kmers_decode_to_the_input() {
+        let s = Scheme::kmer(3, KmerMode::Overlapping).unwrap();
+        let info = s.info(true, true, None);
+        let ids = enc(&s, b"ACGTA");
+        let tokens: Vec<&str> = ids
+            .iter()
+            .map(|&i| info.vocab[i as usize].as_str())
+            .collect();
+        assert_eq!(tokens, vec!["ACG", "CGT", "GTA"]);
+        assert_eq!(s.tokens_for_bases(5), Some(3));
+        assert_eq!(s.bases_for_tokens(3), Some(5));
+    }
+
+    #[test]
+    fn non_overlapping_kmers_with_a_tail_and_n() {
+        let s = Scheme::kmer(2, KmerMode::NonOverlapping).unwrap();
+        let info = s.info(false, false, None);
+        let ids = enc(&s, b"ACNTG");
+        let tokens: Vec<&str> = ids
+            .iter()
+            .map(|&i| info.vocab[i as usize].as_str())
+            .collect();
+        assert_eq!(tokens, vec!["AC", "[UNK]", "G"]);
+        assert_eq!(s.tokens_for_bases(5), Some(3));
+    }
+
+    #[test]
+    fn kmer_soft_mask_is_any_covered_base() {
+        let s = Scheme::kmer(2, KmerMode::Overlapping).unwrap();
+        let mut ids = Vec::new();
+        let mut soft = Vec::new();
+        s.encode(b"ACGT", Some(&[0, 0, 1, 0]), &mut ids, &mut soft)
+            .unwrap();
+        assert_eq!(soft, vec![0, 1, 1]);
+    }
+
+    #[test]
+    fn eight_mer_vocabulary_size() {
+        let s = Scheme::kmer(8, KmerMode::Overlapping).unwrap();
+        assert_eq!(s.info(true, true, None).vocab.len(), 5 + 65536 + 5);
+        assert!(Scheme::kmer(9, KmerMode::Overlapping).is_err());
+    }
+}

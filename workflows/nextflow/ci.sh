@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# CI for the Nextflow pipeline. Nextflow itself cannot be installed on the CI machine,
+# so reftrace (PyPI) parses every .nf and .config file offline and applies the rules in
+# reftrace_rules.py; then this script checks that every include resolves, every module
+# is used by main.nf, and every file named in the test samplesheet exists.
+set -euo pipefail
+
+pipeline="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$pipeline"
+
+command -v reftrace >/dev/null || { echo "ci.sh: reftrace is not on PATH" >&2; exit 1; }
+echo "== $(reftrace --version)"
+
+echo "== reftrace lint (syntax of all .nf/.config files + module conventions)"
+reftrace lint --rules reftrace_rules.py --directory .
+
+echo "== includes resolve and every module is used"
+reftrace info modules --directory . --compact | sed -n '/^{/,$p' | python3 -c '
+import json, sys
+info = json.load(sys.stdin)
+unresolved = info["unresolved_includes"]
+assert not unresolved, f"includes that do not resolve: {unresolved}"
+used = {path for entry in info["resolved_includes"] for path in entry["includes"]}
+modules = {m["path"] for m in info["modules"] if m["processes"]}
+unused = sorted(modules - used)
+assert not unused, f"modules not included anywhere: {unused}"
+print(f"{len(modules)} module(s), all included: {sorted(modules)}")
+'
+
+echo "== test samplesheet files exist"
+samplesheet=assets/samplesheet_test.csv
+python3 - "$samplesheet" <<'PY'
+import csv
+import sys
+from pathlib import Path
+
+samplesheet = Path(sys.argv[1])
+with samplesheet.open(newline="") as handle:
+    rows = list(csv.DictReader(handle))
+assert rows and list(rows[0]) == ["id", "input", "reference", "args"], rows[:1]
+ids = [row["id"] for row in rows]
+assert len(set(ids)) == len(ids), f"duplicate ids in {samplesheet}: {ids}"
+for row in rows:
+    for column in ("input", "reference"):
+        if row[column]:
+            path = samplesheet.parent / row[column]
+            assert path.is_file(), f"{samplesheet}: {row['id']}: {column} {path} does not exist"
+print(f"{len(rows)} datasets: {ids}")
+PY
+
+echo "== nextflow ci: ok"
