@@ -3,7 +3,9 @@
 //! Padding is masked out of every attention score.
 
 use candle_core::{DType, Module, Result, Tensor, D};
-use candle_nn::{Embedding, Linear, VarBuilder};
+use candle_nn::{Embedding, VarBuilder};
+
+use crate::linear::Linear;
 
 use crate::config::{EncoderConfig, PositionEncoding};
 use crate::ops::{attention_bias, maybe_dropout, softmax_last_dim, DropoutRng, LayerNorm};
@@ -63,8 +65,8 @@ pub struct SelfAttention {
 impl SelfAttention {
     pub fn new(cfg: &EncoderConfig, vb: VarBuilder) -> Result<Self> {
         Ok(Self {
-            qkv: candle_nn::linear(cfg.d_model, 3 * cfg.d_model, vb.pp("qkv"))?,
-            out: candle_nn::linear(cfg.d_model, cfg.d_model, vb.pp("out"))?,
+            qkv: Linear::new(cfg.d_model, 3 * cfg.d_model, vb.pp("qkv"))?,
+            out: Linear::new(cfg.d_model, cfg.d_model, vb.pp("out"))?,
             num_heads: cfg.num_heads,
             head_dim: cfg.head_dim(),
             dropout: cfg.dropout,
@@ -110,8 +112,8 @@ pub struct FeedForward {
 impl FeedForward {
     pub fn new(cfg: &EncoderConfig, vb: VarBuilder) -> Result<Self> {
         Ok(Self {
-            up: candle_nn::linear(cfg.d_model, cfg.ffn_dim, vb.pp("up"))?,
-            down: candle_nn::linear(cfg.ffn_dim, cfg.d_model, vb.pp("down"))?,
+            up: Linear::new(cfg.d_model, cfg.ffn_dim, vb.pp("up"))?,
+            down: Linear::new(cfg.ffn_dim, cfg.d_model, vb.pp("down"))?,
             dropout: cfg.dropout,
         })
     }

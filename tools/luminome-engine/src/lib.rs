@@ -46,6 +46,7 @@ pub mod device;
 pub mod encoder;
 pub mod gradcheck;
 pub mod init;
+pub mod linear;
 pub mod mlm;
 pub mod model;
 pub mod ops;

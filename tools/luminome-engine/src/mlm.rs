@@ -3,8 +3,10 @@
 //! chosen positions only, optionally down-weighted where the base was soft-masked (lowercase).
 
 use anyhow::{bail, Result};
-use candle_core::{Module, Tensor, D};
-use candle_nn::{Linear, VarBuilder};
+use candle_core::{Tensor, D};
+use candle_nn::VarBuilder;
+
+use crate::linear::Linear;
 use luminome_io::token_dataset::{TokenBatch, TokenizerInfo};
 use rand::Rng;
 
@@ -23,9 +25,9 @@ pub struct MlmHead {
 impl MlmHead {
     pub fn new(d_model: usize, vocab: usize, eps: f64, vb: VarBuilder) -> candle_core::Result<Self> {
         Ok(Self {
-            dense: candle_nn::linear(d_model, d_model, vb.pp("dense"))?,
+            dense: Linear::new(d_model, d_model, vb.pp("dense"))?,
             norm: LayerNorm::new(d_model, eps, vb.pp("norm"))?,
-            decoder: candle_nn::linear(d_model, vocab, vb.pp("decoder"))?,
+            decoder: Linear::new(d_model, vocab, vb.pp("decoder"))?,
         })
     }
 

@@ -288,9 +288,65 @@ impl LayerNorm {
     }
 
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        normalize_last_dim(x, self.eps)?
-            .broadcast_mul(&self.weight)?
-            .broadcast_add(&self.bias)
+        let xhat = normalize_last_dim(x, self.eps)?;
+        if cpu_fused(x) && x.dtype() == DType::F32 {
+            let dims = x.dims().to_vec();
+            let c = *dims.last().unwrap_or(&1);
+            let flat = xhat.reshape((x.elem_count() / c.max(1), c))?;
+            flat.apply_op3(&self.weight.contiguous()?, &self.bias.contiguous()?, ScaleShift)?.reshape(dims)
+        } else {
+            xhat.broadcast_mul(&self.weight)?.broadcast_add(&self.bias)
+        }
+    }
+}
+
+/// y = x̂ ⊙ γ + β over rows of `[R, C]`; the γ and β gradients are row sums in one pass.
+struct ScaleShift;
+
+impl candle_core::CustomOp3 for ScaleShift {
+    fn name(&self) -> &'static str {
+        "luminome-scale-shift"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (CpuStorage::F32(x), CpuStorage::F32(g), CpuStorage::F32(b)) = (s1, s2, s3) else {
+            candle_core::bail!("layer norm affine: f32 only")
+        };
+        let x = contiguous_slice(x, l1, "layer norm affine")?;
+        let g = contiguous_slice(g, l2, "layer norm affine")?;
+        let b = contiguous_slice(b, l3, "layer norm affine")?;
+        let c = g.len();
+        let mut out = vec![0f32; x.len()];
+        out.par_chunks_mut(c * 64).zip(x.par_chunks(c * 64)).for_each(|(o, x)| {
+            for (orow, xrow) in o.chunks_mut(c).zip(x.chunks(c)) {
+                for (((o, &x), &g), &b) in orow.iter_mut().zip(xrow).zip(g).zip(b) {
+                    *o = x * g + b;
+                }
+            }
+        });
+        Ok((CpuStorage::F32(out), l1.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        gamma: &Tensor,
+        _beta: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let dx = grad.broadcast_mul(gamma)?;
+        let dgamma = crate::linear::sum_rows(&(grad * x)?)?;
+        let dbeta = crate::linear::sum_rows(grad)?;
+        Ok((Some(dx), Some(dgamma), Some(dbeta)))
     }
 }
 

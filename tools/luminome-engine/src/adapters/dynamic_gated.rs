@@ -9,8 +9,10 @@
 //! The gates g_i^final are the token importance the spec describes; [`DynamicGated::forward`]
 //! returns them beside the logits.
 
-use candle_core::{Module, Result, Tensor, D};
-use candle_nn::{Linear, VarBuilder};
+use candle_core::{Result, Tensor, D};
+use candle_nn::VarBuilder;
+
+use crate::linear::Linear;
 
 use crate::ops::LayerNorm;
 
@@ -35,11 +37,11 @@ pub struct GatedOutput {
 impl DynamicGated {
     pub fn new(d_model: usize, num_outputs: usize, layer_norm_eps: f64, vb: VarBuilder) -> Result<Self> {
         Ok(Self {
-            gate: candle_nn::linear(2 * d_model, d_model, vb.pp("gate"))?,
-            query: candle_nn::linear(d_model, d_model, vb.pp("query"))?,
-            key: candle_nn::linear(d_model, d_model, vb.pp("key"))?,
+            gate: Linear::new(2 * d_model, d_model, vb.pp("gate"))?,
+            query: Linear::new(d_model, d_model, vb.pp("query"))?,
+            key: Linear::new(d_model, d_model, vb.pp("key"))?,
             norm: LayerNorm::new(d_model, layer_norm_eps, vb.pp("norm"))?,
-            head: candle_nn::linear(d_model, num_outputs, vb.pp("head"))?,
+            head: Linear::new(d_model, num_outputs, vb.pp("head"))?,
         })
     }
 
@@ -54,7 +56,7 @@ impl DynamicGated {
         let w_tok = w.narrow(1, d, d)?;
         let cls_part = h_cls.matmul(&w_cls.t()?)?; // [B, D]
         let cls_part = match self.gate.bias() {
-            Some(bias) => cls_part.broadcast_add(bias)?,
+            Some(bias) => crate::linear::add_bias(&cls_part, bias)?,
             None => cls_part,
         };
         let tok_part = h.reshape((b * l, d))?.matmul(&w_tok.t()?)?.reshape((b, l, d))?;

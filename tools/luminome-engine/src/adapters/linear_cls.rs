@@ -1,7 +1,9 @@
 //! LinearCLS: y = W · h_[CLS] (the first token's hidden state).
 
-use candle_core::{Module, Result, Tensor};
-use candle_nn::{Linear, VarBuilder};
+use candle_core::{Result, Tensor};
+use candle_nn::VarBuilder;
+
+use crate::linear::Linear;
 
 #[derive(Debug, Clone)]
 pub struct LinearCls {
@@ -11,7 +13,7 @@ pub struct LinearCls {
 impl LinearCls {
     pub fn new(d_model: usize, num_outputs: usize, vb: VarBuilder) -> Result<Self> {
         Ok(Self {
-            head: candle_nn::linear(d_model, num_outputs, vb.pp("head"))?,
+            head: Linear::new(d_model, num_outputs, vb.pp("head"))?,
         })
     }
 

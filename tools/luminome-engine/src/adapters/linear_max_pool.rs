@@ -1,7 +1,9 @@
 //! LinearMaxPool: h_max = max over unmasked positions of h_i (per channel); y = W · h_max.
 
-use candle_core::{Module, Result, Tensor};
-use candle_nn::{Linear, VarBuilder};
+use candle_core::{Result, Tensor};
+use candle_nn::VarBuilder;
+
+use crate::linear::Linear;
 
 use crate::ops::masked_max;
 
@@ -13,7 +15,7 @@ pub struct LinearMaxPool {
 impl LinearMaxPool {
     pub fn new(d_model: usize, num_outputs: usize, vb: VarBuilder) -> Result<Self> {
         Ok(Self {
-            head: candle_nn::linear(d_model, num_outputs, vb.pp("head"))?,
+            head: Linear::new(d_model, num_outputs, vb.pp("head"))?,
         })
     }
 

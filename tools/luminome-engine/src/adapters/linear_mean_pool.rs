@@ -1,7 +1,9 @@
 //! LinearMeanPool: h̄ = Σ h_i ⊙ m_i / (Σ m_i + ε), ε = 1e-9; y = W · h̄.
 
-use candle_core::{Module, Result, Tensor};
-use candle_nn::{Linear, VarBuilder};
+use candle_core::{Result, Tensor};
+use candle_nn::VarBuilder;
+
+use crate::linear::Linear;
 
 use crate::ops::masked_mean;
 
@@ -16,7 +18,7 @@ pub struct LinearMeanPool {
 impl LinearMeanPool {
     pub fn new(d_model: usize, num_outputs: usize, vb: VarBuilder) -> Result<Self> {
         Ok(Self {
-            head: candle_nn::linear(d_model, num_outputs, vb.pp("head"))?,
+            head: Linear::new(d_model, num_outputs, vb.pp("head"))?,
         })
     }
 
