@@ -6,6 +6,7 @@
 pub mod atomic;
 pub mod bam;
 pub mod bed;
+pub mod bedgraph;
 pub mod bigwig;
 pub mod compress;
 pub mod error;
@@ -13,6 +14,7 @@ pub mod expression;
 pub mod fastx;
 pub mod fragments;
 pub mod motif;
+pub mod npz;
 pub mod reference;
 pub mod seqtable;
 pub mod tensorfile;

@@ -1,0 +1,101 @@
+//! Training-step and inference timing of the benchmark model (vocab 10, d 128, 4 layers,
+//! 4 heads, FFN 512, length 72, batch 32, learned positions, pre-LN, gated adapter), on random
+//! tokens. Same configuration as bench/engine/torch_bench.py.
+//!
+//!     RAYON_NUM_THREADS=1 cargo run --release -p luminome-engine --example bench_step -- [steps] [dropout]
+
+use std::time::Instant;
+
+use candle_core::{Device, Tensor};
+use luminome_engine::config::{AdapterKind, ClassifierConfig, EncoderConfig, ModelConfig, PositionEncoding};
+use luminome_engine::model::{BuiltModel, Model};
+use luminome_engine::ops::DropoutRng;
+use luminome_engine::optim::{AdamW, AdamWConfig};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let steps: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(20);
+    let dropout: f64 = args.get(2).map(|s| s.parse()).transpose()?.unwrap_or(0.1);
+    let (b, l) = (32usize, 72usize);
+    let cfg = ModelConfig::Classifier(ClassifierConfig {
+        encoder: EncoderConfig {
+            vocab_size: 10,
+            d_model: 128,
+            num_layers: 4,
+            num_heads: 4,
+            ffn_dim: 512,
+            dropout,
+            max_length: l,
+            position: PositionEncoding::Learned,
+            layer_norm_eps: 1e-5,
+            pad_id: 0,
+        },
+        adapter: AdapterKind::Gated,
+        num_classes: 2,
+        label_values: vec![0, 1],
+    });
+    let dev = Device::Cpu;
+    let built = BuiltModel::new(&cfg, &dev, 1)?;
+    let Model::Classifier(model) = &built.model else { unreachable!() };
+    let ids: Vec<u32> = (0..b * l).map(|i| if i % l == 0 { 1 } else { 5 + (i * 7 % 4) as u32 }).collect();
+    let ids = Tensor::from_vec(ids, (b, l), &dev)?;
+    let mask = Tensor::ones((b, l), candle_core::DType::F32, &dev)?;
+    let targets = Tensor::from_vec((0..b as u32).map(|i| i % 2).collect::<Vec<_>>(), b, &dev)?;
+    let mut names = built.parameter_names();
+    names.sort();
+    let vars: Vec<(String, candle_core::Var)> = {
+        let data = built.varmap.data().lock().unwrap();
+        names.iter().map(|n| (n.clone(), data[n].clone())).collect()
+    };
+    let mut opt = AdamW::new(vars.clone(), AdamWConfig::default())?;
+    let mut fwd = 0f64;
+    let mut bwd = 0f64;
+    let mut upd = 0f64;
+    let mut times = Vec::new();
+    for step in 0..steps + 3 {
+        let t0 = Instant::now();
+        let rng = DropoutRng::new(step as u64);
+        let logits = model.forward(&ids, &mask, Some(&rng))?.logits;
+        let loss = candle_nn::loss::cross_entropy(&logits, &targets)?;
+        let t1 = Instant::now();
+        let grads = loss.backward()?;
+        let t2 = Instant::now();
+        let mut map = std::collections::HashMap::new();
+        for (n, v) in &vars {
+            if let Some(g) = grads.get(v.as_tensor()) {
+                map.insert(n.clone(), g.clone());
+            }
+        }
+        luminome_engine::optim::clip_grad_norm(&mut map, 1.0)?;
+        opt.step(&map, 1e-4)?;
+        let t3 = Instant::now();
+        if step >= 3 {
+            fwd += (t1 - t0).as_secs_f64();
+            bwd += (t2 - t1).as_secs_f64();
+            upd += (t3 - t2).as_secs_f64();
+            times.push((t3 - t0).as_secs_f64());
+        }
+    }
+    times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = steps as f64;
+    println!(
+        "train_step_ms median {:.1} (forward {:.1}, backward {:.1}, clip+AdamW {:.1})",
+        times[times.len() / 2] * 1e3,
+        fwd / n * 1e3,
+        bwd / n * 1e3,
+        upd / n * 1e3
+    );
+    let mut inf = Vec::new();
+    for _ in 0..steps + 3 {
+        let t0 = Instant::now();
+        let _ = model.forward(&ids, &mask, None)?.logits.to_vec2::<f32>()?;
+        inf.push(t0.elapsed().as_secs_f64());
+    }
+    inf.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let med = inf[inf.len() / 2];
+    println!("inference_batch_ms median {:.1} ({:.0} sequences/s)", med * 1e3, b as f64 / med);
+    Ok(())
+}

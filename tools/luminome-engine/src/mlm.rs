@@ -1,0 +1,172 @@
+//! Masked-LM pretraining (BERT): choose 15 % of the real (non-special) tokens; of those, 80 %
+//! become [MASK], 10 % a random base token, 10 % stay; the loss is the cross-entropy on the
+//! chosen positions only, optionally down-weighted where the base was soft-masked (lowercase).
+
+use anyhow::{bail, Result};
+use candle_core::{Tensor, D};
+use candle_nn::VarBuilder;
+
+use crate::linear::Linear;
+use luminome_io::token_dataset::{TokenBatch, TokenizerInfo};
+use rand::Rng;
+
+use crate::config::MlmConfig;
+use crate::encoder::Encoder;
+use crate::ops::{DropoutRng, LayerNorm};
+
+/// BERT's prediction head: dense → GELU → LayerNorm → decoder over the vocabulary.
+#[derive(Debug, Clone)]
+pub struct MlmHead {
+    dense: Linear,
+    norm: LayerNorm,
+    decoder: Linear,
+}
+
+impl MlmHead {
+    pub fn new(d_model: usize, vocab: usize, eps: f64, vb: VarBuilder) -> candle_core::Result<Self> {
+        Ok(Self {
+            dense: Linear::new(d_model, d_model, vb.pp("dense"))?,
+            norm: LayerNorm::new(d_model, eps, vb.pp("norm"))?,
+            decoder: Linear::new(d_model, vocab, vb.pp("decoder"))?,
+        })
+    }
+
+    pub fn forward(&self, h: &Tensor) -> candle_core::Result<Tensor> {
+        let x = self.dense.forward(h)?.gelu_erf()?;
+        self.decoder.forward(&self.norm.forward(&x)?)
+    }
+}
+
+/// Encoder + MLM head. Parameters under `encoder.*` and `mlm_head.*`; a classifier initialised
+/// from this checkpoint takes the `encoder.*` part.
+#[derive(Debug, Clone)]
+pub struct MlmModel {
+    pub config: MlmConfig,
+    pub encoder: Encoder,
+    pub head: MlmHead,
+}
+
+impl MlmModel {
+    pub fn new(cfg: &MlmConfig, vb: VarBuilder) -> candle_core::Result<Self> {
+        let e = &cfg.encoder;
+        Ok(Self {
+            config: cfg.clone(),
+            encoder: Encoder::new(e, vb.pp("encoder"))?,
+            head: MlmHead::new(e.d_model, e.vocab_size, e.layer_norm_eps, vb.pp("mlm_head"))?,
+        })
+    }
+
+    /// Logits `[B, L, V]` at every position.
+    pub fn forward(&self, ids: &Tensor, mask: &Tensor, rng: Option<&DropoutRng>) -> candle_core::Result<Tensor> {
+        self.head.forward(&self.encoder.forward(ids, mask, rng)?)
+    }
+
+    /// Weighted mean cross-entropy at the chosen positions of a masked batch: Σ w_i CE_i / Σ w_i.
+    /// Returns (loss, number of positions correctly predicted).
+    pub fn loss(&self, batch: &MaskedBatch, mask: &Tensor, rng: Option<&DropoutRng>) -> candle_core::Result<(Tensor, usize)> {
+        let dev = mask.device();
+        let (b, l) = mask.dims2()?;
+        let ids = Tensor::from_slice(&batch.input_ids, (b, l), dev)?;
+        let h = self.encoder.forward(&ids, mask, rng)?;
+        let d = h.dim(D::Minus1)?;
+        // Only the chosen positions go through the head.
+        let pos = Tensor::from_slice(&batch.positions, batch.positions.len(), dev)?;
+        let hs = h.reshape((b * l, d))?.index_select(&pos, 0)?;
+        let logits = self.head.forward(&hs)?;
+        let targets = Tensor::from_slice(&batch.targets, batch.targets.len(), dev)?;
+        let logp = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
+        let nll = logp.gather(&targets.unsqueeze(1)?, 1)?.squeeze(1)?.neg()?;
+        let w = Tensor::from_slice(&batch.weights, batch.weights.len(), dev)?.to_dtype(nll.dtype())?;
+        let total_w: f32 = batch.weights.iter().sum();
+        let loss = ((nll * w)?.sum_all()? / total_w as f64)?;
+        let pred: Vec<u32> = logits.argmax(D::Minus1)?.to_vec1()?;
+        let correct = pred.iter().zip(&batch.targets).filter(|(p, t)| p == t).count();
+        Ok((loss, correct))
+    }
+}
+
+/// Masking settings.
+#[derive(Debug, Clone, Copy)]
+pub struct MaskingConfig {
+    /// Fraction of real tokens chosen (0.15).
+    pub select_prob: f64,
+    /// Of the chosen: replaced by [MASK] (0.8), by a random token (0.1); the rest stay.
+    pub mask_prob: f64,
+    pub random_prob: f64,
+    /// Loss weight of a chosen position whose base was soft-masked (lowercase); 1.0 = no
+    /// down-weighting.
+    pub soft_mask_weight: f32,
+}
+
+impl Default for MaskingConfig {
+    fn default() -> Self {
+        Self {
+            select_prob: 0.15,
+            mask_prob: 0.8,
+            random_prob: 0.1,
+            soft_mask_weight: 1.0,
+        }
+    }
+}
+
+/// A batch after masking: the corrupted ids, and the chosen positions (flat index b·L + i) with
+/// their original ids and loss weights.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MaskedBatch {
+    pub input_ids: Vec<u32>,
+    pub positions: Vec<u32>,
+    pub targets: Vec<u32>,
+    pub weights: Vec<f32>,
+}
+
+/// The ids a random replacement draws from: every token that is not a special token.
+pub fn replacement_ids(tok: &TokenizerInfo) -> Vec<u32> {
+    let specials = [Some(tok.pad_id), tok.cls_id, tok.sep_id, tok.mask_id, tok.unk_id];
+    (0..tok.vocab_size() as u32).filter(|id| !specials.contains(&Some(*id))).collect()
+}
+
+/// Applies BERT masking to a batch. Every row with at least one real token gets at least one
+/// chosen position, so the loss is always defined.
+pub fn mask_batch(batch: &TokenBatch, tok: &TokenizerInfo, cfg: &MaskingConfig, rng: &mut impl Rng) -> Result<MaskedBatch> {
+    let Some(mask_id) = tok.mask_id else {
+        bail!("the dataset's tokenizer has no [MASK] token; masked-LM pretraining needs one");
+    };
+    let replacements = replacement_ids(tok);
+    if replacements.is_empty() {
+        bail!("the dataset's vocabulary has no non-special tokens");
+    }
+    let specials = [Some(tok.pad_id), tok.cls_id, tok.sep_id, tok.mask_id];
+    let l = batch.max_length;
+    let mut out = MaskedBatch {
+        input_ids: batch.input_ids.clone(),
+        positions: Vec::new(),
+        targets: Vec::new(),
+        weights: Vec::new(),
+    };
+    for row in 0..batch.batch {
+        let candidates: Vec<usize> = (row * l..(row + 1) * l)
+            .filter(|&i| batch.attention_mask[i] != 0 && !specials.contains(&Some(batch.input_ids[i])))
+            .collect();
+        let mut chosen: Vec<usize> = candidates.iter().copied().filter(|_| rng.random_bool(cfg.select_prob)).collect();
+        if chosen.is_empty() && !candidates.is_empty() {
+            chosen.push(candidates[rng.random_range(0..candidates.len())]);
+        }
+        for i in chosen {
+            let original = batch.input_ids[i];
+            let r: f64 = rng.random();
+            if r < cfg.mask_prob {
+                out.input_ids[i] = mask_id;
+            } else if r < cfg.mask_prob + cfg.random_prob {
+                out.input_ids[i] = replacements[rng.random_range(0..replacements.len())];
+            }
+            out.positions.push(i as u32);
+            out.targets.push(original);
+            let soft = batch.soft_mask.as_ref().is_some_and(|s| s[i] != 0);
+            out.weights.push(if soft { cfg.soft_mask_weight } else { 1.0 });
+        }
+    }
+    if out.positions.is_empty() {
+        bail!("no maskable tokens in the batch (every row is empty or special tokens only)");
+    }
+    Ok(out)
+}

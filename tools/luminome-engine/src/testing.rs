@@ -1,0 +1,101 @@
+//! Small helpers for tests and examples: the single-nucleotide vocabulary of
+//! `luminome-tokenize` and a writer of token datasets from in-memory sequences.
+
+use std::path::Path;
+
+use anyhow::Result;
+use luminome_io::token_dataset::{IndexRow, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow, TokenizerInfo};
+
+/// [PAD]=0 [CLS]=1 [SEP]=2 [MASK]=3 [UNK]=4 A=5 C=6 G=7 T=8 N=9, [CLS] seq [SEP].
+pub fn nucleotide_tokenizer() -> TokenizerInfo {
+    TokenizerInfo {
+        scheme: "nucleotide".into(),
+        vocab: ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]", "A", "C", "G", "T", "N"]
+            .map(String::from)
+            .to_vec(),
+        pad_id: 0,
+        unk_id: Some(4),
+        cls_id: Some(1),
+        sep_id: Some(2),
+        mask_id: Some(3),
+        add_cls: true,
+        add_sep: true,
+        k: None,
+        kmer_step: None,
+        hf_tokenizer_json: None,
+    }
+}
+
+/// Token ids of a DNA string in the nucleotide vocabulary, with [CLS] and [SEP].
+pub fn encode(seq: &[u8]) -> Vec<u32> {
+    let mut ids = vec![1];
+    ids.extend(seq.iter().map(|b| match b.to_ascii_uppercase() {
+        b'A' => 5,
+        b'C' => 6,
+        b'G' => 7,
+        b'T' => 8,
+        b'N' => 9,
+        _ => 4,
+    }));
+    ids.push(2);
+    ids
+}
+
+/// Writes sequences (and optional labels) as a token dataset padded to `max_length`.
+pub fn write_dataset(dest: &Path, seqs: &[Vec<u8>], labels: Option<&[i64]>, max_length: usize) -> Result<()> {
+    let tok = nucleotide_tokenizer();
+    let mut w = TokenDatasetWriter::new(TokenDatasetWriterOptions {
+        dest: dest.to_path_buf(),
+        tokenizer: tok,
+        max_length: Some(max_length),
+        has_labels: labels.is_some(),
+        has_soft_mask: false,
+        shard_records: None,
+        rc: "none".into(),
+        sources: vec![],
+        tool: "luminome-engine tests".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        command_line: String::new(),
+    })?;
+    for (i, s) in seqs.iter().enumerate() {
+        let mut ids = encode(s);
+        anyhow::ensure!(ids.len() <= max_length, "sequence {i} is longer than {max_length} tokens");
+        ids.resize(max_length, 0);
+        w.push(TokenRow {
+            ids: &ids,
+            soft_mask: None,
+            label: labels.map(|l| l[i]),
+            index: IndexRow {
+                record: i as u64,
+                shard: 0,
+                name: format!("seq{i}"),
+                coords: ".".into(),
+                seq_length: s.len() as u64,
+                window_offset: 0,
+                window_length: s.len() as u64,
+                strand: '+',
+            },
+        })?;
+    }
+    w.finish()
+}
+
+/// A learnable toy task: random DNA of length `len`; label 1 iff the sequence contains
+/// `TATA`, which is planted in half of the records. Deterministic for a seed.
+pub fn toy_motif_task(n: usize, len: usize, seed: u64) -> (Vec<Vec<u8>>, Vec<i64>) {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut seqs = Vec::with_capacity(n);
+    let mut labels = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut s: Vec<u8> = (0..len).map(|_| b"ACG"[rng.random_range(0..3)]).collect();
+        if i % 2 == 0 {
+            let at = rng.random_range(0..len - 4);
+            s[at..at + 4].copy_from_slice(b"TATA");
+        }
+        let label = s.windows(4).any(|w| w == b"TATA") as i64;
+        seqs.push(s);
+        labels.push(label);
+    }
+    (seqs, labels)
+}

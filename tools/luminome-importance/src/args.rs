@@ -1,0 +1,119 @@
+//! The `luminome-importance` command line.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+/// How token importance is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Method {
+    /// DynamicGated adapter only: the gate g_i^final of each token, reduced over channels (--reduce).
+    Gates,
+    /// Gradient × input on the token embeddings, summed over channels.
+    Saliency,
+    /// Integrated gradients on the token embeddings (zero-embedding baseline, --ig-steps).
+    Ig,
+}
+
+/// How the per-channel gates g_i^final (d values per token) become one score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Reduce {
+    /// Mean over channels (in [0, 1], like each gate).
+    Mean,
+    /// Euclidean norm over channels.
+    L2,
+    /// Largest channel.
+    Max,
+}
+
+const EXAMPLES: &str = "\
+Example (GUE core promoters from test-data; a DynamicGated model from luminome-train classify --adapter gated):
+  luminome-tokenize test-data/gue_prom_core_all/test.csv --max-length 72 -o prom_test.safetensors
+  luminome-importance --checkpoint prom_gated/best.safetensors --dataset prom_test.safetensors \\
+      --method ig --only-label 1 --records 200 -o prom_test.ig.tsv --npz prom_test.ig.npz
+  # genomic records (BED + reference): also a bedGraph track
+  luminome-tokenize test-data/chr22_slice/intervals.bed --reference test-data/chr22_slice/chr22_slice.fa \\
+      --max-length 72 --overflow window -o tss.safetensors
+  luminome-importance --checkpoint prom_gated/best.safetensors --dataset tss.safetensors \\
+      --method gates -o tss.gates.tsv --bedgraph tss.gates.bedgraph
+
+Outputs:
+  TSV: record  name  position  token  start  end  score — one line per sequence token ([CLS],
+       [SEP] and padding are left out); position = token index in the row ([CLS] = 0); start/end =
+       bases the token covers in the record's window (0-based half-open, row orientation; '.'
+       for the hf scheme).
+  bedGraph (--bedgraph): per genomic base, the mean score of the tokens covering it (k-mers
+       spread back onto bases), averaged over records that cover the same base; records
+       without coordinates are skipped (logged).
+  npz (--npz): contrib (N, 4, L) float32 = one-hot(A, C, G, T) × per-base score, onehot
+       (N, 4, L) float32, record (N) int64, length (N) int64 bases; rows as the model saw them
+       (reverse complement for '-' rows); L = the longest row in bases. For TF-MoDISco-lite,
+       save contrib and onehot to .npy and pass them as -a and -s.
+In Python: numpy.load('prom_test.ig.npz')['contrib'].shape";
+
+/// Token and base importance of a trained Luminome sequence classifier.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "luminome-importance", version, about, after_help = EXAMPLES)]
+pub struct ImportanceArgs {
+    /// Classifier checkpoint (.safetensors from luminome-train classify).
+    #[arg(long)]
+    pub checkpoint: PathBuf,
+
+    /// Token dataset (luminome-tokenize output) tokenized like the model's training data.
+    #[arg(long)]
+    pub dataset: PathBuf,
+
+    /// gates (DynamicGated models), saliency (gradient × input) or ig (integrated gradients).
+    #[arg(long, value_enum)]
+    pub method: Method,
+
+    /// Per-token scores (TSV).
+    #[arg(short, long)]
+    pub output: PathBuf,
+
+    /// Also a per-base bedGraph on genomic coordinates (records with coordinates only).
+    #[arg(long)]
+    pub bedgraph: Option<PathBuf>,
+
+    /// Also an .npz with contrib / onehot arrays (N, 4, L) for TF-MoDISco-style tools.
+    #[arg(long)]
+    pub npz: Option<PathBuf>,
+
+    /// Only the first N selected records.
+    #[arg(long)]
+    pub records: Option<usize>,
+
+    /// Only records whose true label is this value (needs a labelled dataset).
+    #[arg(long)]
+    pub only_label: Option<i64>,
+
+    /// Class (label value) whose output is explained by saliency / ig [default: the larger label
+    /// value for two classes, each record's predicted class for more]. The explained output is
+    /// logit[target] − mean over classes of the logits.
+    #[arg(long)]
+    pub target: Option<i64>,
+
+    /// --method gates: how the d gate channels of a token become one score.
+    #[arg(long, value_enum, default_value_t = Reduce::Mean)]
+    pub reduce: Reduce,
+
+    /// --method ig: interpolation steps (midpoint Riemann sum).
+    #[arg(long, default_value_t = 32)]
+    pub ig_steps: usize,
+
+    /// Records per forward/backward pass.
+    #[arg(long, default_value_t = 16)]
+    pub batch_size: usize,
+
+    /// Threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+
+    /// cpu, cuda, cuda:N or metal (CUDA/Metal need a build with --features cuda / metal).
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+
+    /// No progress or summary on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}

@@ -1,0 +1,251 @@
+//! `luminome-importance`: per-token and per-base importance of a trained sequence classifier.
+//!
+//! - [`args`]: the command line (methods, reductions, outputs).
+//! - [`methods`]: gates (DynamicGated g_i^final reduced over channels), gradient × input and
+//!   integrated gradients on the token embeddings.
+//! - [`bases`]: token → base spans, k-mer scores spread back onto bases, genomic positions.
+//! - [`outputs`]: TSV, bedGraph, npz.
+//!
+//! Every check (model kind, vocabulary, lengths, labels, method vs adapter, outputs vs
+//! tokenizer) runs before any output is started; outputs appear at their final paths only when
+//! the whole run succeeded. See docs/predict-importance.md.
+
+pub mod args;
+pub mod bases;
+pub mod methods;
+pub mod outputs;
+
+use std::io::Write;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use luminome_engine::{parse_device, AdapterKind};
+use luminome_io::atomic::{check_output_dir, AtomicWriter};
+use luminome_predict::classify::ClassifierPredictor;
+use luminome_predict::input::{real_length, ClassifierInput};
+use luminome_predict::threads::set_threads;
+
+use crate::args::{ImportanceArgs, Method};
+use crate::bases::{base_scores, row_bases, scored_tokens};
+use crate::methods::{token_scores, MethodOptions};
+use crate::outputs::{write_tsv_record, GenomeTrack, ModiscoArrays, TSV_HEADER};
+
+/// Which class each record's scores explain.
+enum Target {
+    /// The same class index for every record.
+    Fixed(usize),
+    /// Each record's predicted class.
+    Predicted,
+}
+
+fn choose_target(args: &ImportanceArgs, input: &ClassifierInput) -> Result<Target> {
+    let values = &input.config.label_values;
+    if let Some(t) = args.target {
+        let class = values.iter().position(|&v| v == t).with_context(|| {
+            format!(
+                "--target {t}: not a class of the model in {} (its label values: {values:?})",
+                args.checkpoint.display()
+            )
+        })?;
+        return Ok(Target::Fixed(class));
+    }
+    if values.len() == 2 {
+        let larger = if values[1] > values[0] { 1 } else { 0 };
+        return Ok(Target::Fixed(larger));
+    }
+    Ok(Target::Predicted)
+}
+
+/// The records to score, in dataset order.
+fn select_records(args: &ImportanceArgs, input: &ClassifierInput) -> Result<Vec<usize>> {
+    let ds = &input.dataset;
+    let mut records: Vec<usize> = match args.only_label {
+        None => (0..ds.len()).collect(),
+        Some(label) => {
+            if !ds.has_labels() {
+                bail!(
+                    "{}: --only-label needs a dataset with labels, and this one has none",
+                    args.dataset.display()
+                );
+            }
+            let all: Vec<usize> = (0..ds.len()).collect();
+            let mut keep = Vec::new();
+            for chunk in all.chunks(4096) {
+                let labels = ds.batch(chunk)?.labels.unwrap_or_default();
+                keep.extend(
+                    chunk
+                        .iter()
+                        .zip(labels)
+                        .filter(|(_, l)| *l == label)
+                        .map(|(&r, _)| r),
+                );
+            }
+            keep
+        }
+    };
+    if let Some(n) = args.records {
+        records.truncate(n);
+    }
+    if records.is_empty() {
+        bail!(
+            "{}: no records selected (check --only-label / --records)",
+            args.dataset.display()
+        );
+    }
+    Ok(records)
+}
+
+/// Longest row in bases among `records` (the L of the npz arrays).
+fn widest_row(input: &ClassifierInput, records: &[usize]) -> Result<usize> {
+    let tok = input.dataset.tokenizer();
+    let mut width = 0;
+    for chunk in records.chunks(4096) {
+        let b = input.dataset.batch(chunk)?;
+        for r in 0..b.batch {
+            let row = r * b.max_length..(r + 1) * b.max_length;
+            let ids = &b.input_ids[row.clone()];
+            let mask = &b.attention_mask[row];
+            let len = real_length(mask);
+            let zeros = vec![0f32; len];
+            width = width.max(row_bases(&scored_tokens(
+                tok,
+                &ids[..len],
+                &mask[..len],
+                &zeros,
+            )));
+        }
+    }
+    Ok(width)
+}
+
+/// Runs the command.
+pub fn run(args: &ImportanceArgs) -> Result<()> {
+    let started = Instant::now();
+    if args.batch_size == 0 {
+        bail!("--batch-size must be at least 1");
+    }
+    if args.ig_steps == 0 {
+        bail!("--ig-steps must be at least 1");
+    }
+    set_threads(args.threads);
+    for out in [
+        Some(&args.output),
+        args.bedgraph.as_ref(),
+        args.npz.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        check_output_dir(out)?;
+    }
+    let device = parse_device(&args.device)?;
+    let input = ClassifierInput::open(&args.checkpoint, &args.dataset, device)?;
+    if args.method == Method::Gates && input.config.adapter != AdapterKind::Gated {
+        bail!(
+            "{}: --method gates needs a DynamicGated model (adapter gated); this checkpoint's adapter is {}. Use --method saliency or --method ig",
+            args.checkpoint.display(),
+            input.config.adapter.name()
+        );
+    }
+    let tok = input.dataset.tokenizer().clone();
+    if (args.bedgraph.is_some() || args.npz.is_some())
+        && !matches!(tok.scheme.as_str(), "nucleotide" | "kmer")
+    {
+        bail!(
+            "{}: --bedgraph and --npz need tokens of known bases (nucleotide or kmer scheme); this dataset uses the {} scheme",
+            args.dataset.display(),
+            tok.scheme
+        );
+    }
+    let target = choose_target(args, &input)?;
+    let records = select_records(args, &input)?;
+    let mut npz = match &args.npz {
+        Some(path) => Some(ModiscoArrays::create(
+            path,
+            records.len(),
+            widest_row(&input, &records)?,
+        )?),
+        None => None,
+    };
+    let mut tsv = AtomicWriter::create(&args.output)?;
+    writeln!(tsv, "{TSV_HEADER}")?;
+    let mut track = args.bedgraph.as_ref().map(|_| GenomeTrack::default());
+    let opts = MethodOptions {
+        method: args.method,
+        reduce: args.reduce,
+        ig_steps: args.ig_steps,
+    };
+    let bar = luminome_predict::progress_bar(records.len() as u64, args.quiet);
+    for chunk in records.chunks(args.batch_size) {
+        let batch = input.batch(chunk)?;
+        let targets: Vec<usize> = match target {
+            Target::Fixed(c) => vec![c; chunk.len()],
+            Target::Predicted if args.method == Method::Gates => vec![0; chunk.len()],
+            Target::Predicted => ClassifierPredictor::logits(&input, chunk)?
+                .iter()
+                .map(|l| {
+                    l.iter()
+                        .enumerate()
+                        .fold(0, |best, (k, &v)| if v > l[best] { k } else { best })
+                })
+                .collect(),
+        };
+        let scores = token_scores(&input, &batch, &targets, &opts)?;
+        let l = batch.max_length;
+        for (i, &r) in chunk.iter().enumerate() {
+            let row = i * l..(i + 1) * l;
+            let tokens = scored_tokens(
+                &tok,
+                &batch.input_ids[row.clone()],
+                &batch.attention_mask[row],
+                &scores[i],
+            );
+            let index = &input.index[r];
+            write_tsv_record(&mut tsv, &tok, index.record, &index.name, &tokens)?;
+            let n_bases = row_bases(&tokens);
+            if let Some(t) = track.as_mut() {
+                t.add(&index.coords, &base_scores(&tokens, n_bases));
+            }
+            if let Some(n) = npz.as_mut() {
+                n.push(&tok, index.record, &tokens, n_bases)?;
+            }
+        }
+        bar.inc(chunk.len() as u64);
+    }
+    bar.finish_and_clear();
+    let bedgraph = match (&args.bedgraph, &track) {
+        (Some(path), Some(t)) => {
+            if !args.quiet && t.records_without_coords > 0 {
+                eprintln!(
+                    "luminome-importance: {} of {} records have no genomic coordinates (coords '.') and are not in the bedGraph{}",
+                    t.records_without_coords,
+                    records.len(),
+                    if t.records_placed == 0 { "; it holds only its track line" } else { "" }
+                );
+            }
+            Some(t.write(
+                path,
+                &format!("luminome-importance {:?}", args.method).to_lowercase(),
+            )?)
+        }
+        _ => None,
+    };
+    // Everything is complete: move the outputs to their final names.
+    tsv.commit()?;
+    if let Some(b) = bedgraph {
+        b.commit()?;
+    }
+    if let Some(n) = npz {
+        n.commit()?;
+    }
+    if !args.quiet {
+        eprintln!(
+            "luminome-importance: {} records, method {:?} → {} ({:.1}s)",
+            records.len(),
+            args.method,
+            args.output.display(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,410 @@
+//! luminome-importance end to end: scores against the PyTorch reference, the TSV / bedGraph /
+//! npz outputs and their coordinate mapping, refused inputs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use candle_core::{Device, Tensor};
+use luminome_engine::checkpoint::read_safetensors;
+use luminome_importance::args::{Method, Reduce};
+use luminome_importance::methods::{token_scores, MethodOptions};
+use luminome_io::token_dataset::{
+    IndexRow, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow,
+};
+use luminome_predict::input::ClassifierInput;
+
+/// The fixture of bench/engine/torch_reference.py, kept with luminome-predict's tests.
+fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../luminome-predict/tests/fixtures/torch_reference")
+}
+
+fn checkpoint(adapter: &str) -> PathBuf {
+    fixture_dir().join(format!("tiny_{adapter}.safetensors"))
+}
+
+fn expected(name: &str) -> Tensor {
+    read_safetensors(&fixture_dir().join("expected.safetensors"), &Device::Cpu)
+        .unwrap()
+        .1[name]
+        .clone()
+}
+
+/// (sequence, label, coords) records as a nucleotide token dataset padded to `max_length`.
+fn write_dataset(dest: &Path, recs: &[(&str, Option<i64>, &str)], max_length: usize) {
+    let mut w = TokenDatasetWriter::new(TokenDatasetWriterOptions {
+        dest: dest.to_path_buf(),
+        tokenizer: luminome_engine::testing::nucleotide_tokenizer(),
+        max_length: Some(max_length),
+        has_labels: recs.iter().all(|r| r.1.is_some()),
+        has_soft_mask: false,
+        shard_records: None,
+        rc: "none".into(),
+        sources: vec![],
+        tool: "luminome-importance tests".into(),
+        tool_version: "0".into(),
+        command_line: String::new(),
+    })
+    .unwrap();
+    for (i, (seq, label, coords)) in recs.iter().enumerate() {
+        let mut ids = luminome_engine::testing::encode(seq.as_bytes());
+        ids.resize(max_length, 0);
+        let strand = if coords.ends_with("(-)") { '-' } else { '+' };
+        w.push(TokenRow {
+            ids: &ids,
+            soft_mask: None,
+            label: *label,
+            index: IndexRow {
+                record: i as u64,
+                shard: 0,
+                name: format!("seq{i}"),
+                coords: coords.to_string(),
+                seq_length: seq.len() as u64,
+                window_offset: 0,
+                window_length: seq.len() as u64,
+                strand,
+            },
+        })
+        .unwrap();
+    }
+    w.finish().unwrap();
+}
+
+fn fixture_dataset(dir: &Path) -> PathBuf {
+    let ds = dir.join("fixture.safetensors");
+    write_dataset(
+        &ds,
+        &[
+            ("ACGTTATAGC", Some(0), "."),
+            ("GGCATTA", Some(1), "."),
+            ("TTGA", Some(0), "."),
+        ],
+        12,
+    );
+    ds
+}
+
+fn assert_close(what: &str, got: &[Vec<f32>], want: &[Vec<f32>], tol: f32) {
+    for (r, (g, w)) in got.iter().zip(want).enumerate() {
+        for (p, (a, b)) in g.iter().zip(w).enumerate() {
+            assert!(
+                (a - b).abs() <= tol * (1.0 + b.abs()),
+                "{what}: record {r} position {p}: luminome {a} vs torch {b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn saliency_ig_and_gates_match_the_pytorch_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = fixture_dataset(dir.path());
+    for adapter in ["cls", "mean", "max", "gated"] {
+        let input = ClassifierInput::open(&checkpoint(adapter), &ds, Device::Cpu).unwrap();
+        let batch = input.batch(&[0, 1, 2]).unwrap();
+        for (method, name) in [(Method::Saliency, "saliency"), (Method::Ig, "ig")] {
+            let opts = MethodOptions {
+                method,
+                reduce: Reduce::Mean,
+                ig_steps: 32,
+            };
+            let got = token_scores(&input, &batch, &[1, 1, 1], &opts).unwrap();
+            let want = expected(&format!("{adapter}.{name}"))
+                .to_vec2::<f32>()
+                .unwrap();
+            assert_close(&format!("{adapter} {name}"), &got, &want, 1e-3);
+        }
+    }
+    let input = ClassifierInput::open(&checkpoint("gated"), &ds, Device::Cpu).unwrap();
+    let batch = input.batch(&[0, 1, 2]).unwrap();
+    let gates = expected("gated.gates"); // [B, L, D]
+    for (reduce, want) in [
+        (Reduce::Mean, gates.mean(2).unwrap()),
+        (
+            Reduce::L2,
+            gates.sqr().unwrap().sum(2).unwrap().sqrt().unwrap(),
+        ),
+        (Reduce::Max, gates.max(2).unwrap()),
+    ] {
+        let opts = MethodOptions {
+            method: Method::Gates,
+            reduce,
+            ig_steps: 1,
+        };
+        let got = token_scores(&input, &batch, &[1, 1, 1], &opts).unwrap();
+        assert_close(
+            &format!("gates {reduce:?}"),
+            &got,
+            &want.to_vec2::<f32>().unwrap(),
+            1e-4,
+        );
+    }
+}
+
+#[test]
+fn integrated_gradients_add_up_to_the_change_of_the_explained_output() {
+    // Completeness: Σ_i IG_i = f(x) − f(baseline), up to the Riemann error of 128 steps.
+    let dir = tempfile::tempdir().unwrap();
+    let ds = fixture_dataset(dir.path());
+    let input = ClassifierInput::open(&checkpoint("mean"), &ds, Device::Cpu).unwrap();
+    let batch = input.batch(&[0]).unwrap();
+    let opts = MethodOptions {
+        method: Method::Ig,
+        reduce: Reduce::Mean,
+        ig_steps: 128,
+    };
+    let ig: f32 = token_scores(&input, &batch, &[1], &opts).unwrap()[0]
+        .iter()
+        .sum();
+    let clf = input.classifier().unwrap();
+    let t = luminome_engine::batch_tensors(&batch, &Device::Cpu).unwrap();
+    let emb = clf.embed(&t.ids).unwrap();
+    let special: Vec<f32> = batch
+        .input_ids
+        .iter()
+        .map(|&id| if id <= 2 { 1.0 } else { 0.0 })
+        .collect();
+    let keep = Tensor::from_vec(special, (1, batch.max_length, 1), &Device::Cpu).unwrap();
+    let f = |e: &Tensor| {
+        let l = clf
+            .forward_from_embeddings(e, &t.mask, None)
+            .unwrap()
+            .logits
+            .to_vec2::<f32>()
+            .unwrap();
+        l[0][1] - (l[0][0] + l[0][1]) / 2.0
+    };
+    let delta = f(&emb) - f(&emb.broadcast_mul(&keep).unwrap());
+    assert!(
+        (ig - delta).abs() < 1e-3 * (1.0 + delta.abs()),
+        "Σ IG {ig} vs f(x) − f(x') {delta}"
+    );
+}
+
+fn importance(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_luminome-importance"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn tsv_bedgraph_and_npz_place_scores_on_tokens_bases_and_the_genome() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dir.path().join("genomic.safetensors");
+    // A minus-strand row of chr1:100-110, a plus-strand row of chr1:200-205, one without coords.
+    write_dataset(
+        &ds,
+        &[
+            ("ACGTTATAGC", Some(1), "chr1:100-110(-)"),
+            ("GGCAT", Some(1), "chr1:200-205(+)"),
+            ("TTGA", Some(0), "."),
+        ],
+        12,
+    );
+    let (tsv, bg, npz) = (
+        dir.path().join("g.tsv"),
+        dir.path().join("g.bedgraph"),
+        dir.path().join("g.npz"),
+    );
+    let ckpt = checkpoint("gated");
+    let o = importance(&[
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--dataset",
+        ds.to_str().unwrap(),
+        "--method",
+        "gates",
+        "-o",
+        tsv.to_str().unwrap(),
+        "--bedgraph",
+        bg.to_str().unwrap(),
+        "--npz",
+        npz.to_str().unwrap(),
+        "--batch-size",
+        "2",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("1 of 3 records have no genomic coordinates"),
+        "{stderr}"
+    );
+    // TSV: one line per base token (10 + 5 + 4), positions after [CLS].
+    let text = std::fs::read_to_string(&tsv).unwrap();
+    let lines: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').collect())
+        .collect();
+    assert_eq!(
+        text.lines().next().unwrap(),
+        "record\tname\tposition\ttoken\tstart\tend\tscore"
+    );
+    assert_eq!(lines.len(), 19);
+    assert_eq!(lines[0][..6], ["0", "seq0", "1", "A", "0", "1"]);
+    let score = |rec: &str, start: &str| -> f32 {
+        lines.iter().find(|l| l[0] == rec && l[4] == start).unwrap()[6]
+            .parse()
+            .unwrap()
+    };
+    // bedGraph: row base 0 of the minus row is genomic base 109; row base 9 is base 100.
+    let bedgraph = std::fs::read_to_string(&bg).unwrap();
+    let mut value_at = std::collections::HashMap::new();
+    for l in bedgraph.lines().skip(1) {
+        let f: Vec<&str> = l.split('\t').collect();
+        let (s, e): (u64, u64) = (f[1].parse().unwrap(), f[2].parse().unwrap());
+        for p in s..e {
+            value_at.insert((f[0].to_string(), p), f[3].parse::<f32>().unwrap());
+        }
+    }
+    assert!(bedgraph.starts_with("track type=bedGraph"));
+    assert_eq!(
+        value_at.len(),
+        15,
+        "10 + 5 bases placed, the coordinate-less record left out"
+    );
+    assert_eq!(value_at[&("chr1".to_string(), 109)], score("0", "0"));
+    assert_eq!(value_at[&("chr1".to_string(), 100)], score("0", "9"));
+    assert_eq!(value_at[&("chr1".to_string(), 200)], score("1", "0"));
+    assert_eq!(value_at[&("chr1".to_string(), 204)], score("1", "4"));
+    assert!(!value_at.contains_key(&("chr1".to_string(), 110)));
+    // npz: read back in Rust (zip + npy); numpy when available.
+    let file = std::fs::File::open(&npz).unwrap();
+    let mut zip = zip::ZipArchive::new(file).unwrap();
+    let mut read = |name: &str| {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut zip.by_name(name).unwrap(), &mut bytes).unwrap();
+        bytes
+    };
+    let contrib_bytes = read("contrib.npy");
+    let contrib = npyz::NpyFile::new(&contrib_bytes[..]).unwrap();
+    assert_eq!(contrib.shape(), &[3, 4, 10]);
+    let contrib: Vec<f32> = contrib.into_vec().unwrap();
+    let onehot: Vec<f32> = npyz::NpyFile::new(&read("onehot.npy")[..])
+        .unwrap()
+        .into_vec()
+        .unwrap();
+    // Record 1 (GGCAT): position 2 is C (row 1), its contribution is its token's score.
+    let at = |v: &[f32], n: usize, b: usize, i: usize| v[n * 40 + b * 10 + i];
+    assert_eq!(at(&onehot, 1, 1, 2), 1.0);
+    assert_eq!(
+        at(&onehot, 1, 0, 2) + at(&onehot, 1, 2, 2) + at(&onehot, 1, 3, 2),
+        0.0
+    );
+    assert_eq!(at(&contrib, 1, 1, 2), score("1", "2"));
+    // Past the 5 bases of record 1: all zero.
+    assert!((0..4).all(|b| at(&onehot, 1, b, 7) == 0.0 && at(&contrib, 1, b, 7) == 0.0));
+    let has_numpy = Command::new("python3")
+        .args(["-c", "import numpy"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if has_numpy {
+        let script = "import numpy as np, sys\n\
+            d = np.load(sys.argv[1])\n\
+            assert d['contrib'].shape == (3, 4, 10) and d['onehot'].shape == (3, 4, 10)\n\
+            assert d['record'].tolist() == [0, 1, 2] and d['length'].tolist() == [10, 5, 4]\n\
+            assert (d['onehot'].sum(axis=1) <= 1).all()\n\
+            assert np.allclose(d['contrib'], d['contrib'] * d['onehot'])\n";
+        let o = Command::new("python3")
+            .args(["-c", script, npz.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    } else {
+        eprintln!("note: numpy not importable; skipping the numpy.load check");
+    }
+}
+
+#[test]
+fn only_label_and_records_select_what_is_scored() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = fixture_dataset(dir.path()); // labels 0, 1, 0
+    let tsv = dir.path().join("s.tsv");
+    let ckpt = checkpoint("mean");
+    let o = importance(&[
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--dataset",
+        ds.to_str().unwrap(),
+        "--method",
+        "saliency",
+        "--only-label",
+        "0",
+        "--records",
+        "1",
+        "-o",
+        tsv.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&tsv).unwrap();
+    let records: std::collections::BTreeSet<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    assert_eq!(records.into_iter().collect::<Vec<_>>(), ["0"]);
+}
+
+#[test]
+fn gates_of_a_model_without_the_gated_adapter_are_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = fixture_dataset(dir.path());
+    let tsv = dir.path().join("x.tsv");
+    let npz = dir.path().join("x.npz");
+    let ckpt = checkpoint("max");
+    let o = importance(&[
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--dataset",
+        ds.to_str().unwrap(),
+        "--method",
+        "gates",
+        "-o",
+        tsv.to_str().unwrap(),
+        "--npz",
+        npz.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("needs a DynamicGated model") && err.contains("adapter is max"),
+        "{err}"
+    );
+    assert!(!tsv.exists() && !npz.exists());
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        leftovers.len(),
+        2,
+        "only the dataset and its index: {leftovers:?}"
+    );
+}
+
+#[test]
+fn a_sequence_longer_than_the_model_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dir.path().join("long.safetensors");
+    write_dataset(&ds, &[("ACGTACGTACGTA", Some(0), ".")], 16);
+    let tsv = dir.path().join("x.tsv");
+    let ckpt = checkpoint("gated");
+    let o = importance(&[
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--dataset",
+        ds.to_str().unwrap(),
+        "--method",
+        "ig",
+        "-o",
+        tsv.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("record 1 (seq0)") && err.contains("max length 12"),
+        "{err}"
+    );
+    assert!(!tsv.exists());
+}

@@ -1,0 +1,150 @@
+//! Helpers shared by the integration tests: the PyTorch fixture, small datasets, checkpoints of
+//! other kinds.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use candle_core::{Device, Tensor};
+use luminome_engine::checkpoint::{read_safetensors, save_checkpoint, CheckpointMeta};
+use luminome_engine::config::{EncoderConfig, MlmConfig, ModelConfig, PositionEncoding};
+use luminome_engine::testing::nucleotide_tokenizer;
+use luminome_engine::BuiltModel;
+use luminome_io::token_dataset::{
+    IndexRow, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow, TokenizerInfo,
+};
+
+/// The fixture written by bench/engine/torch_reference.py.
+pub fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/torch_reference")
+}
+
+pub fn fixture_checkpoint(adapter: &str) -> PathBuf {
+    fixture_dir().join(format!("tiny_{adapter}.safetensors"))
+}
+
+pub fn expected() -> HashMap<String, Tensor> {
+    read_safetensors(&fixture_dir().join("expected.safetensors"), &Device::Cpu)
+        .unwrap()
+        .1
+}
+
+/// The three fixture sequences (as torch_reference.py encodes them).
+pub const FIXTURE_SEQS: [&str; 3] = ["ACGTTATAGC", "GGCATTA", "TTGA"];
+
+/// One record of a test dataset.
+pub struct Rec {
+    pub seq: String,
+    pub label: Option<i64>,
+    pub coords: String,
+    pub strand: char,
+}
+
+pub fn rec(seq: &str, label: Option<i64>) -> Rec {
+    Rec {
+        seq: seq.into(),
+        label,
+        coords: ".".into(),
+        strand: '+',
+    }
+}
+
+fn encode(seq: &str) -> Vec<u32> {
+    luminome_engine::testing::encode(seq.as_bytes())
+}
+
+/// Writes a nucleotide token dataset (rows padded to `max_length`) with its index.
+pub fn write_dataset(dest: &Path, recs: &[Rec], max_length: usize) {
+    write_dataset_with(dest, recs, max_length, nucleotide_tokenizer())
+}
+
+pub fn write_dataset_with(dest: &Path, recs: &[Rec], max_length: usize, tokenizer: TokenizerInfo) {
+    let has_labels = recs.iter().all(|r| r.label.is_some());
+    let mut w = TokenDatasetWriter::new(TokenDatasetWriterOptions {
+        dest: dest.to_path_buf(),
+        tokenizer,
+        max_length: Some(max_length),
+        has_labels,
+        has_soft_mask: false,
+        shard_records: None,
+        rc: "none".into(),
+        sources: vec![],
+        tool: "luminome-predict tests".into(),
+        tool_version: "0".into(),
+        command_line: String::new(),
+    })
+    .unwrap();
+    for (i, r) in recs.iter().enumerate() {
+        let mut ids = encode(&r.seq);
+        assert!(ids.len() <= max_length);
+        ids.resize(max_length, 0);
+        w.push(TokenRow {
+            ids: &ids,
+            soft_mask: None,
+            label: r.label,
+            index: IndexRow {
+                record: i as u64,
+                shard: 0,
+                name: format!("seq{i}"),
+                coords: r.coords.clone(),
+                seq_length: r.seq.len() as u64,
+                window_offset: 0,
+                window_length: r.seq.len() as u64,
+                strand: r.strand,
+            },
+        })
+        .unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// A masked-LM checkpoint (random weights) with the nucleotide vocabulary.
+pub fn write_mlm_checkpoint(dest: &Path) {
+    let config = ModelConfig::Mlm(MlmConfig {
+        encoder: EncoderConfig {
+            vocab_size: 10,
+            d_model: 8,
+            num_layers: 1,
+            num_heads: 2,
+            ffn_dim: 16,
+            dropout: 0.0,
+            max_length: 12,
+            position: PositionEncoding::Learned,
+            layer_norm_eps: 1e-5,
+            pad_id: 0,
+        },
+    });
+    let built = BuiltModel::new(&config, &Device::Cpu, 7).unwrap();
+    let meta = CheckpointMeta {
+        kind: luminome_engine::checkpoint::CHECKPOINT_KIND.into(),
+        format_version: luminome_engine::checkpoint::CHECKPOINT_VERSION,
+        model: config,
+        tokenizer: nucleotide_tokenizer(),
+        step: 0,
+        metrics: Default::default(),
+        sources: vec![],
+        tool: "test".into(),
+        tool_version: "0".into(),
+        command_line: String::new(),
+    };
+    save_checkpoint(dest, &meta, &built.varmap).unwrap();
+}
+
+/// Whether `python3 -c "import <modules>"` works.
+pub fn python_has(modules: &str) -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", &format!("import {modules}")])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// Files in a folder (to check that a failed run left nothing behind).
+pub fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}

@@ -1,0 +1,247 @@
+//! luminome-predict end to end: the forward pass against the PyTorch reference, the TSV and
+//! metrics outputs, and refused inputs.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use candle_core::Device;
+use common::*;
+use luminome_metrics::ClassificationMetrics;
+use luminome_predict::classify::{softmax, ClassifierPredictor};
+use luminome_predict::input::ClassifierInput;
+
+fn predict(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_luminome-predict"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn fixture_dataset(dir: &Path, max_length: usize) -> std::path::PathBuf {
+    let ds = dir.join("fixture.safetensors");
+    let recs: Vec<Rec> = FIXTURE_SEQS
+        .iter()
+        .enumerate()
+        .map(|(i, s)| rec(s, Some((i % 2) as i64)))
+        .collect();
+    write_dataset(&ds, &recs, max_length);
+    ds
+}
+
+#[test]
+fn logits_of_all_four_adapters_match_the_pytorch_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    // Rows padded to 16 although the model takes 12: padding beyond the longest record is cut.
+    let ds = fixture_dataset(dir.path(), 16);
+    let expected = expected();
+    for adapter in ["cls", "mean", "max", "gated"] {
+        let input = ClassifierInput::open(&fixture_checkpoint(adapter), &ds, Device::Cpu).unwrap();
+        let logits = ClassifierPredictor::logits(&input, &[0, 1, 2]).unwrap();
+        let want = expected[&format!("{adapter}.logits")]
+            .to_vec2::<f32>()
+            .unwrap();
+        for (r, (a, b)) in logits.iter().zip(&want).enumerate() {
+            for (x, y) in a.iter().zip(b) {
+                assert!(
+                    (x - y).abs() < 1e-4,
+                    "{adapter} record {r}: luminome {a:?} vs torch {b:?}"
+                );
+            }
+        }
+        // Records one at a time give the same logits as the batch (padding never leaks in).
+        let single = ClassifierPredictor::logits(&input, &[2]).unwrap();
+        assert!((single[0][0] - logits[2][0]).abs() < 1e-5, "{adapter}");
+    }
+}
+
+#[test]
+fn predictions_tsv_has_probabilities_from_the_reference_logits_and_metrics_that_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = fixture_dataset(dir.path(), 12);
+    let out = dir.path().join("preds.tsv");
+    let metrics = dir.path().join("metrics.tsv");
+    let ckpt = fixture_checkpoint("gated");
+    let o = predict(&[
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--dataset",
+        ds.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--metrics",
+        metrics.to_str().unwrap(),
+        "--batch-size",
+        "2",
+        "--threads",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "record\tname\tlabel\tprob_0\tprob_1\tpredicted");
+    assert_eq!(lines.len(), 4);
+    let want = expected()["gated.logits"].to_vec2::<f32>().unwrap();
+    let mut truth = Vec::new();
+    let mut probs = Vec::new();
+    for (i, line) in lines[1..].iter().enumerate() {
+        let f: Vec<&str> = line.split('\t').collect();
+        assert_eq!(f[0], i.to_string());
+        assert_eq!(f[1], format!("seq{i}"));
+        assert_eq!(f[2], (i % 2).to_string());
+        let p: Vec<f64> = f[3..5].iter().map(|x| x.parse().unwrap()).collect();
+        assert!(
+            (p[0] + p[1] - 1.0).abs() < 2e-6,
+            "probabilities sum to 1: {p:?}"
+        );
+        let reference = softmax(&want[i]);
+        assert!(
+            (p[1] - reference[1]).abs() < 1e-4,
+            "record {i}: {p:?} vs {reference:?}"
+        );
+        let predicted = if p[1] > p[0] { "1" } else { "0" };
+        assert_eq!(f[5], predicted);
+        truth.push(i % 2);
+        probs.extend(p);
+    }
+    // The metrics file is what luminome-metrics computes from these probabilities.
+    let m = ClassificationMetrics::compute(&truth, &probs, 2).unwrap();
+    let metrics_text = std::fs::read_to_string(&metrics).unwrap();
+    assert!(metrics_text.starts_with("metric\tvalue\n"));
+    for (k, v) in m.rows() {
+        assert!(
+            metrics_text.contains(&format!("{k}\t{v}\n")),
+            "{k} {v} missing from\n{metrics_text}"
+        );
+    }
+    if python_has("pandas") {
+        let script = "import pandas as pd, sys\n\
+            d = pd.read_csv(sys.argv[1], sep='\\t')\n\
+            assert list(d.columns) == ['record', 'name', 'label', 'prob_0', 'prob_1', 'predicted'], d.columns\n\
+            assert len(d) == 3\n\
+            assert ((d.prob_0 + d.prob_1 - 1).abs() < 1e-5).all()\n\
+            m = pd.read_csv(sys.argv[2], sep='\\t', index_col='metric')\n\
+            assert 0 <= float(m.loc['accuracy', 'value']) <= 1\n";
+        let o = Command::new("python3")
+            .args([
+                "-c",
+                script,
+                out.to_str().unwrap(),
+                metrics.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    } else {
+        eprintln!("note: pandas not importable; skipping the pandas read check");
+    }
+}
+
+#[test]
+fn unlabelled_data_gets_no_label_column_and_metrics_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dir.path().join("nolabel.safetensors");
+    write_dataset(&ds, &[rec("ACGT", None), rec("GGGA", None)], 12);
+    let out = dir.path().join("preds.tsv");
+    let ckpt = fixture_checkpoint("mean");
+    let args = [
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--dataset",
+        ds.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let o = predict(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.starts_with("record\tname\tprob_0\tprob_1\tpredicted\n"),
+        "{text}"
+    );
+    std::fs::remove_file(&out).unwrap();
+    let metrics = dir.path().join("m.tsv");
+    let mut with_metrics = args.to_vec();
+    with_metrics.extend(["--metrics", metrics.to_str().unwrap()]);
+    let o = predict(&with_metrics);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("needs true labels"));
+    assert!(!out.exists() && !metrics.exists());
+}
+
+/// Runs predict expecting failure; returns stderr and checks that nothing was written.
+fn refused(dir: &Path, ckpt: &Path, ds: &Path) -> String {
+    let before = files_in(dir);
+    let out = dir.join("preds.tsv");
+    let o = predict(&[
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--dataset",
+        ds.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(files_in(dir), before, "a refused run left files behind");
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_masked_lm_checkpoint_is_refused_with_its_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("mlm.safetensors");
+    write_mlm_checkpoint(&ckpt);
+    let ds = fixture_dataset(dir.path(), 12);
+    let err = refused(dir.path(), &ckpt, &ds);
+    assert!(
+        err.contains("mlm.safetensors") && err.contains("masked-LM") && err.contains("classifier"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_dataset_with_another_vocabulary_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dir.path().join("other.safetensors");
+    let mut tok = luminome_engine::testing::nucleotide_tokenizer();
+    tok.vocab.push("X".into());
+    write_dataset_with(&ds, &[rec("ACGT", Some(0))], 12, tok);
+    let err = refused(dir.path(), &fixture_checkpoint("gated"), &ds);
+    assert!(
+        err.contains("other.safetensors") && err.contains("vocabulary differs"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_sequence_longer_than_the_model_is_refused_naming_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dir.path().join("long.safetensors");
+    // 10 bases + [CLS] + [SEP] = 12 tokens fits; 11 bases = 13 tokens does not (max length 12).
+    write_dataset(
+        &ds,
+        &[rec("ACGTACGTAC", Some(0)), rec("ACGTACGTACG", Some(1))],
+        16,
+    );
+    let err = refused(dir.path(), &fixture_checkpoint("cls"), &ds);
+    assert!(
+        err.contains("long.safetensors: record 2 (seq1)")
+            && err.contains("13 tokens")
+            && err.contains("max length 12"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_label_the_model_does_not_know_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dir.path().join("labels.safetensors");
+    write_dataset(&ds, &[rec("ACGT", Some(0)), rec("ACGA", Some(5))], 12);
+    let err = refused(dir.path(), &fixture_checkpoint("max"), &ds);
+    assert!(
+        err.contains("record 2 (seq1)") && err.contains("label 5"),
+        "{err}"
+    );
+}

@@ -1,0 +1,17 @@
+use clap::Parser;
+
+// Training allocates and frees many large, short-lived tensors every step; the system allocator
+// returns them to the kernel and page-faults them back in, mimalloc keeps them.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> std::process::ExitCode {
+    let cli = luminome_train::Cli::parse();
+    match luminome_train::run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("luminome-train: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
