@@ -45,9 +45,16 @@ impl AtomicFile {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "output".into());
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!(".{file_name}."))
-            .suffix(".tmp")
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&format!(".{file_name}.")).suffix(".tmp");
+        // Outputs are ordinary files others on a cluster can read (0644 less the umask), not the
+        // 0600 tempfile uses for secrets.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o644));
+        }
+        let tmp = builder
             .tempfile_in(&parent)
             .with_context(|| format!("cannot create a temporary file in {}", parent.display()))?;
         Ok(Self { tmp, dest })
@@ -140,6 +147,33 @@ mod tests {
         w.write_all(b"a\tb\n").unwrap();
         w.commit().unwrap();
         assert_eq!(std::fs::read(&dest).unwrap(), b"a\tb\n");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn outputs_are_readable_by_others() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out.tsv");
+        let mut w = AtomicWriter::create(&dest).unwrap();
+        w.write_all(b"x\n").unwrap();
+        w.commit().unwrap();
+        let mode = std::fs::metadata(&dest).unwrap().permissions().mode();
+        assert_eq!(mode & 0o044, 0o044 & !umask(), "mode {mode:o}");
+    }
+
+    #[cfg(unix)]
+    fn umask() -> u32 {
+        // The process umask, read without changing it, from /proc.
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("Umask:"))
+                    .map(str::to_owned)
+            })
+            .and_then(|l| u32::from_str_radix(l.split_whitespace().nth(1)?, 8).ok())
+            .unwrap_or(0o022)
     }
 
     #[test]
