@@ -45,8 +45,9 @@ impl AtomicFile {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "output".into());
+        let prefix = format!(".{file_name}.");
         let mut builder = tempfile::Builder::new();
-        builder.prefix(&format!(".{file_name}.")).suffix(".tmp");
+        builder.prefix(&prefix).suffix(".tmp");
         // Outputs are ordinary files others on a cluster can read (0644 less the umask), not the
         // 0600 tempfile uses for secrets.
         #[cfg(unix)]
