@@ -13,7 +13,8 @@ workflow=workflows/snakemake
 snakefile="$workflow/workflow/Snakefile"
 test_config="$workflow/config/test.yaml"
 
-for tool in snakemake snakefmt luminome-tokenize python3; do
+for tool in snakemake snakefmt luminome-tokenize luminome-regions luminome-train \
+    luminome-predict luminome-importance python3; do
     command -v "$tool" >/dev/null || { echo "ci.sh: $tool is not on PATH" >&2; exit 1; }
 done
 
@@ -41,8 +42,10 @@ fi
 grep -q "inptu" "$out/bad_config.log"
 
 echo "== test run on test-data/"
+start=$SECONDS
 snakemake -s "$snakefile" --configfile "$test_config" --config "outdir=$out/results" \
     --cores 2 --quiet rules
+echo "test run: $((SECONDS - start)) s"
 
 echo "== outputs open in Python"
 python3 - "$out/results" <<'PY'
@@ -59,6 +62,8 @@ results = Path(sys.argv[1])
 # dataset id -> (rows, row length, extra tensors); from config/test.yaml.
 expected = {
     "prom_train": (2000, 72, {"labels"}),
+    "prom_dev": (500, 72, {"labels"}),
+    "prom_test": (500, 72, {"labels"}),
     "chr22_slice": (None, 514, {"soft_mask"}),
     "tss": (16, 202, set()),
 }
@@ -83,9 +88,65 @@ for dataset, (rows, length, extra) in expected.items():
     assert len(index) == n, (dataset, len(index), n)
     print(f"{dataset}: input_ids {ids.shape} {ids.dtype}, {sorted(tensors)}, index rows {len(index)}")
 
-version = (results / "versions" / "luminome-tokenize.txt").read_text().strip()
-assert version.startswith("luminome-tokenize "), version
-print(version)
+def metadata_of(path):
+    with safe_open(path, "np") as handle:
+        return handle.metadata()
+
+
+def read_tsv(path):
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle, delimiter="\t"))
+
+
+# luminome-regions: 9 genes x 2 cell types, N = 50 regions (config/test.yaml).
+regions = results / "regions" / "chr22_slice.safetensors"
+tensors = load_file(regions)
+assert metadata_of(regions)["kind"] == "luminome.region_dataset", metadata_of(regions)
+samples, n_regions, _ = tensors["features"].shape
+assert n_regions == 50 and samples > 0, tensors["features"].shape
+assert tensors["region_mask"].shape == (samples, n_regions)
+assert tensors["expression"].shape == (samples,)
+sample_rows = read_tsv(regions.with_name("chr22_slice.samples.tsv"))
+assert len(sample_rows) == samples, (len(sample_rows), samples)
+assert {row["cell_type"] for row in sample_rows} == {"K562", "GM12878"}
+assert read_tsv(regions.with_name("chr22_slice.regions.tsv")), "empty regions table"
+print(f"regions: features {tensors['features'].shape}, {samples} samples")
+
+# luminome-train: checkpoints and metrics of both runs.
+for command, run in (("mlm", "prom_mlm"), ("classify", "prom_gated")):
+    folder = results / "train" / command / run
+    for name in ("best.safetensors", "last.safetensors"):
+        checkpoint = load_file(folder / name)
+        assert checkpoint and all(np.isfinite(t).all() for t in checkpoint.values()), folder / name
+        assert metadata_of(folder / name)["kind"] == "luminome.checkpoint"
+        json.loads(metadata_of(folder / name)["luminome"])
+    steps = read_tsv(folder / "metrics.tsv")
+    assert steps and int(steps[-1]["step"]) == 30, (folder, steps[-1:])
+    print(f"train {command} {run}: {len(checkpoint)} tensors, {len(steps)} metric rows")
+
+# luminome-predict: one row per test record, probabilities summing to 1.
+test_records = load_file(results / "tokenize" / "prom_test.safetensors")["input_ids"].shape[0]
+predictions = read_tsv(results / "predict" / "prom_test.predictions.tsv")
+assert len(predictions) == test_records, (len(predictions), test_records)
+assert list(predictions[0])[:3] == ["record", "name", "label"], list(predictions[0])
+assert [int(row["record"]) for row in predictions] == list(range(test_records))
+for row in predictions:
+    assert abs(float(row["prob_0"]) + float(row["prob_1"]) - 1) < 1e-4, row
+metrics = {row["metric"]: row["value"] for row in read_tsv(results / "predict" / "prom_test.metrics.tsv")}
+assert int(metrics["n"]) == test_records and 0 <= float(metrics["accuracy"]) <= 1, metrics
+print(f"predict: {len(predictions)} rows, accuracy {metrics['accuracy']}")
+
+# luminome-importance: --records 50 (config/test.yaml).
+scores = read_tsv(results / "importance" / "prom_test_ig.tsv")
+assert {int(row["record"]) for row in scores} == set(range(50)), "importance records"
+npz = np.load(results / "importance" / "prom_test_ig.npz")
+assert npz["contrib"].shape[:2] == (50, 4) and npz["onehot"].shape == npz["contrib"].shape
+print(f"importance: {len(scores)} token rows, contrib {npz['contrib'].shape}")
+
+for tool in ("tokenize", "regions", "train", "predict", "importance"):
+    version = (results / "versions" / f"luminome-{tool}.txt").read_text().strip()
+    assert version.startswith(f"luminome-{tool} "), version
+    print(version)
 PY
 
 echo "== snakemake ci: ok"

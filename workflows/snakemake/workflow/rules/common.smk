@@ -1,6 +1,7 @@
 # Shared by all rule files (config validation, output root) and the helpers their rules call.
 
 
+import os
 import re
 
 from snakemake.utils import validate
@@ -39,3 +40,176 @@ def tokenize_options(wildcards, input):
     if "reference" in dataset:
         options.append(f"--reference {input.reference}")
     return " ".join(option for option in options if option)
+
+
+# --- shared by the model tools (train, predict, importance) ---
+
+
+def tokenized(dataset_id):
+    """Token dataset written by the tokenize rule for a config["tokenize"]["datasets"] id."""
+    return f"{OUTDIR}/tokenize/{dataset_id}.safetensors"
+
+
+def ids_pattern(ids):
+    """Wildcard constraint matching exactly these ids (nothing when there are none)."""
+    return "|".join(re.escape(i) for i in ids) or "(?!)"
+
+
+def gpu_count(section):
+    """GPUs a job asks the scheduler for: one when the section's device is not the CPU."""
+    return 0 if section["device"] == "cpu" else 1
+
+
+# --- luminome-train (rules/train.smk) ---
+
+TRAIN = config["train"]
+MLM_RUNS = TRAIN["mlm"]
+CLASSIFY_RUNS = TRAIN["classify"]
+
+
+def train_targets():
+    if not (MLM_RUNS or CLASSIFY_RUNS):
+        return []
+    return (
+        expand(f"{OUTDIR}/train/mlm/{{id}}/best.safetensors", id=MLM_RUNS)
+        + expand(f"{OUTDIR}/train/classify/{{id}}/best.safetensors", id=CLASSIFY_RUNS)
+        + [f"{OUTDIR}/versions/luminome-train.txt"]
+    )
+
+
+def train_inputs(runs):
+    def inputs(wildcards):
+        run = runs[wildcards.id]
+        files = {"train": tokenized(run["train"])}
+        if "dev" in run:
+            files["dev"] = tokenized(run["dev"])
+        if "init" in run:
+            files["init"] = f"{OUTDIR}/train/mlm/{run['init']}/best.safetensors"
+        return files
+
+    return inputs
+
+
+def train_options(runs, command):
+    def options(wildcards, input):
+        run = runs[wildcards.id]
+        parts = [TRAIN["extra"], run.get("args", ""), f"--device {TRAIN['device']}"]
+        if "dev" in run:
+            parts.append(f"--dev {input.dev}")
+        if command == "classify":
+            parts.append(f"--adapter {run['adapter']}")
+            if "init" in run:
+                parts.append(f"--init {input.init}")
+        return " ".join(part for part in parts if part)
+
+    return options
+
+
+# --- luminome-predict (rules/predict.smk) ---
+
+PREDICT = config["predict"]
+PREDICT_RUNS = PREDICT["runs"]
+PREDICT_WITH_METRICS = [
+    i for i, run in PREDICT_RUNS.items() if run.get("metrics", True)
+]
+PREDICT_WITHOUT_METRICS = [
+    i for i, run in PREDICT_RUNS.items() if not run.get("metrics", True)
+]
+
+
+def predict_targets():
+    if not PREDICT_RUNS:
+        return []
+    return (
+        expand(f"{OUTDIR}/predict/{{id}}.predictions.tsv", id=PREDICT_RUNS)
+        + expand(f"{OUTDIR}/predict/{{id}}.metrics.tsv", id=PREDICT_WITH_METRICS)
+        + [f"{OUTDIR}/versions/luminome-predict.txt"]
+    )
+
+
+def classifier_checkpoint(model_id):
+    return f"{OUTDIR}/train/classify/{model_id}/best.safetensors"
+
+
+def model_inputs(runs):
+    def inputs(wildcards):
+        run = runs[wildcards.id]
+        return {
+            "checkpoint": classifier_checkpoint(run["model"]),
+            "dataset": tokenized(run["dataset"]),
+        }
+
+    return inputs
+
+
+def predict_options(wildcards):
+    parts = [PREDICT["extra"], PREDICT_RUNS[wildcards.id].get("args", "")]
+    parts.append(f"--device {PREDICT['device']}")
+    return " ".join(part for part in parts if part)
+
+
+# --- luminome-importance (rules/importance.smk) ---
+
+IMPORTANCE = config["importance"]
+IMPORTANCE_RUNS = IMPORTANCE["runs"]
+
+
+def importance_targets():
+    if not IMPORTANCE_RUNS:
+        return []
+    return expand(
+        f"{OUTDIR}/importance/{{id}}.{{ext}}", id=IMPORTANCE_RUNS, ext=["tsv", "npz"]
+    ) + [f"{OUTDIR}/versions/luminome-importance.txt"]
+
+
+def importance_options(wildcards):
+    run = IMPORTANCE_RUNS[wildcards.id]
+    parts = [IMPORTANCE["extra"], f"--method {run['method']}", run.get("args", "")]
+    parts.append(f"--device {IMPORTANCE['device']}")
+    return " ".join(part for part in parts if part)
+
+
+# --- luminome-regions (rules/regions.smk) ---
+
+REGIONS = config["regions"]
+REGIONS_RUNS = REGIONS["runs"]
+
+
+def regions_targets():
+    if not REGIONS_RUNS:
+        return []
+    return expand(
+        f"{OUTDIR}/regions/{{id}}.{{ext}}",
+        id=REGIONS_RUNS,
+        ext=["safetensors", "samples.tsv", "regions.tsv"],
+    ) + [f"{OUTDIR}/versions/luminome-regions.txt"]
+
+
+def regions_inputs(wildcards):
+    run = REGIONS_RUNS[wildcards.id]
+    inputs = {"reference": run["reference"], "genes": run["genes"]}
+    inputs["peaks"] = run.get("peaks", [])
+    inputs["accessibility"] = list(run["accessibility"].values())
+    inputs["expression"] = list(run.get("expression", {}).values())
+    for key in ("motifs", "motif_clusters"):
+        if key in run:
+            inputs[key] = run[key]
+    return inputs
+
+
+def regions_options(wildcards):
+    run = REGIONS_RUNS[wildcards.id]
+    parts = [REGIONS["extra"], run.get("args", "")]
+    parts += [f"--peaks {path}" for path in run.get("peaks", [])]
+    parts += [
+        f"--accessibility {cell}={path}" for cell, path in run["accessibility"].items()
+    ]
+    parts += [
+        f"--expression {cell}={path}"
+        for cell, path in run.get("expression", {}).items()
+    ]
+    if "motifs" in run:
+        parts.append(f"--motifs {run['motifs']}")
+    if "motif_clusters" in run:
+        parts.append(f"--motif-clusters {run['motif_clusters']}")
+    return " ".join(part for part in parts if part)

@@ -1,0 +1,40 @@
+# luminome-importance: per-token and per-base importance (gates, saliency, ig) of a
+# classifier trained by train_classify. Runs are config["importance"]["runs"] entries;
+# outputs per run id: {outdir}/importance/{id}.tsv (per token) and {id}.npz
+# (contrib / onehot arrays (N, 4, L) for TF-MoDISco-style tools).
+
+
+rule importance:
+    input:
+        unpack(model_inputs(IMPORTANCE_RUNS)),
+    output:
+        scores=f"{OUTDIR}/importance/{{id}}.tsv",
+        npz=f"{OUTDIR}/importance/{{id}}.npz",
+    log:
+        f"{LOGDIR}/importance/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(IMPORTANCE_RUNS),
+    conda:
+        "../envs/luminome.yaml"
+    threads: IMPORTANCE["threads"]
+    resources:
+        mem_mb=IMPORTANCE["mem_mb"],
+        gpu=gpu_count(IMPORTANCE),
+    params:
+        options=importance_options,
+    shell:
+        "luminome-importance --checkpoint {input.checkpoint} --dataset {input.dataset}"
+        " {params.options} --npz {output.npz} --threads {threads}"
+        " -o {output.scores} 2> {log}"
+
+
+rule importance_version:
+    output:
+        f"{OUTDIR}/versions/luminome-importance.txt",
+    log:
+        f"{LOGDIR}/versions/luminome-importance.log",
+    conda:
+        "../envs/luminome.yaml"
+    threads: 1
+    shell:
+        "luminome-importance --version > {output} 2> {log}"

@@ -1,0 +1,62 @@
+# luminome-predict: class probabilities per record of a token dataset from a classifier
+# trained by train_classify. Runs are config["predict"]["runs"] entries; outputs per run id:
+# {outdir}/predict/{id}.predictions.tsv and, for runs with `metrics: true` (labelled
+# datasets), {id}.metrics.tsv. Two rules because a rule's outputs cannot depend on its run.
+
+
+rule predict_with_metrics:
+    input:
+        unpack(model_inputs(PREDICT_RUNS)),
+    output:
+        predictions=f"{OUTDIR}/predict/{{id}}.predictions.tsv",
+        metrics=f"{OUTDIR}/predict/{{id}}.metrics.tsv",
+    log:
+        f"{LOGDIR}/predict/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(PREDICT_WITH_METRICS),
+    conda:
+        "../envs/luminome.yaml"
+    threads: PREDICT["threads"]
+    resources:
+        mem_mb=PREDICT["mem_mb"],
+        gpu=gpu_count(PREDICT),
+    params:
+        options=predict_options,
+    shell:
+        "luminome-predict --checkpoint {input.checkpoint} --dataset {input.dataset}"
+        " {params.options} --metrics {output.metrics} --threads {threads}"
+        " -o {output.predictions} 2> {log}"
+
+
+rule predict:
+    input:
+        unpack(model_inputs(PREDICT_RUNS)),
+    output:
+        predictions=f"{OUTDIR}/predict/{{id}}.predictions.tsv",
+    log:
+        f"{LOGDIR}/predict/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(PREDICT_WITHOUT_METRICS),
+    conda:
+        "../envs/luminome.yaml"
+    threads: PREDICT["threads"]
+    resources:
+        mem_mb=PREDICT["mem_mb"],
+        gpu=gpu_count(PREDICT),
+    params:
+        options=predict_options,
+    shell:
+        "luminome-predict --checkpoint {input.checkpoint} --dataset {input.dataset}"
+        " {params.options} --threads {threads} -o {output.predictions} 2> {log}"
+
+
+rule predict_version:
+    output:
+        f"{OUTDIR}/versions/luminome-predict.txt",
+    log:
+        f"{LOGDIR}/versions/luminome-predict.log",
+    conda:
+        "../envs/luminome.yaml"
+    threads: 1
+    shell:
+        "luminome-predict --version > {output} 2> {log}"

@@ -1,0 +1,67 @@
+# luminome-train: masked-LM pretraining (mlm) and sequence classifiers (classify) on token
+# datasets from the tokenize rule. Runs are config["train"]["mlm"] / ["classify"] entries;
+# outputs per run id: {outdir}/train/<mlm|classify>/{id}/best.safetensors, last.safetensors
+# (+ .config.json, last.state.safetensors for --resume) and metrics.tsv.
+# A classify run with `init: <mlm run id>` starts from that run's best checkpoint.
+
+
+rule train_mlm:
+    input:
+        unpack(train_inputs(MLM_RUNS)),
+    output:
+        best=f"{OUTDIR}/train/mlm/{{id}}/best.safetensors",
+        last=f"{OUTDIR}/train/mlm/{{id}}/last.safetensors",
+        metrics=f"{OUTDIR}/train/mlm/{{id}}/metrics.tsv",
+    log:
+        f"{LOGDIR}/train/mlm/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(MLM_RUNS),
+    conda:
+        "../envs/luminome.yaml"
+    threads: TRAIN["threads"]
+    resources:
+        mem_mb=TRAIN["mem_mb"],
+        gpu=gpu_count(TRAIN),
+    params:
+        options=train_options(MLM_RUNS, "mlm"),
+        folder=lambda wildcards, output: os.path.dirname(output.best),
+    shell:
+        "luminome-train mlm --train {input.train} {params.options}"
+        " --threads {threads} -o {params.folder} 2> {log}"
+
+
+rule train_classify:
+    input:
+        unpack(train_inputs(CLASSIFY_RUNS)),
+    output:
+        best=f"{OUTDIR}/train/classify/{{id}}/best.safetensors",
+        last=f"{OUTDIR}/train/classify/{{id}}/last.safetensors",
+        metrics=f"{OUTDIR}/train/classify/{{id}}/metrics.tsv",
+    log:
+        f"{LOGDIR}/train/classify/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(CLASSIFY_RUNS),
+    conda:
+        "../envs/luminome.yaml"
+    threads: TRAIN["threads"]
+    resources:
+        mem_mb=TRAIN["mem_mb"],
+        gpu=gpu_count(TRAIN),
+    params:
+        options=train_options(CLASSIFY_RUNS, "classify"),
+        folder=lambda wildcards, output: os.path.dirname(output.best),
+    shell:
+        "luminome-train classify --train {input.train} {params.options}"
+        " --threads {threads} -o {params.folder} 2> {log}"
+
+
+rule train_version:
+    output:
+        f"{OUTDIR}/versions/luminome-train.txt",
+    log:
+        f"{LOGDIR}/versions/luminome-train.log",
+    conda:
+        "../envs/luminome.yaml"
+    threads: 1
+    shell:
+        "luminome-train --version > {output} 2> {log}"
