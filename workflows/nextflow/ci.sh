@@ -48,4 +48,22 @@ for row in rows:
 print(f"{len(rows)} datasets: {ids}")
 PY
 
+echo "== test regions CSV files exist"
+python3 - assets/regions_test.csv <<'PY'
+import csv
+import sys
+from pathlib import Path
+
+table = Path(sys.argv[1])
+with table.open(newline="") as handle:
+    rows = list(csv.DictReader(handle))
+assert rows, f"{table} is empty"
+for row in rows:
+    for column in ("reference", "genes", "peaks", "motifs", "motif_clusters", "accessibility", "expression"):
+        for entry in filter(None, row[column].split(";")):
+            path = table.parent / entry.split("=", 1)[-1]
+            assert path.is_file(), f"{table}: {row['id']}: {column} {path} does not exist"
+print(f"{len(rows)} region run(s): {[row['id'] for row in rows]}")
+PY
+
 echo "== nextflow ci: ok"

@@ -1,0 +1,53 @@
+process LUMINOME_REGIONS {
+    tag "$meta.id"
+    label 'process_medium'
+
+    conda "${moduleDir}/environment.yml"
+    container "luminome/luminome:0.1.0"
+
+    input:
+    // meta.accessibility / meta.expression: cell types, in the order of the files;
+    // peaks, expression, motifs, motif_clusters may be []
+    tuple val(meta), path(reference), path(genes), path(peaks), path(accessibility, stageAs: 'acc/*/*'), path(expression, stageAs: 'expr/*/*'), path(motifs), path(motif_clusters)
+
+    output:
+    tuple val(meta), path("${prefix}.safetensors"), emit: dataset
+    tuple val(meta), path("${prefix}.samples.tsv"), emit: samples
+    tuple val(meta), path("${prefix}.regions.tsv"), emit: regions
+    tuple val("${task.process}"), val('luminome-regions'), eval("luminome-regions --version | sed 's/^luminome-regions //'"), topic: versions, emit: versions_luminome_regions
+
+    when:
+    task.ext.when == null || task.ext.when
+
+    script:
+    def args = task.ext.args ?: ''
+    prefix = task.ext.prefix ?: "${meta.id}"
+    def peak_options = (peaks instanceof List ? peaks : [peaks]).collect { "--peaks ${it}" }.join(' ')
+    def acc_files = accessibility instanceof List ? accessibility : [accessibility]
+    def acc_options = [meta.accessibility, acc_files].transpose().collect { cell, file -> "--accessibility ${cell}=${file}" }.join(' ')
+    def expr_files = expression instanceof List ? expression : [expression]
+    def expr_options = expression ? [meta.expression, expr_files].transpose().collect { cell, file -> "--expression ${cell}=${file}" }.join(' ') : ''
+    def motif_options = motifs ? "--motifs ${motifs}" : ''
+    def cluster_options = motif_clusters ? "--motif-clusters ${motif_clusters}" : ''
+    """
+    luminome-regions \\
+        --reference ${reference} \\
+        --genes ${genes} \\
+        ${peak_options} \\
+        ${acc_options} \\
+        ${expr_options} \\
+        ${motif_options} \\
+        ${cluster_options} \\
+        ${args} \\
+        --threads ${task.cpus} \\
+        --output ${prefix}.safetensors
+    """
+
+    stub:
+    prefix = task.ext.prefix ?: "${meta.id}"
+    """
+    touch ${prefix}.safetensors
+    touch ${prefix}.samples.tsv
+    touch ${prefix}.regions.tsv
+    """
+}
