@@ -256,9 +256,7 @@ impl Trainer<'_> {
                 grad_norm,
                 examples as f64 / secs.max(1e-9)
             );
-            let evaluate = state.step % cfg.eval_every == 0
-                || state.step == cfg.max_steps
-                || self.stop_after == Some(state.step);
+            let evaluate = state.step % cfg.eval_every == 0 || state.step == cfg.max_steps;
             let mut metrics = BTreeMap::new();
             if evaluate {
                 metrics = task.evaluate()?;
@@ -283,6 +281,12 @@ impl Trainer<'_> {
                     examples as f64 / secs.max(1e-9),
                     shown.join(" ")
                 );
+            }
+            if !evaluate && self.stop_after == Some(state.step) {
+                // Pausing between evaluations: a resumable checkpoint, without an evaluation
+                // that the uninterrupted run would not have made.
+                self.save(&self.paths.last(), &state, &metrics, Some(&opt))?;
+                self.write_log(&header, &log)?;
             }
             if evaluate {
                 let value = metrics.get(&cfg.metric).copied().filter(|v| v.is_finite());

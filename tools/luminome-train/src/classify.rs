@@ -38,6 +38,10 @@ pub struct ClassifyArgs {
     /// Label values that are the classes, comma-separated [default: those in the training set].
     #[arg(long, value_delimiter = ',')]
     pub classes: Option<Vec<i64>>,
+    /// Test token dataset: after training, the best checkpoint is scored on it and the metrics
+    /// written to <output>/test_metrics.tsv (metric, value).
+    #[arg(long)]
+    pub test: Option<std::path::PathBuf>,
     /// Dev metric that selects the best checkpoint and drives early stopping: dev_mcc,
     /// dev_accuracy, dev_auroc, dev_f1 (higher is better) or dev_loss (lower is better).
     #[arg(long, default_value = "dev_mcc")]
@@ -75,6 +79,13 @@ pub fn run(a: ClassifyArgs, command_line: &str) -> Result<()> {
         check_same_vocab(&train, d)?;
         if !d.has_labels() {
             bail!("{}: the dev dataset has no labels", d.path().display());
+        }
+    }
+    let test = a.test.as_deref().map(|p| open_dataset(p, "test")).transpose()?;
+    if let Some(d) = &test {
+        check_same_vocab(&train, d)?;
+        if !d.has_labels() {
+            bail!("{}: the test dataset has no labels", d.path().display());
         }
     }
     let (varmap, model, config) = match &t.resume {
@@ -159,6 +170,13 @@ pub fn run(a: ClassifyArgs, command_line: &str) -> Result<()> {
         }
         None => None,
     };
+    let test_classes = match &test {
+        Some(d) => {
+            check_length(d, cc.encoder.max_length, "test set")?;
+            Some(dataset_classes(d, &cc.label_values)?)
+        }
+        None => None,
+    };
     let freeze = a.freeze_encoder;
     prepare_output(&t.output)?;
     let task = ClassifyTask {
@@ -228,6 +246,48 @@ pub fn run(a: ClassifyArgs, command_line: &str) -> Result<()> {
             s.best_value,
             if s.early_stopped { "; early stopped" } else { "" },
             if s.paused { "; paused, continue with --resume" } else { "" }
+        );
+    }
+    if let (Some(d), Some(classes)) = (&test, &test_classes) {
+        write_test_metrics(&trainer.paths, d, classes, &device, t.eval_batch_size, t.quiet)?;
+    }
+    Ok(())
+}
+
+/// Scores the run's best checkpoint on a test set; writes `test_metrics.tsv`.
+fn write_test_metrics(
+    paths: &RunPaths,
+    ds: &luminome_io::token_dataset::TokenDataset,
+    classes: &[u32],
+    device: &candle_core::Device,
+    batch_size: usize,
+    quiet: bool,
+) -> Result<()> {
+    use std::io::Write;
+    let best = if paths.best().exists() { paths.best() } else { paths.last() };
+    let ck = Checkpoint::load(&best, device)?;
+    let model = ck.classifier()?;
+    let probs = luminome_engine::tasks::predict_probs(model, ds, batch_size, device)?;
+    let labels: Vec<usize> = classes.iter().map(|&k| k as usize).collect();
+    let m = luminome_metrics::ClassificationMetrics::compute(&labels, &probs, model.config.num_classes)
+        .map_err(|e| anyhow::anyhow!("{}: cannot compute test metrics: {e}", ds.path().display()))?;
+    let dest = paths.dir.join("test_metrics.tsv");
+    let mut w = luminome_io::atomic::AtomicWriter::create(&dest)?;
+    writeln!(w, "metric\tvalue")?;
+    writeln!(w, "checkpoint_step\t{}", ck.meta.step)?;
+    for (k, v) in m.rows() {
+        writeln!(w, "{k}\t{v}")?;
+    }
+    w.commit()?;
+    if !quiet {
+        eprintln!(
+            "test ({} records, best checkpoint step {}): accuracy {:.4} auroc {} f1 {:.4} mcc {:.4}",
+            labels.len(),
+            ck.meta.step,
+            m.accuracy,
+            m.auroc.map(|v| format!("{v:.4}")).unwrap_or_else(|| "NA".into()),
+            m.f1,
+            m.mcc
         );
     }
     Ok(())
