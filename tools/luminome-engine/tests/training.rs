@@ -6,8 +6,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use candle_core::{Device, Tensor};
-use luminome_engine::checkpoint::{read_checkpoint_meta, CheckpointMeta, CHECKPOINT_KIND, CHECKPOINT_VERSION};
-use luminome_engine::config::{AdapterKind, ClassifierConfig, EncoderConfig, ModelConfig, PositionEncoding};
+use luminome_engine::checkpoint::{
+    read_checkpoint_meta, CheckpointMeta, CHECKPOINT_KIND, CHECKPOINT_VERSION,
+};
+use luminome_engine::config::{
+    AdapterKind, ClassifierConfig, EncoderConfig, ModelConfig, PositionEncoding,
+};
 use luminome_engine::model::{BuiltModel, Model};
 use luminome_engine::optim::AdamWConfig;
 use luminome_engine::tasks::{dataset_classes, ClassifyTask};
@@ -80,7 +84,11 @@ fn datasets(dir: &Path, n_train: usize) -> (TokenDataset, TokenDataset) {
     )
 }
 
-fn task<'a>(model: &'a luminome_engine::Classifier, train: &'a TokenDataset, dev: &'a TokenDataset) -> ClassifyTask<'a> {
+fn task<'a>(
+    model: &'a luminome_engine::Classifier,
+    train: &'a TokenDataset,
+    dev: &'a TokenDataset,
+) -> ClassifyTask<'a> {
     ClassifyTask {
         model,
         train,
@@ -102,7 +110,9 @@ fn a_small_model_learns_the_toy_task() {
     let (train, dev) = datasets(dir.path(), 256);
     let cfg = config(AdapterKind::Gated, 0.0);
     let built = BuiltModel::new(&cfg, &Device::Cpu, 1).unwrap();
-    let Model::Classifier(model) = &built.model else { unreachable!() };
+    let Model::Classifier(model) = &built.model else {
+        unreachable!()
+    };
     let mut tc = train_config(60, 1);
     tc.eval_every = 30;
     let trainer = Trainer {
@@ -110,18 +120,39 @@ fn a_small_model_learns_the_toy_task() {
         varmap: &built.varmap,
         trainable: all_names(&built),
         meta: meta(&cfg),
-        paths: RunPaths { dir: dir.path().to_path_buf() },
+        paths: RunPaths {
+            dir: dir.path().to_path_buf(),
+        },
         stop_after: None,
         verbose: false,
     };
     let t = task(model, &train, &dev);
     trainer.run(&t, None).unwrap();
     let m = t.evaluate().unwrap();
-    assert!(m["dev_loss"] < 0.2, "dev loss {} did not fall below 0.2", m["dev_loss"]);
-    assert!(m["dev_accuracy"] > 0.95, "dev accuracy {}", m["dev_accuracy"]);
+    assert!(
+        m["dev_loss"] < 0.2,
+        "dev loss {} did not fall below 0.2",
+        m["dev_loss"]
+    );
+    assert!(
+        m["dev_accuracy"] > 0.95,
+        "dev accuracy {}",
+        m["dev_accuracy"]
+    );
     let log = std::fs::read_to_string(dir.path().join("metrics.tsv")).unwrap();
-    let first: f64 = log.lines().nth(1).unwrap().split('\t').nth(2).unwrap().parse().unwrap();
-    assert!(first > 0.5, "the first logged loss ({first}) should be near ln 2");
+    let first: f64 = log
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split('\t')
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        first > 0.5,
+        "the first logged loss ({first}) should be near ln 2"
+    );
     assert_eq!(
         log.lines().next().unwrap(),
         "step\tepoch\tloss\tlr\tgrad_norm\texamples_per_s\tdev_loss\tdev_accuracy\tdev_auroc\tdev_f1\tdev_mcc"
@@ -168,7 +199,9 @@ fn resuming_reproduces_the_uninterrupted_run() {
             let b = BuiltModel::new(&cfg, &Device::Cpu, 5).unwrap();
             (b.varmap, b.model)
         };
-        let Model::Classifier(model) = &model else { unreachable!() };
+        let Model::Classifier(model) = &model else {
+            unreachable!()
+        };
         let mut names: Vec<String> = varmap.data().lock().unwrap().keys().cloned().collect();
         names.sort();
         let trainer = Trainer {
@@ -176,20 +209,35 @@ fn resuming_reproduces_the_uninterrupted_run() {
             varmap: &varmap,
             trainable: names,
             meta: meta(&cfg),
-            paths: RunPaths { dir: out.to_path_buf() },
+            paths: RunPaths {
+                dir: out.to_path_buf(),
+            },
             stop_after,
             verbose: false,
         };
         let resume_from = out.join("last.safetensors");
-        trainer.run(&task(model, &train, &dev), resume.then_some(resume_from.as_path())).unwrap();
+        trainer
+            .run(
+                &task(model, &train, &dev),
+                resume.then_some(resume_from.as_path()),
+            )
+            .unwrap();
         weights(&varmap)
     };
     let straight = run(&dir.path().join("straight"), None, false);
     let first_half = run(&dir.path().join("resumed"), Some(4), false);
     assert_ne!(first_half, straight);
-    assert_eq!(read_checkpoint_meta(&dir.path().join("resumed/last.safetensors")).unwrap().step, 4);
+    assert_eq!(
+        read_checkpoint_meta(&dir.path().join("resumed/last.safetensors"))
+            .unwrap()
+            .step,
+        4
+    );
     let resumed = run(&dir.path().join("resumed"), None, true);
-    assert_eq!(resumed, straight, "resumed weights differ from the uninterrupted run");
+    assert_eq!(
+        resumed, straight,
+        "resumed weights differ from the uninterrupted run"
+    );
     assert_eq!(
         log_numbers(&dir.path().join("resumed/metrics.tsv")),
         log_numbers(&dir.path().join("straight/metrics.tsv"))
@@ -210,7 +258,11 @@ impl TrainTask for NanAfter<'_> {
     fn train_loss(&self, records: &[usize], seed: u64) -> anyhow::Result<Tensor> {
         self.calls.set(self.calls.get() + 1);
         let loss = self.inner.train_loss(records, seed)?;
-        Ok(if self.calls.get() >= self.nan_at { (loss * f64::NAN)? } else { loss })
+        Ok(if self.calls.get() >= self.nan_at {
+            (loss * f64::NAN)?
+        } else {
+            loss
+        })
     }
     fn metric_names(&self) -> Vec<String> {
         self.inner.metric_names()
@@ -226,20 +278,31 @@ fn nan_loss_stops_with_a_clear_message_and_keeps_the_last_good_checkpoint() {
     let (train, dev) = datasets(dir.path(), 64);
     let cfg = config(AdapterKind::Cls, 0.0);
     let built = BuiltModel::new(&cfg, &Device::Cpu, 2).unwrap();
-    let Model::Classifier(model) = &built.model else { unreachable!() };
+    let Model::Classifier(model) = &built.model else {
+        unreachable!()
+    };
     let trainer = Trainer {
         config: train_config(10, 2),
         varmap: &built.varmap,
         trainable: all_names(&built),
         meta: meta(&cfg),
-        paths: RunPaths { dir: dir.path().to_path_buf() },
+        paths: RunPaths {
+            dir: dir.path().to_path_buf(),
+        },
         stop_after: None,
         verbose: false,
     };
     // 2 micro-batches per step: call 9 is step 5.
-    let t = NanAfter { inner: task(model, &train, &dev), calls: Cell::new(0), nan_at: 9 };
+    let t = NanAfter {
+        inner: task(model, &train, &dev),
+        calls: Cell::new(0),
+        nan_at: 9,
+    };
     let err = trainer.run(&t, None).unwrap_err().to_string();
-    assert!(err.contains("NaN") && err.contains("step 5") && err.contains("last.safetensors (step 3)"), "{err}");
+    assert!(
+        err.contains("NaN") && err.contains("step 5") && err.contains("last.safetensors (step 3)"),
+        "{err}"
+    );
     let last = Checkpoint::load(&dir.path().join("last.safetensors"), &Device::Cpu).unwrap();
     assert_eq!(last.meta.step, 3);
     let log = std::fs::read_to_string(dir.path().join("metrics.tsv")).unwrap();

@@ -4,13 +4,18 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use luminome_engine::checkpoint::{load_into, read_checkpoint_meta, read_safetensors, state_path, CheckpointMeta};
+use luminome_engine::checkpoint::{
+    load_into, read_checkpoint_meta, read_safetensors, state_path, CheckpointMeta,
+};
 use luminome_engine::model::{BuiltModel, Model};
 use luminome_engine::tasks::{dataset_classes, ClassifyTask};
 use luminome_engine::trainer::{RunPaths, TrainConfig, Trainer, TrainerState};
 use luminome_engine::{parse_device, AdapterKind, Checkpoint, ClassifierConfig, ModelConfig};
 
-use crate::args::{check_length, check_same_vocab, open_dataset, prepare_output, tool_version, EncoderArgs, TrainArgs};
+use crate::args::{
+    check_length, check_same_vocab, open_dataset, prepare_output, tool_version, EncoderArgs,
+    TrainArgs,
+};
 
 pub const EXAMPLE: &str = "Example (fine-tune the DynamicGated adapter on a pretrained encoder):
   luminome-train classify --train train.safetensors --dev dev.safetensors -o gated/ \\
@@ -51,10 +56,15 @@ pub struct ClassifyArgs {
 /// The training settings stored in a run's state (a resumed run keeps them).
 pub fn stored_train_config(ckpt: &Path) -> Result<TrainConfig> {
     let sp = state_path(ckpt);
-    let (md, _) = read_safetensors(&sp, &candle_core::Device::Cpu)
-        .with_context(|| format!("{}: no readable training state beside the checkpoint", ckpt.display()))?;
-    let s: TrainerState = serde_json::from_str(md.get("luminome").map(String::as_str).unwrap_or(""))
-        .with_context(|| format!("{}: unreadable training state", sp.display()))?;
+    let (md, _) = read_safetensors(&sp, &candle_core::Device::Cpu).with_context(|| {
+        format!(
+            "{}: no readable training state beside the checkpoint",
+            ckpt.display()
+        )
+    })?;
+    let s: TrainerState =
+        serde_json::from_str(md.get("luminome").map(String::as_str).unwrap_or(""))
+            .with_context(|| format!("{}: unreadable training state", sp.display()))?;
     Ok(s.config)
 }
 
@@ -74,14 +84,22 @@ pub fn run(a: ClassifyArgs, command_line: &str) -> Result<()> {
             t.train.display()
         );
     }
-    let dev = t.dev.as_deref().map(|p| open_dataset(p, "dev")).transpose()?;
+    let dev = t
+        .dev
+        .as_deref()
+        .map(|p| open_dataset(p, "dev"))
+        .transpose()?;
     if let Some(d) = &dev {
         check_same_vocab(&train, d)?;
         if !d.has_labels() {
             bail!("{}: the dev dataset has no labels", d.path().display());
         }
     }
-    let test = a.test.as_deref().map(|p| open_dataset(p, "test")).transpose()?;
+    let test = a
+        .test
+        .as_deref()
+        .map(|p| open_dataset(p, "test"))
+        .transpose()?;
     if let Some(d) = &test {
         check_same_vocab(&train, d)?;
         if !d.has_labels() {
@@ -152,8 +170,12 @@ pub fn run(a: ClassifyArgs, command_line: &str) -> Result<()> {
             (b.varmap, b.model, b.config)
         }
     };
-    let Model::Classifier(model) = &model else { unreachable!("checked above") };
-    let ModelConfig::Classifier(cc) = &config else { unreachable!("checked above") };
+    let Model::Classifier(model) = &model else {
+        unreachable!("checked above")
+    };
+    let ModelConfig::Classifier(cc) = &config else {
+        unreachable!("checked above")
+    };
     if t.resume.is_some() && cc.adapter != a.adapter {
         bail!(
             "--adapter {} differs from the resumed checkpoint's adapter {}",
@@ -221,7 +243,9 @@ pub fn run(a: ClassifyArgs, command_line: &str) -> Result<()> {
         varmap: &varmap,
         trainable,
         meta,
-        paths: RunPaths { dir: t.output.clone() },
+        paths: RunPaths {
+            dir: t.output.clone(),
+        },
         stop_after: t.stop_after_steps,
         verbose: !t.quiet,
     };
@@ -235,7 +259,9 @@ pub fn run(a: ClassifyArgs, command_line: &str) -> Result<()> {
             cc.label_values
         );
     }
-    let s = trainer.run(&task, t.resume.as_deref()).context("classifier training failed")?;
+    let s = trainer
+        .run(&task, t.resume.as_deref())
+        .context("classifier training failed")?;
     if !t.quiet {
         eprintln!(
             "done: {} steps in {:.1} s; best step {} ({} {:?}){}{}",
@@ -244,12 +270,27 @@ pub fn run(a: ClassifyArgs, command_line: &str) -> Result<()> {
             s.best_step,
             a.metric,
             s.best_value,
-            if s.early_stopped { "; early stopped" } else { "" },
-            if s.paused { "; paused, continue with --resume" } else { "" }
+            if s.early_stopped {
+                "; early stopped"
+            } else {
+                ""
+            },
+            if s.paused {
+                "; paused, continue with --resume"
+            } else {
+                ""
+            }
         );
     }
     if let (Some(d), Some(classes)) = (&test, &test_classes) {
-        write_test_metrics(&trainer.paths, d, classes, &device, t.eval_batch_size, t.quiet)?;
+        write_test_metrics(
+            &trainer.paths,
+            d,
+            classes,
+            &device,
+            t.eval_batch_size,
+            t.quiet,
+        )?;
     }
     Ok(())
 }
@@ -264,13 +305,20 @@ fn write_test_metrics(
     quiet: bool,
 ) -> Result<()> {
     use std::io::Write;
-    let best = if paths.best().exists() { paths.best() } else { paths.last() };
+    let best = if paths.best().exists() {
+        paths.best()
+    } else {
+        paths.last()
+    };
     let ck = Checkpoint::load(&best, device)?;
     let model = ck.classifier()?;
     let probs = luminome_engine::tasks::predict_probs(model, ds, batch_size, device)?;
     let labels: Vec<usize> = classes.iter().map(|&k| k as usize).collect();
-    let m = luminome_metrics::ClassificationMetrics::compute(&labels, &probs, model.config.num_classes)
-        .map_err(|e| anyhow::anyhow!("{}: cannot compute test metrics: {e}", ds.path().display()))?;
+    let m =
+        luminome_metrics::ClassificationMetrics::compute(&labels, &probs, model.config.num_classes)
+            .map_err(|e| {
+                anyhow::anyhow!("{}: cannot compute test metrics: {e}", ds.path().display())
+            })?;
     let dest = paths.dir.join("test_metrics.tsv");
     let mut w = luminome_io::atomic::AtomicWriter::create(&dest)?;
     writeln!(w, "metric\tvalue")?;

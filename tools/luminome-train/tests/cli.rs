@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use luminome_engine::testing::{encode, nucleotide_tokenizer, toy_motif_task, write_dataset};
-use luminome_io::token_dataset::{IndexRow, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow};
+use luminome_io::token_dataset::{
+    IndexRow, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow,
+};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_luminome-train"))
@@ -48,8 +50,25 @@ fn data() -> Data {
 }
 
 const TINY: &[&str] = &[
-    "--d-model", "16", "--layers", "1", "--heads", "2", "--ffn", "32", "--batch-size", "16", "--steps", "6",
-    "--eval-every", "3", "--warmup", "2", "--threads", "1", "--quiet",
+    "--d-model",
+    "16",
+    "--layers",
+    "1",
+    "--heads",
+    "2",
+    "--ffn",
+    "32",
+    "--batch-size",
+    "16",
+    "--steps",
+    "6",
+    "--eval-every",
+    "3",
+    "--warmup",
+    "2",
+    "--threads",
+    "1",
+    "--quiet",
 ];
 
 fn with(base: &[&str], extra: &[&str]) -> Vec<String> {
@@ -68,23 +87,54 @@ fn nothing_written(dir: &Path) {
 fn mlm_then_classify_with_each_adapter_writes_checkpoints_logs_and_test_metrics() {
     let d = data();
     let mlm = d.path("mlm");
-    let o = run_s(&with(&["mlm", "--train", &d.path("train.safetensors"), "--dev", &d.path("dev.safetensors"), "-o", &mlm], TINY));
+    let o = run_s(&with(
+        &[
+            "mlm",
+            "--train",
+            &d.path("train.safetensors"),
+            "--dev",
+            &d.path("dev.safetensors"),
+            "-o",
+            &mlm,
+        ],
+        TINY,
+    ));
     assert!(o.status.success(), "{}", stderr(&o));
-    for f in ["best.safetensors", "best.config.json", "last.safetensors", "last.state.safetensors", "metrics.tsv"] {
+    for f in [
+        "best.safetensors",
+        "best.config.json",
+        "last.safetensors",
+        "last.state.safetensors",
+        "metrics.tsv",
+    ] {
         assert!(d.root.join("mlm").join(f).exists(), "{f}");
     }
     let log = std::fs::read_to_string(d.root.join("mlm/metrics.tsv")).unwrap();
-    assert!(log.starts_with("step\tepoch\tloss\tlr\tgrad_norm\texamples_per_s\tdev_loss\tdev_accuracy\n"));
-    let cfg: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.root.join("mlm/best.config.json")).unwrap()).unwrap();
+    assert!(log
+        .starts_with("step\tepoch\tloss\tlr\tgrad_norm\texamples_per_s\tdev_loss\tdev_accuracy\n"));
+    let cfg: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(d.root.join("mlm/best.config.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(cfg["model"]["kind"], "mlm");
     assert_eq!(cfg["tokenizer"]["vocab"].as_array().unwrap().len(), 10);
     for adapter in ["cls", "mean", "max", "gated"] {
         let out = d.path(&format!("clf_{adapter}"));
         let mut args = with(
             &[
-                "classify", "--adapter", adapter, "--init", &format!("{mlm}/best.safetensors"), "--train",
-                &d.path("train.safetensors"), "--dev", &d.path("dev.safetensors"), "--test", &d.path("dev.safetensors"),
-                "-o", &out,
+                "classify",
+                "--adapter",
+                adapter,
+                "--init",
+                &format!("{mlm}/best.safetensors"),
+                "--train",
+                &d.path("train.safetensors"),
+                "--dev",
+                &d.path("dev.safetensors"),
+                "--test",
+                &d.path("dev.safetensors"),
+                "-o",
+                &out,
             ],
             TINY,
         );
@@ -93,7 +143,8 @@ fn mlm_then_classify_with_each_adapter_writes_checkpoints_logs_and_test_metrics(
         }
         let o = run_s(&args);
         assert!(o.status.success(), "{adapter}: {}", stderr(&o));
-        let tm = std::fs::read_to_string(d.root.join(format!("clf_{adapter}/test_metrics.tsv"))).unwrap();
+        let tm = std::fs::read_to_string(d.root.join(format!("clf_{adapter}/test_metrics.tsv")))
+            .unwrap();
         assert!(tm.starts_with("metric\tvalue\ncheckpoint_step\t"), "{tm}");
         assert!(tm.contains("\nmcc\t") && tm.contains("\nauroc\t"), "{tm}");
     }
@@ -103,7 +154,18 @@ fn mlm_then_classify_with_each_adapter_writes_checkpoints_logs_and_test_metrics(
 fn same_seed_gives_the_same_checkpoint_bytes() {
     let d = data();
     for out in ["a", "b"] {
-        let o = run_s(&with(&["classify", "--adapter", "gated", "--train", &d.path("train.safetensors"), "-o", &d.path(out)], TINY));
+        let o = run_s(&with(
+            &[
+                "classify",
+                "--adapter",
+                "gated",
+                "--train",
+                &d.path("train.safetensors"),
+                "-o",
+                &d.path(out),
+            ],
+            TINY,
+        ));
         assert!(o.status.success(), "{}", stderr(&o));
     }
     let a = std::fs::read(d.root.join("a/last.safetensors")).unwrap();
@@ -116,9 +178,24 @@ fn same_seed_gives_the_same_checkpoint_bytes() {
 #[test]
 fn classify_refuses_a_dataset_without_labels() {
     let d = data();
-    let o = run_s(&with(&["classify", "--adapter", "mean", "--train", &d.path("unlabelled.safetensors"), "-o", &d.path("out")], TINY));
+    let o = run_s(&with(
+        &[
+            "classify",
+            "--adapter",
+            "mean",
+            "--train",
+            &d.path("unlabelled.safetensors"),
+            "-o",
+            &d.path("out"),
+        ],
+        TINY,
+    ));
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("unlabelled.safetensors") && stderr(&o).contains("no labels"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("unlabelled.safetensors") && stderr(&o).contains("no labels"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!d.root.join("out").exists());
 }
 
@@ -126,40 +203,101 @@ fn classify_refuses_a_dataset_without_labels() {
 fn labels_outside_the_declared_classes_are_refused_with_the_record() {
     let d = data();
     let o = run_s(&with(
-        &["classify", "--adapter", "mean", "--train", &d.path("train.safetensors"), "--dev", &d.path("three.safetensors"), "-o", &d.path("out")],
+        &[
+            "classify",
+            "--adapter",
+            "mean",
+            "--train",
+            &d.path("train.safetensors"),
+            "--dev",
+            &d.path("three.safetensors"),
+            "-o",
+            &d.path("out"),
+        ],
         TINY,
     ));
     assert!(!o.status.success());
     let e = stderr(&o);
-    assert!(e.contains("three.safetensors") && e.contains("record 6") && e.contains("label 2"), "{e}");
+    assert!(
+        e.contains("three.safetensors") && e.contains("record 6") && e.contains("label 2"),
+        "{e}"
+    );
     assert!(!d.root.join("out").exists());
 }
 
 #[test]
 fn init_from_a_classifier_checkpoint_is_refused() {
     let d = data();
-    let o = run_s(&with(&["classify", "--adapter", "cls", "--train", &d.path("train.safetensors"), "-o", &d.path("clf")], TINY));
+    let o = run_s(&with(
+        &[
+            "classify",
+            "--adapter",
+            "cls",
+            "--train",
+            &d.path("train.safetensors"),
+            "-o",
+            &d.path("clf"),
+        ],
+        TINY,
+    ));
     assert!(o.status.success(), "{}", stderr(&o));
     let o = run_s(&with(
-        &["classify", "--adapter", "cls", "--init", &d.path("clf/best.safetensors"), "--train", &d.path("train.safetensors"), "-o", &d.path("out")],
+        &[
+            "classify",
+            "--adapter",
+            "cls",
+            "--init",
+            &d.path("clf/best.safetensors"),
+            "--train",
+            &d.path("train.safetensors"),
+            "-o",
+            &d.path("out"),
+        ],
         TINY,
     ));
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("masked-LM checkpoint") && stderr(&o).contains("classifier"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("masked-LM checkpoint") && stderr(&o).contains("classifier"),
+        "{}",
+        stderr(&o)
+    );
     nothing_written(&d.root.join("out"));
     // A dataset is not a checkpoint either.
     let o = run_s(&with(
-        &["classify", "--adapter", "cls", "--init", &d.path("train.safetensors"), "--train", &d.path("train.safetensors"), "-o", &d.path("out")],
+        &[
+            "classify",
+            "--adapter",
+            "cls",
+            "--init",
+            &d.path("train.safetensors"),
+            "--train",
+            &d.path("train.safetensors"),
+            "-o",
+            &d.path("out"),
+        ],
         TINY,
     ));
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("not a Luminome checkpoint"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not a Luminome checkpoint"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
 fn a_checkpoint_with_another_vocabulary_is_refused() {
     let d = data();
-    let o = run_s(&with(&["mlm", "--train", &d.path("train.safetensors"), "-o", &d.path("mlm")], TINY));
+    let o = run_s(&with(
+        &[
+            "mlm",
+            "--train",
+            &d.path("train.safetensors"),
+            "-o",
+            &d.path("mlm"),
+        ],
+        TINY,
+    ));
     assert!(o.status.success(), "{}", stderr(&o));
     // The same records under a vocabulary with one more token.
     let mut tok = nucleotide_tokenizer();
@@ -186,13 +324,32 @@ fn a_checkpoint_with_another_vocabulary_is_refused() {
             ids: &ids,
             soft_mask: None,
             label: Some((i % 2) as i64),
-            index: IndexRow { record: i, shard: 0, name: format!("r{i}"), coords: ".".into(), seq_length: 8, window_offset: 0, window_length: 8, strand: '+' },
+            index: IndexRow {
+                record: i,
+                shard: 0,
+                name: format!("r{i}"),
+                coords: ".".into(),
+                seq_length: 8,
+                window_offset: 0,
+                window_length: 8,
+                strand: '+',
+            },
         })
         .unwrap();
     }
     w.finish().unwrap();
     let o = run_s(&with(
-        &["classify", "--adapter", "gated", "--init", &d.path("mlm/best.safetensors"), "--train", &dest.display().to_string(), "-o", &d.path("out")],
+        &[
+            "classify",
+            "--adapter",
+            "gated",
+            "--init",
+            &d.path("mlm/best.safetensors"),
+            "--train",
+            &dest.display().to_string(),
+            "-o",
+            &d.path("out"),
+        ],
         TINY,
     ));
     assert!(!o.status.success());
@@ -203,15 +360,37 @@ fn a_checkpoint_with_another_vocabulary_is_refused() {
 #[test]
 fn rows_longer_than_the_model_are_refused() {
     let d = data();
-    let o = run_s(&with(&["mlm", "--train", &d.path("train.safetensors"), "-o", &d.path("mlm")], TINY));
+    let o = run_s(&with(
+        &[
+            "mlm",
+            "--train",
+            &d.path("train.safetensors"),
+            "-o",
+            &d.path("mlm"),
+        ],
+        TINY,
+    ));
     assert!(o.status.success(), "{}", stderr(&o));
     let o = run_s(&with(
-        &["classify", "--adapter", "max", "--init", &d.path("mlm/best.safetensors"), "--train", &d.path("long.safetensors"), "-o", &d.path("out")],
+        &[
+            "classify",
+            "--adapter",
+            "max",
+            "--init",
+            &d.path("mlm/best.safetensors"),
+            "--train",
+            &d.path("long.safetensors"),
+            "-o",
+            &d.path("out"),
+        ],
         TINY,
     ));
     assert!(!o.status.success());
     let e = stderr(&o);
-    assert!(e.contains("long.safetensors") && e.contains("40 tokens") && e.contains("max length 24"), "{e}");
+    assert!(
+        e.contains("long.safetensors") && e.contains("40 tokens") && e.contains("max length 24"),
+        "{e}"
+    );
     assert!(!d.root.join("out").exists());
 }
 
@@ -219,8 +398,36 @@ fn rows_longer_than_the_model_are_refused() {
 fn a_diverging_run_stops_on_nan_with_a_clear_message() {
     let d = data();
     let o = run_s(&with(
-        &["classify", "--adapter", "mean", "--train", &d.path("train.safetensors"), "-o", &d.path("out"), "--lr", "1e38", "--clip-norm", "0"],
-        &["--d-model", "16", "--layers", "1", "--heads", "2", "--ffn", "32", "--steps", "6", "--eval-every", "3", "--warmup", "0", "--quiet"],
+        &[
+            "classify",
+            "--adapter",
+            "mean",
+            "--train",
+            &d.path("train.safetensors"),
+            "-o",
+            &d.path("out"),
+            "--lr",
+            "1e38",
+            "--clip-norm",
+            "0",
+        ],
+        &[
+            "--d-model",
+            "16",
+            "--layers",
+            "1",
+            "--heads",
+            "2",
+            "--ffn",
+            "32",
+            "--steps",
+            "6",
+            "--eval-every",
+            "3",
+            "--warmup",
+            "0",
+            "--quiet",
+        ],
     ));
     assert!(!o.status.success());
     assert!(stderr(&o).contains("NaN"), "{}", stderr(&o));
@@ -232,7 +439,17 @@ fn cuda_in_a_cpu_build_is_a_clear_error() {
         return;
     }
     let d = data();
-    let o = run(&["classify", "--adapter", "cls", "--train", &d.path("train.safetensors"), "-o", &d.path("out"), "--device", "cuda"]);
+    let o = run(&[
+        "classify",
+        "--adapter",
+        "cls",
+        "--train",
+        &d.path("train.safetensors"),
+        "-o",
+        &d.path("out"),
+        "--device",
+        "cuda",
+    ]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("no CUDA support"), "{}", stderr(&o));
     assert!(!d.root.join("out").exists());
