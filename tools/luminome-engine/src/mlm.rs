@@ -210,3 +210,106 @@ pub fn mask_batch(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{encode, nucleotide_tokenizer};
+    use rand::SeedableRng;
+
+    fn batch(rows: usize, len: usize) -> TokenBatch {
+        let l = len + 2 + 3; // [CLS] seq [SEP] + 3 padding
+        let mut b = TokenBatch {
+            batch: rows,
+            max_length: l,
+            ..Default::default()
+        };
+        for r in 0..rows {
+            let seq: Vec<u8> = (0..len).map(|i| b"ACGT"[(i * 7 + r) % 4]).collect();
+            let mut ids = encode(&seq);
+            ids.resize(l, 0);
+            b.attention_mask
+                .extend(ids.iter().map(|&i| u8::from(i != 0)));
+            b.input_ids.extend(ids);
+        }
+        // Soft-mask the first half of each row.
+        b.soft_mask = Some((0..rows * l).map(|i| u8::from(i % l < l / 2)).collect());
+        b
+    }
+
+    #[test]
+    fn masking_follows_bert_proportions_and_never_touches_specials_or_padding() {
+        let b = batch(200, 100);
+        let tok = nucleotide_tokenizer();
+        let cfg = MaskingConfig {
+            soft_mask_weight: 0.1,
+            ..Default::default()
+        };
+        let m = mask_batch(
+            &b,
+            &tok,
+            &cfg,
+            &mut rand_chacha::ChaCha8Rng::seed_from_u64(1),
+        )
+        .unwrap();
+        let real = 200 * 100;
+        let chosen = m.positions.len() as f64 / real as f64;
+        assert!((chosen - 0.15).abs() < 0.01, "chosen fraction {chosen}");
+        let (mut masked, mut random, mut kept) = (0, 0, 0);
+        for (&p, &t) in m.positions.iter().zip(&m.targets) {
+            let p = p as usize;
+            assert_eq!(b.input_ids[p], t, "target is the original id");
+            assert!(
+                (5..=8).contains(&t),
+                "only bases are chosen, not specials or padding"
+            );
+            match m.input_ids[p] {
+                3 => masked += 1,
+                x if x == t => kept += 1,
+                _ => random += 1,
+            }
+        }
+        let n = m.positions.len() as f64;
+        assert!((masked as f64 / n - 0.8).abs() < 0.03, "{masked}");
+        // A random replacement can draw the original base (1 in 5), which then counts as kept.
+        assert!((random as f64 / n - 0.08).abs() < 0.02, "{random}");
+        assert!((kept as f64 / n - 0.12).abs() < 0.02, "{kept}");
+        // Positions not chosen are untouched.
+        let chosen_set: std::collections::HashSet<u32> = m.positions.iter().copied().collect();
+        for i in 0..b.input_ids.len() {
+            if !chosen_set.contains(&(i as u32)) {
+                assert_eq!(m.input_ids[i], b.input_ids[i]);
+            }
+        }
+        // Soft-masked positions carry the down-weight.
+        let l = b.max_length;
+        for (&p, &w) in m.positions.iter().zip(&m.weights) {
+            let expected = if (p as usize) % l < l / 2 { 0.1 } else { 1.0 };
+            assert_eq!(w, expected);
+        }
+        // Same seed, same masking.
+        let again = mask_batch(
+            &b,
+            &tok,
+            &cfg,
+            &mut rand_chacha::ChaCha8Rng::seed_from_u64(1),
+        )
+        .unwrap();
+        assert_eq!(again, m);
+    }
+
+    #[test]
+    fn a_vocabulary_without_mask_token_is_refused() {
+        let mut tok = nucleotide_tokenizer();
+        tok.mask_id = None;
+        let err = mask_batch(
+            &batch(2, 5),
+            &tok,
+            &MaskingConfig::default(),
+            &mut rand_chacha::ChaCha8Rng::seed_from_u64(1),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("[MASK]"), "{err}");
+    }
+}

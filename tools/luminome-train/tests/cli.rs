@@ -151,6 +151,40 @@ fn mlm_then_classify_with_each_adapter_writes_checkpoints_logs_and_test_metrics(
 }
 
 #[test]
+fn multi_class_labels_train_and_score() {
+    let d = data();
+    let three = d.path("three.safetensors");
+    let o = run_s(&with(
+        &[
+            "classify",
+            "--adapter",
+            "max",
+            "--position",
+            "rotary",
+            "--train",
+            &three,
+            "--dev",
+            &three,
+            "--test",
+            &three,
+            "-o",
+            &d.path("multi"),
+        ],
+        TINY,
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cfg = std::fs::read_to_string(d.root.join("multi/best.config.json")).unwrap();
+    let cfg: serde_json::Value = serde_json::from_str(&cfg).unwrap();
+    assert_eq!(cfg["model"]["num_classes"], 3);
+    assert_eq!(cfg["model"]["label_values"], serde_json::json!([0, 1, 2]));
+    let tm = std::fs::read_to_string(d.root.join("multi/test_metrics.tsv")).unwrap();
+    assert!(
+        tm.contains("\nf1_macro\t") && tm.contains("\nauroc_ovr_macro\t"),
+        "{tm}"
+    );
+}
+
+#[test]
 fn same_seed_gives_the_same_checkpoint_bytes() {
     let d = data();
     for out in ["a", "b"] {
