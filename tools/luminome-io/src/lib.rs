@@ -4,15 +4,21 @@
 //! error about user input names the file and the line or record ([`error::InputError`]).
 
 pub mod atomic;
+pub mod bam;
 pub mod bed;
 pub mod bedgraph;
+pub mod bigwig;
 pub mod compress;
 pub mod error;
+pub mod expression;
 pub mod fastx;
 pub mod npz;
+pub mod fragments;
+pub mod motif;
 pub mod reference;
 pub mod seqtable;
 pub mod tensorfile;
 pub mod token_dataset;
+pub mod tss;
 
 pub use error::InputError;

@@ -1,0 +1,344 @@
+//! Gene transcription start sites from GTF, GFF3 or a BED-like table (e.g. the ABC gene table).
+//!
+//! All coordinates are returned 0-based: `tss` is the 0-based position of the first transcribed
+//! base (the gene's start on `+`, its last base on `-`).
+//! - GTF / GFF3: rows whose feature type is `feature` (default `gene`); 1-based inclusive
+//!   coordinates are converted. Names come from `gene_id`/`gene_name` (GTF) or `ID`/`Name` (GFF3);
+//!   the gene type from `gene_type`, `gene_biotype` or `biotype`.
+//! - BED/TSV: `chrom start end name score strand [extra named columns]`, 0-based half-open. A
+//!   `#chr start end ...` header line names the extra columns (`Ensembl_ID`/`gene_id` give the id,
+//!   `gene_type`/`gene_biotype` the type). The TSS is the interval's 5' end ([`BedTssMode::FivePrime`],
+//!   for gene bounds) or its centre ([`BedTssMode::Center`], for TSS windows such as ABC's
+//!   `TSS500bp` table).
+
+use std::io::BufRead;
+use std::path::Path;
+
+use crate::bed::Strand;
+use crate::error::{read_error, InputError, Location};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GeneTss {
+    /// Stable id (Ensembl id, GTF gene_id); equals `name` when the input has no id.
+    pub id: String,
+    /// Gene symbol.
+    pub name: String,
+    pub chrom: String,
+    /// 0-based TSS position.
+    pub tss: u64,
+    pub strand: Strand,
+    pub gene_type: Option<String>,
+    pub line: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TssFormat {
+    Gtf,
+    Gff3,
+    Bed,
+}
+
+impl TssFormat {
+    /// From the file name: `.gtf`, `.gff`/`.gff3` (optionally compressed); anything else is BED/TSV.
+    pub fn from_path(path: &Path) -> Self {
+        let name = path.to_string_lossy().to_ascii_lowercase();
+        let stem = name
+            .trim_end_matches(".gz")
+            .trim_end_matches(".bgz")
+            .trim_end_matches(".zst")
+            .to_string();
+        if stem.ends_with(".gtf") {
+            TssFormat::Gtf
+        } else if stem.ends_with(".gff") || stem.ends_with(".gff3") {
+            TssFormat::Gff3
+        } else {
+            TssFormat::Bed
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BedTssMode {
+    FivePrime,
+    Center,
+}
+
+pub fn read_tss(
+    path: &Path,
+    format: TssFormat,
+    feature: &str,
+    bed_mode: BedTssMode,
+) -> Result<Vec<GeneTss>, InputError> {
+    let (reader, _) = crate::compress::open(path, 1)?;
+    let genes = match format {
+        TssFormat::Gtf | TssFormat::Gff3 => read_gxf(reader, path, format, feature)?,
+        TssFormat::Bed => read_bed_table(reader, path, bed_mode)?,
+    };
+    if genes.is_empty() {
+        return Err(InputError::file(
+            path,
+            match format {
+                TssFormat::Bed => "no genes found".to_string(),
+                _ => format!("no rows of feature type {feature:?} found"),
+            },
+        ));
+    }
+    Ok(genes)
+}
+
+fn lines(
+    reader: Box<dyn BufRead + Send>,
+    path: &Path,
+) -> impl Iterator<Item = Result<(u64, String), InputError>> + '_ {
+    reader.lines().enumerate().map(move |(i, l)| {
+        l.map(|s| (i as u64 + 1, s))
+            .map_err(|e| read_error(path, Location::Line(i as u64 + 1), e))
+    })
+}
+
+fn gtf_attribute(attrs: &str, key: &str) -> Option<String> {
+    attrs.split(';').find_map(|kv| {
+        let kv = kv.trim();
+        let (k, v) = kv.split_once(' ')?;
+        (k == key).then(|| v.trim().trim_matches('"').to_string())
+    })
+}
+
+fn gff_attribute(attrs: &str, key: &str) -> Option<String> {
+    attrs.split(';').find_map(|kv| {
+        let (k, v) = kv.trim().split_once('=')?;
+        (k == key).then(|| v.to_string())
+    })
+}
+
+fn read_gxf(
+    reader: Box<dyn BufRead + Send>,
+    path: &Path,
+    format: TssFormat,
+    feature: &str,
+) -> Result<Vec<GeneTss>, InputError> {
+    let mut out = Vec::new();
+    for item in lines(reader, path) {
+        let (n, line) = item?;
+        if line.starts_with('#') || line.trim().is_empty() {
+            if line.starts_with("##FASTA") {
+                break;
+            }
+            continue;
+        }
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() < 9 {
+            return Err(InputError::line(
+                path,
+                n,
+                format!("expected 9 tab-separated columns, found {}", f.len()),
+            ));
+        }
+        if f[2] != feature {
+            continue;
+        }
+        let start: u64 = f[3]
+            .parse()
+            .map_err(|_| InputError::line(path, n, format!("start {:?} is not a number", f[3])))?;
+        let end: u64 = f[4]
+            .parse()
+            .map_err(|_| InputError::line(path, n, format!("end {:?} is not a number", f[4])))?;
+        if start == 0 || start > end {
+            return Err(InputError::line(
+                path,
+                n,
+                format!("start ({start}) must be >= 1 and <= end ({end}) (1-based coordinates)"),
+            ));
+        }
+        let strand = match f[6] {
+            "+" => Strand::Forward,
+            "-" => Strand::Reverse,
+            s => {
+                return Err(InputError::line(
+                    path,
+                    n,
+                    format!("strand {s:?}: a gene needs '+' or '-' to have a TSS"),
+                ))
+            }
+        };
+        let attrs = f[8];
+        let (id, name, gene_type) = if format == TssFormat::Gtf {
+            (
+                gtf_attribute(attrs, "gene_id"),
+                gtf_attribute(attrs, "gene_name"),
+                gtf_attribute(attrs, "gene_type").or_else(|| gtf_attribute(attrs, "gene_biotype")),
+            )
+        } else {
+            (
+                gff_attribute(attrs, "ID").or_else(|| gff_attribute(attrs, "gene_id")),
+                gff_attribute(attrs, "Name").or_else(|| gff_attribute(attrs, "gene_name")),
+                gff_attribute(attrs, "gene_type")
+                    .or_else(|| gff_attribute(attrs, "gene_biotype"))
+                    .or_else(|| gff_attribute(attrs, "biotype")),
+            )
+        };
+        let id = id.or_else(|| name.clone()).ok_or_else(|| {
+            InputError::line(path, n, "gene has neither an id nor a name attribute")
+        })?;
+        out.push(GeneTss {
+            name: name.unwrap_or_else(|| id.clone()),
+            id,
+            chrom: f[0].to_string(),
+            tss: if strand == Strand::Forward {
+                start - 1
+            } else {
+                end - 1
+            },
+            strand,
+            gene_type,
+            line: n,
+        });
+    }
+    Ok(out)
+}
+
+fn read_bed_table(
+    reader: Box<dyn BufRead + Send>,
+    path: &Path,
+    mode: BedTssMode,
+) -> Result<Vec<GeneTss>, InputError> {
+    let mut out = Vec::new();
+    let mut columns: Vec<String> = Vec::new();
+    for item in lines(reader, path) {
+        let (n, line) = item?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = line.split('\t').map(str::trim).collect();
+        let is_header = line.starts_with('#')
+            || (out.is_empty() && f.len() > 1 && f[1].parse::<u64>().is_err());
+        if is_header {
+            if out.is_empty() {
+                columns = f
+                    .iter()
+                    .map(|c| c.trim_start_matches('#').to_ascii_lowercase())
+                    .collect();
+            }
+            continue;
+        }
+        if f.len() < 6 {
+            return Err(InputError::line(
+                path,
+                n,
+                format!(
+                    "expected at least 6 columns (chrom start end name score strand), found {}",
+                    f.len()
+                ),
+            ));
+        }
+        let start: u64 = f[1]
+            .parse()
+            .map_err(|_| InputError::line(path, n, format!("start {:?} is not a number", f[1])))?;
+        let end: u64 = f[2]
+            .parse()
+            .map_err(|_| InputError::line(path, n, format!("end {:?} is not a number", f[2])))?;
+        if start >= end {
+            return Err(InputError::line(
+                path,
+                n,
+                format!("start ({start}) must be less than end ({end})"),
+            ));
+        }
+        let strand = match f[5] {
+            "+" => Strand::Forward,
+            "-" => Strand::Reverse,
+            s => {
+                return Err(InputError::line(
+                    path,
+                    n,
+                    format!("strand {s:?}: a gene needs '+' or '-' to have a TSS"),
+                ))
+            }
+        };
+        let named = |names: &[&str]| {
+            names.iter().find_map(|want| {
+                let i = columns.iter().position(|c| c == want)?;
+                f.get(i)
+                    .map(|s| s.to_string())
+                    .filter(|s| !s.is_empty() && s != ".")
+            })
+        };
+        let name = f[3].to_string();
+        let tss = match mode {
+            BedTssMode::Center => (start + end) / 2,
+            BedTssMode::FivePrime if strand == Strand::Forward => start,
+            BedTssMode::FivePrime => end - 1,
+        };
+        out.push(GeneTss {
+            id: named(&["ensembl_id", "gene_id", "id"]).unwrap_or_else(|| name.clone()),
+            name,
+            chrom: f[0].to_string(),
+            tss,
+            strand,
+            gene_type: named(&["gene_type", "gene_biotype", "biotype"]),
+            line: n,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(text: &str, name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        (dir, p)
+    }
+
+    #[test]
+    fn gtf_tss_is_strand_aware_and_0_based() {
+        let text = "chr1\tx\tgene\t11\t20\t.\t+\t.\tgene_id \"G1\"; gene_name \"ONE\"; gene_type \"protein_coding\";\n\
+                    chr1\tx\texon\t11\t20\t.\t+\t.\tgene_id \"G1\";\n\
+                    chr1\tx\tgene\t31\t40\t.\t-\t.\tgene_id \"G2\";\n";
+        let (_d, p) = write(text, "a.gtf");
+        let g = read_tss(&p, TssFormat::from_path(&p), "gene", BedTssMode::FivePrime).unwrap();
+        assert_eq!(g.len(), 2);
+        assert_eq!(
+            (g[0].id.as_str(), g[0].name.as_str(), g[0].tss),
+            ("G1", "ONE", 10)
+        );
+        assert_eq!(g[0].gene_type.as_deref(), Some("protein_coding"));
+        assert_eq!((g[1].name.as_str(), g[1].tss), ("G2", 39));
+    }
+
+    #[test]
+    fn gff3_reads_id_name_biotype() {
+        let text =
+            "##gff-version 3\nchr1\tx\tgene\t5\t9\t.\t-\t.\tID=gene:E1;Name=AB;biotype=lncRNA\n";
+        let (_d, p) = write(text, "a.gff3");
+        let g = read_tss(&p, TssFormat::from_path(&p), "gene", BedTssMode::FivePrime).unwrap();
+        assert_eq!(
+            (g[0].id.as_str(), g[0].name.as_str(), g[0].tss),
+            ("gene:E1", "AB", 8)
+        );
+        assert_eq!(g[0].gene_type.as_deref(), Some("lncRNA"));
+    }
+
+    #[test]
+    fn bed_table_header_names_extra_columns() {
+        let text = "#chr\tstart\tend\tname\tscore\tstrand\tEnsembl_ID\tgene_type\nc\t100\t600\tH1\t0\t+\tENSG1\tprotein_coding\nc\t100\t600\tH2\t0\t-\tENSG2\tlncRNA\n";
+        let (_d, p) = write(text, "g.bed");
+        let c = read_tss(&p, TssFormat::Bed, "gene", BedTssMode::Center).unwrap();
+        assert_eq!((c[0].id.as_str(), c[0].tss), ("ENSG1", 350));
+        let f = read_tss(&p, TssFormat::Bed, "gene", BedTssMode::FivePrime).unwrap();
+        assert_eq!((f[0].tss, f[1].tss), (100, 599));
+        assert_eq!(f[1].gene_type.as_deref(), Some("lncRNA"));
+    }
+
+    #[test]
+    fn gene_without_strand_is_refused_with_its_line() {
+        let (_d, p) = write("c\t1\t5\tG\t0\t.\n", "g.bed");
+        let err = read_tss(&p, TssFormat::Bed, "gene", BedTssMode::Center)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 1") && err.contains("strand"), "{err}");
+    }
+}

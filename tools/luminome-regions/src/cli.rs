@@ -1,0 +1,368 @@
+//! Command-line arguments of `luminome-regions` and their translation into a [`Config`].
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::{Parser, ValueEnum};
+use luminome_io::bam::BamFilter;
+use luminome_io::expression::{ColumnRef, Duplicates, ExpressionTransform};
+use luminome_io::motif::MotifFormat;
+use luminome_io::tss::{BedTssMode, TssFormat};
+
+use crate::accessibility::{AccessibilitySource, ChromRename, FragmentMode, Normalisation};
+use crate::motifs::Threshold;
+use crate::pipeline::{side_output, BackgroundChoice, CallParams, Config};
+use crate::scan::Aggregation;
+use crate::windows::Selection;
+
+const EXAMPLE: &str = "\
+Example (the repository's test data; coordinates are 0-based half-open):
+
+  luminome-regions \\
+    --reference test-data/chr22_slice/chr22_slice.fa \\
+    --peaks test-data/chr22_slice/peaks.narrowPeak \\
+    --accessibility K562=test-data/chr22_slice/acc.K562.bedgraph \\
+    --accessibility GM12878=test-data/chr22_slice/acc.GM12878.bedgraph \\
+    --motifs test-data/motifs/vierstra_small.meme \\
+    --motif-clusters test-data/motifs/vierstra_small_clusters.csv \\
+    --genes test-data/chr22_slice/genes_tss.bed --bed-tss center \\
+    --expression K562=test-data/expression/k562_tpm_slice.tsv \\
+    --expression GM12878=test-data/expression/gm12878_rampage_slice.tsv \\
+    --window 200000 --n-regions 50 -o regions.safetensors
+
+Writes regions.safetensors (features [samples, N, features + 1], region_mask [samples, N],
+tss_index [samples], region_index [samples, N], expression [samples]), regions.samples.tsv and
+regions.regions.tsv (per-region accessibility and motif scores, reusable with --reuse-regions).
+In Python: safetensors.numpy.load_file(\"regions.safetensors\").";
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum NormArg {
+    /// log2(CPM + 1) (the spec's logCPM)
+    Logcpm,
+    /// log10(CPM + 1) divided by its maximum over regions (GET)
+    GetLog10cpm,
+    /// raw counts / summed signal
+    Raw,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum AggArg {
+    Sum,
+    Max,
+    Count,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum SelectArg {
+    Distance,
+    Accessibility,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum BgArg {
+    Uniform,
+    Genome,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum TransformArg {
+    Log1p,
+    Log10p1,
+    None,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum DupArg {
+    Error,
+    Sum,
+    Max,
+    First,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum RenameArg {
+    Exact,
+    AddChr,
+    RemoveChr,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum BedTssArg {
+    /// the interval's 5' end (start on +, end - 1 on -): gene bounds
+    FivePrime,
+    /// the interval's centre: TSS windows such as ABC's TSS500bp table
+    Center,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum GenesFormatArg {
+    Auto,
+    Gtf,
+    Gff3,
+    Bed,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum FragArg {
+    Insertions,
+    Fragments,
+}
+
+/// Region × motif / accessibility matrices per gene and cell type.
+#[derive(Debug, Parser)]
+#[command(name = "luminome-regions", version, about, after_long_help = EXAMPLE, after_help = "See --help for a worked example.")]
+pub struct Args {
+    /// Reference FASTA (plain, gzip or BGZF; a .fai next to it is used when present).
+    #[arg(long)]
+    pub reference: PathBuf,
+    /// Peaks (BED/narrowPeak); repeat for several cell types' sets, which are merged. Without
+    /// peaks, peaks are called on the bigWig/bedGraph accessibility tracks.
+    #[arg(long)]
+    pub peaks: Vec<PathBuf>,
+    /// Accessibility per cell type: CELLTYPE=PATH or CELLTYPE=KIND:PATH, KIND one of bigwig,
+    /// bedgraph, fragments, bam, counts (guessed from the file name when left out). Repeat per cell type.
+    #[arg(long, value_parser = AccessibilitySource::parse)]
+    pub accessibility: Vec<AccessibilitySource>,
+    /// Reuse regions, raw accessibility and motif scores from an earlier run's *.regions.tsv.
+    #[arg(long, conflicts_with_all = ["peaks", "accessibility", "motifs", "motif_clusters"])]
+    pub reuse_regions: Option<PathBuf>,
+    /// Motif database (MEME, JASPAR, TRANSFAC or HOMER; sniffed from the content).
+    #[arg(long, required_unless_present = "reuse_regions")]
+    pub motifs: Option<PathBuf>,
+    /// Motif file format, when sniffing is not wanted: meme, jaspar, transfac, homer.
+    #[arg(long, value_parser = parse_motif_format)]
+    pub motif_format: Option<MotifFormat>,
+    /// Motif → cluster table (CSV/TSV with a header), collapsing motif columns into clusters.
+    #[arg(long)]
+    pub motif_clusters: Option<PathBuf>,
+    /// Column of the cluster table holding motif names.
+    #[arg(long, default_value = "Motif")]
+    pub cluster_motif_column: String,
+    /// Column of the cluster table holding cluster names.
+    #[arg(long, default_value = "Name")]
+    pub cluster_name_column: String,
+    /// Gene TSS: GTF, GFF3 or a BED-like table (chrom start end name score strand ...).
+    #[arg(long)]
+    pub genes: PathBuf,
+    #[arg(long, value_enum, default_value = "auto")]
+    genes_format: GenesFormatArg,
+    /// GTF/GFF3 feature type whose 5' end is the TSS.
+    #[arg(long, default_value = "gene")]
+    pub tss_feature: String,
+    /// For a BED gene table: where the TSS is.
+    #[arg(long, value_enum, default_value = "five-prime")]
+    bed_tss: BedTssArg,
+    /// Keep only genes of these types (gene_type / gene_biotype); repeatable.
+    #[arg(long)]
+    pub gene_type: Vec<String>,
+    /// Expression per cell type: CELLTYPE=PATH. Joined on gene symbol, then gene id.
+    #[arg(long, value_parser = parse_pair)]
+    pub expression: Vec<(String, PathBuf)>,
+    /// Expression table gene column (header name or 1-based index).
+    #[arg(long, default_value = "1")]
+    pub expression_gene_column: String,
+    /// Expression table value column (header name, 1-based index or "last").
+    #[arg(long, default_value = "last")]
+    pub expression_value_column: String,
+    #[arg(long, value_enum, default_value = "log1p")]
+    expression_transform: TransformArg,
+    /// A gene name on several rows of an expression table: error, or sum / max / first.
+    #[arg(long, value_enum, default_value = "error")]
+    expression_duplicates: DupArg,
+    /// Keep (gene, cell type) pairs without an expression value, with NaN (default: leave them out).
+    #[arg(long)]
+    pub keep_missing_expression: bool,
+    /// Window around each TSS, bp (centred).
+    #[arg(long, default_value_t = 2_000_000)]
+    pub window: u64,
+    /// Regions per gene (N); fewer are padded and masked.
+    #[arg(long, default_value_t = 200)]
+    pub n_regions: usize,
+    /// How the N regions are chosen.
+    #[arg(long, value_enum, default_value = "distance")]
+    select: SelectArg,
+    /// Hit p-value threshold (per position and strand).
+    #[arg(long, default_value_t = 1e-4, conflicts_with = "score_threshold")]
+    pub pvalue: f64,
+    /// Hit log2-odds score threshold instead of a p-value.
+    #[arg(long)]
+    pub score_threshold: Option<f64>,
+    /// How hits become one value per (region, motif).
+    #[arg(long, value_enum, default_value = "sum")]
+    aggregation: AggArg,
+    /// Pseudocount added to each motif position (spread by the background, as FIMO).
+    #[arg(long, default_value_t = 0.1)]
+    pub pseudocount: f64,
+    /// Background base frequencies for log-odds and p-values.
+    #[arg(long, value_enum, default_value = "uniform")]
+    background: BgArg,
+    /// Accessibility normalisation.
+    #[arg(long, value_enum, default_value = "logcpm")]
+    normalisation: NormArg,
+    /// Peaks wider than this (bp) are reported and left out.
+    #[arg(long, default_value_t = 10_000)]
+    pub max_region_width: u64,
+    /// Merge peaks closer than this (bp); 0 merges overlapping/touching peaks only.
+    #[arg(long, default_value_t = 0)]
+    pub merge_gap: u64,
+    /// Peak calling: signal threshold as a multiple of the chromosome's mean per-base signal.
+    #[arg(long, default_value_t = 3.0)]
+    pub call_fold: f64,
+    /// Peak calling: join runs closer than this (bp).
+    #[arg(long, default_value_t = 100)]
+    pub call_merge_gap: u64,
+    /// Peak calling: drop runs shorter than this (bp).
+    #[arg(long, default_value_t = 150)]
+    pub call_min_width: u64,
+    /// Map accessibility files' chromosome names onto the reference's.
+    #[arg(long, value_enum, default_value = "exact")]
+    acc_chrom_names: RenameArg,
+    /// Fragments files: count Tn5 insertions or whole fragments.
+    #[arg(long, value_enum, default_value = "insertions")]
+    fragment_mode: FragArg,
+    /// BAM: minimum mapping quality.
+    #[arg(long, default_value_t = 30)]
+    pub min_mapq: u8,
+    /// BAM: keep reads flagged as duplicates.
+    #[arg(long)]
+    pub keep_duplicates: bool,
+    /// Output dataset (safetensors).
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Samples table (default: OUTPUT with .samples.tsv).
+    #[arg(long)]
+    pub samples_output: Option<PathBuf>,
+    /// Per-region table (default: OUTPUT with .regions.tsv).
+    #[arg(long)]
+    pub regions_output: Option<PathBuf>,
+    /// Threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+fn parse_pair(s: &str) -> Result<(String, PathBuf), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected CELLTYPE=PATH"))?;
+    Ok((k.to_string(), PathBuf::from(v)))
+}
+
+fn parse_motif_format(s: &str) -> Result<MotifFormat, String> {
+    MotifFormat::parse(s).ok_or_else(|| format!("{s:?}: expected meme, jaspar, transfac or homer"))
+}
+
+impl Args {
+    pub fn into_config(self, command_line: String) -> Result<Config> {
+        if self.n_regions == 0 || self.window == 0 {
+            bail!("--n-regions and --window must be positive");
+        }
+        if !(self.pvalue > 0.0 && self.pvalue < 1.0) {
+            bail!("--pvalue must be between 0 and 1");
+        }
+        if self.pseudocount < 0.0 {
+            bail!("--pseudocount must not be negative");
+        }
+        let samples_output = self
+            .samples_output
+            .clone()
+            .unwrap_or_else(|| side_output(&self.output, "samples.tsv"));
+        let regions_output = self
+            .regions_output
+            .clone()
+            .unwrap_or_else(|| side_output(&self.output, "regions.tsv"));
+        if samples_output == self.output
+            || regions_output == self.output
+            || samples_output == regions_output
+        {
+            bail!("the dataset, samples and regions outputs must be three different files");
+        }
+        Ok(Config {
+            reference: self.reference,
+            peaks: self.peaks,
+            accessibility: self.accessibility,
+            reuse_regions: self.reuse_regions,
+            motifs: self.motifs,
+            motif_format: self.motif_format,
+            clusters: self.motif_clusters,
+            cluster_motif_column: self.cluster_motif_column,
+            cluster_name_column: self.cluster_name_column,
+            genes_format: match self.genes_format {
+                GenesFormatArg::Auto => TssFormat::from_path(&self.genes),
+                GenesFormatArg::Gtf => TssFormat::Gtf,
+                GenesFormatArg::Gff3 => TssFormat::Gff3,
+                GenesFormatArg::Bed => TssFormat::Bed,
+            },
+            genes: self.genes,
+            tss_feature: self.tss_feature,
+            bed_tss_mode: match self.bed_tss {
+                BedTssArg::FivePrime => BedTssMode::FivePrime,
+                BedTssArg::Center => BedTssMode::Center,
+            },
+            gene_types: self.gene_type,
+            expression: self.expression,
+            expression_gene_column: ColumnRef::parse(&self.expression_gene_column),
+            expression_value_column: ColumnRef::parse(&self.expression_value_column),
+            expression_transform: match self.expression_transform {
+                TransformArg::Log1p => ExpressionTransform::Log1p,
+                TransformArg::Log10p1 => ExpressionTransform::Log10p1,
+                TransformArg::None => ExpressionTransform::None,
+            },
+            expression_duplicates: match self.expression_duplicates {
+                DupArg::Error => Duplicates::Error,
+                DupArg::Sum => Duplicates::Sum,
+                DupArg::Max => Duplicates::Max,
+                DupArg::First => Duplicates::First,
+            },
+            keep_missing_expression: self.keep_missing_expression,
+            window: self.window,
+            n_regions: self.n_regions,
+            selection: match self.select {
+                SelectArg::Distance => Selection::Distance,
+                SelectArg::Accessibility => Selection::Accessibility,
+            },
+            threshold: match self.score_threshold {
+                Some(s) => Threshold::Score(s),
+                None => Threshold::PValue(self.pvalue),
+            },
+            aggregation: match self.aggregation {
+                AggArg::Sum => Aggregation::Sum,
+                AggArg::Max => Aggregation::Max,
+                AggArg::Count => Aggregation::Count,
+            },
+            pseudocount: self.pseudocount,
+            background: match self.background {
+                BgArg::Uniform => BackgroundChoice::Uniform,
+                BgArg::Genome => BackgroundChoice::Genome,
+            },
+            normalisation: match self.normalisation {
+                NormArg::Logcpm => Normalisation::LogCpm,
+                NormArg::GetLog10cpm => Normalisation::GetLog10Cpm,
+                NormArg::Raw => Normalisation::Raw,
+            },
+            max_region_width: self.max_region_width,
+            merge_gap: self.merge_gap,
+            call: CallParams {
+                fold: self.call_fold,
+                merge_gap: self.call_merge_gap,
+                min_width: self.call_min_width,
+            },
+            rename: match self.acc_chrom_names {
+                RenameArg::Exact => ChromRename::Exact,
+                RenameArg::AddChr => ChromRename::AddChr,
+                RenameArg::RemoveChr => ChromRename::RemoveChr,
+            },
+            fragment_mode: match self.fragment_mode {
+                FragArg::Insertions => FragmentMode::Insertions,
+                FragArg::Fragments => FragmentMode::Fragments,
+            },
+            bam: BamFilter {
+                min_mapq: self.min_mapq,
+                drop_duplicates: !self.keep_duplicates,
+            },
+            output: self.output,
+            samples_output,
+            regions_output,
+            command_line,
+        })
+    }
+}

@@ -1,0 +1,22 @@
+//! `luminome-regions`: region × motif / accessibility matrices per gene and cell type, the input
+//! of the region expression transformer (`specs/region-expression-transformer.md`).
+//!
+//! - [`regions`]: peaks (BED/narrowPeak, union of several files), width filter, merging.
+//! - [`accessibility`]: accessibility per region from bigWig, bedGraph, fragments, BAM or a counts
+//!   table; normalisation; peak calling on coverage.
+//! - [`motifs`]: pseudocounts, background, log-odds, p-value thresholds, motif → cluster map.
+//! - [`scan`]: [`scan::MotifScanner`], packed SIMD scanning with lightmotif and hit aggregation.
+//! - [`windows`]: the N regions of each gene's window.
+//! - [`dataset`]: the dataset, samples table and region table of a run.
+//! - [`reuse`]: reading an earlier run's region table instead of rescanning.
+//! - [`pipeline`]: the whole run and the dataset layout; [`cli`]: the command line.
+
+pub mod accessibility;
+pub mod cli;
+pub mod dataset;
+pub mod motifs;
+pub mod pipeline;
+pub mod regions;
+pub mod reuse;
+pub mod scan;
+pub mod windows;

@@ -1,0 +1,597 @@
+//! The whole run: regions → accessibility → motif scores → gene windows → dataset.
+//!
+//! Work is done chromosome by chromosome (scan that chromosome's regions, then write the samples
+//! of its genes), so memory is bounded by one chromosome's region × feature matrix and one
+//! sample row, not by the number of genes. Nothing appears at the output paths unless the whole
+//! run succeeds.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use luminome_io::bam::BamFilter;
+use luminome_io::expression::{
+    read_expression_with, ColumnRef, Duplicates, ExpressionTable, ExpressionTransform,
+};
+use luminome_io::motif::{read_motifs, MotifFormat};
+use luminome_io::reference::Reference;
+use luminome_io::tss::{read_tss, BedTssMode, GeneTss, TssFormat};
+use luminome_io::InputError;
+
+use crate::accessibility::{
+    self, AccessibilitySource, ChromRename, CountOptions, FragmentMode, Normalisation,
+};
+use crate::dataset::{DatasetWriter, Sample};
+use crate::motifs::{self, FeatureMap, Threshold};
+use crate::regions::{add_peaks, PeakReport, RegionSet};
+use crate::reuse::RegionTable;
+use crate::scan::{Aggregation, MotifScanner, ScanStats};
+use crate::windows::{select, Selection};
+
+pub const DATASET_KIND: &str = "luminome.region_dataset";
+pub const FORMAT_VERSION: &str = "1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackgroundChoice {
+    Uniform,
+    Genome,
+}
+
+/// Peak calling parameters (used when no peak file is given).
+#[derive(Debug, Clone, Copy)]
+pub struct CallParams {
+    pub fold: f64,
+    pub merge_gap: u64,
+    pub min_width: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub reference: PathBuf,
+    pub peaks: Vec<PathBuf>,
+    pub accessibility: Vec<AccessibilitySource>,
+    pub reuse_regions: Option<PathBuf>,
+    pub motifs: Option<PathBuf>,
+    pub motif_format: Option<MotifFormat>,
+    pub clusters: Option<PathBuf>,
+    pub cluster_motif_column: String,
+    pub cluster_name_column: String,
+    pub genes: PathBuf,
+    pub genes_format: TssFormat,
+    pub tss_feature: String,
+    pub bed_tss_mode: BedTssMode,
+    pub gene_types: Vec<String>,
+    pub expression: Vec<(String, PathBuf)>,
+    pub expression_gene_column: ColumnRef,
+    pub expression_value_column: ColumnRef,
+    pub expression_transform: ExpressionTransform,
+    pub expression_duplicates: Duplicates,
+    pub keep_missing_expression: bool,
+    pub window: u64,
+    pub n_regions: usize,
+    pub selection: Selection,
+    pub threshold: Threshold,
+    pub aggregation: Aggregation,
+    pub pseudocount: f64,
+    pub background: BackgroundChoice,
+    pub normalisation: Normalisation,
+    pub max_region_width: u64,
+    pub merge_gap: u64,
+    pub call: CallParams,
+    pub rename: ChromRename,
+    pub fragment_mode: FragmentMode,
+    pub bam: BamFilter,
+    pub output: PathBuf,
+    pub samples_output: PathBuf,
+    pub regions_output: PathBuf,
+    pub command_line: String,
+}
+
+/// What a run did (also printed on stderr).
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub regions: usize,
+    pub genes: usize,
+    pub samples: u64,
+    pub genes_without_regions: usize,
+    pub genes_off_reference: usize,
+    pub samples_without_expression: u64,
+    pub too_wide: usize,
+    pub scan: ScanStats,
+    pub scan_seconds: f64,
+}
+
+fn log(msg: impl AsRef<str>) {
+    eprintln!("luminome-regions: {}", msg.as_ref());
+}
+
+/// Default side outputs next to the dataset: `X.safetensors` → `X.samples.tsv`, `X.regions.tsv`.
+pub fn side_output(output: &std::path::Path, suffix: &str) -> PathBuf {
+    let name = output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name.strip_suffix(".safetensors").unwrap_or(&name);
+    output.with_file_name(format!("{stem}.{suffix}"))
+}
+
+/// Regions, their raw accessibility per cell type and (when reused) their motif scores.
+struct RegionInputs {
+    set: RegionSet,
+    cell_types: Vec<String>,
+    raw: Vec<Vec<f64>>,
+    features: Vec<String>,
+    /// Reused motif scores, row-major `[regions × features]` (None: scan).
+    scores: Option<Vec<f32>>,
+    sources: serde_json::Value,
+    too_wide: usize,
+}
+
+fn build_regions(cfg: &Config, reference: &Reference) -> Result<RegionInputs> {
+    if cfg.accessibility.is_empty() {
+        bail!("at least one --accessibility CELLTYPE=PATH is needed (or --reuse-regions)");
+    }
+    let mut set = RegionSet::for_reference(reference.sequences());
+    let mut report = PeakReport::default();
+    if cfg.peaks.is_empty() {
+        let coverage: Vec<&AccessibilitySource> = cfg
+            .accessibility
+            .iter()
+            .filter(|s| s.kind.is_coverage())
+            .collect();
+        if coverage.is_empty() {
+            bail!("no --peaks given and no bigWig/bedGraph accessibility to call peaks from");
+        }
+        for src in coverage {
+            let mut reader = accessibility::CoverageReader::open(src, cfg.rename)?;
+            reader.check_names(&RegionSet {
+                chroms: set
+                    .chroms
+                    .iter()
+                    .map(|c| crate::regions::ChromRegions {
+                        name: c.name.clone(),
+                        length: c.length,
+                        regions: vec![(0, 1)],
+                    })
+                    .collect(),
+            })?;
+            let mut called = 0;
+            for c in &mut set.chroms {
+                let iv = reader.intervals(&c.name)?;
+                let peaks = accessibility::call_peaks(
+                    &iv,
+                    c.length,
+                    cfg.call.fold,
+                    cfg.call.merge_gap,
+                    cfg.call.min_width,
+                );
+                called += peaks.len();
+                c.regions
+                    .extend(peaks.into_iter().map(|(s, e)| (s, e.min(c.length))));
+            }
+            log(format!(
+                "called {called} peaks on {} ({})",
+                src.cell_type,
+                src.path.display()
+            ));
+        }
+    } else {
+        for p in &cfg.peaks {
+            add_peaks(&mut set, p, cfg.max_region_width, &mut report)?;
+        }
+        for (path, line, chrom, s, e) in report.too_wide.iter().take(10) {
+            log(format!(
+                "left out {}: line {line}: peak {chrom}:{s}-{e} is {} bp wide (> --max-region-width {})",
+                path.display(),
+                e - s,
+                cfg.max_region_width
+            ));
+        }
+        if report.too_wide.len() > 10 {
+            log(format!(
+                "... and {} more peaks wider than {} bp",
+                report.too_wide.len() - 10,
+                cfg.max_region_width
+            ));
+        }
+    }
+    set.merge(cfg.merge_gap);
+    if set.is_empty() {
+        bail!("no regions left (after reading/calling peaks and filtering by width)");
+    }
+    let opts = CountOptions {
+        rename: cfg.rename,
+        fragment_mode: cfg.fragment_mode,
+        bam: cfg.bam,
+    };
+    let mut raw = Vec::new();
+    let mut cell_types = Vec::new();
+    for src in &cfg.accessibility {
+        if cell_types.contains(&src.cell_type) {
+            bail!(
+                "cell type {:?} is given twice in --accessibility",
+                src.cell_type
+            );
+        }
+        let counts = accessibility::count(src, &set, &opts)?;
+        log(format!(
+            "{}: {} ({}), total {:.0} over {} regions",
+            src.cell_type,
+            src.path.display(),
+            src.kind.name(),
+            counts.iter().sum::<f64>(),
+            counts.len()
+        ));
+        raw.push(counts);
+        cell_types.push(src.cell_type.clone());
+    }
+    let sources = serde_json::json!({
+        "peaks": cfg.peaks.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+        "accessibility": cfg.accessibility.iter().map(|s| serde_json::json!({
+            "cell_type": s.cell_type, "kind": s.kind.name(), "path": s.path.display().to_string()})).collect::<Vec<_>>(),
+    });
+    Ok(RegionInputs {
+        set,
+        cell_types,
+        raw,
+        features: Vec::new(),
+        scores: None,
+        sources,
+        too_wide: report.too_wide.len(),
+    })
+}
+
+fn read_genes(
+    cfg: &Config,
+    reference: &Reference,
+    set: &RegionSet,
+) -> Result<(Vec<(usize, GeneTss)>, usize)> {
+    let genes = read_tss(
+        &cfg.genes,
+        cfg.genes_format,
+        &cfg.tss_feature,
+        cfg.bed_tss_mode,
+    )?;
+    let mut kept = Vec::new();
+    let mut off_reference = 0;
+    for g in genes {
+        if !cfg.gene_types.is_empty()
+            && !g
+                .gene_type
+                .as_ref()
+                .is_some_and(|t| cfg.gene_types.contains(t))
+        {
+            continue;
+        }
+        let Some(ci) = set.chrom_index(&g.chrom) else {
+            off_reference += 1;
+            continue;
+        };
+        let len = reference.length(&g.chrom).unwrap_or(0);
+        if g.tss >= len {
+            return Err(InputError::line(
+                &cfg.genes,
+                g.line,
+                format!(
+                    "TSS of {} ({}:{}) is past the end of {} (length {len})",
+                    g.name, g.chrom, g.tss, g.chrom
+                ),
+            )
+            .into());
+        }
+        kept.push((ci, g));
+    }
+    if kept.is_empty() {
+        bail!(InputError::file(
+            &cfg.genes,
+            "no gene left on the reference's sequences (check --gene-type and chromosome names)"
+        ));
+    }
+    kept.sort_by(|a, b| (a.0, a.1.tss, &a.1.name).cmp(&(b.0, b.1.tss, &b.1.name)));
+    Ok((kept, off_reference))
+}
+
+pub fn run(cfg: &Config) -> Result<Summary> {
+    let started = Instant::now();
+    let mut reference = Reference::open(&cfg.reference)?;
+    let mut inputs = match &cfg.reuse_regions {
+        Some(path) => {
+            let t = RegionTable::read(path, &reference)?;
+            log(format!(
+                "reusing {} regions and {} features from {}",
+                t.set.len(),
+                t.features.len(),
+                path.display()
+            ));
+            RegionInputs {
+                sources: serde_json::json!({"reused_regions": path.display().to_string()}),
+                set: t.set,
+                cell_types: t.cell_types,
+                raw: t.raw,
+                features: t.features,
+                scores: Some(t.scores),
+                too_wide: 0,
+            }
+        }
+        None => build_regions(cfg, &reference)?,
+    };
+    let n_regions_total = inputs.set.len();
+    log(format!("{n_regions_total} regions after merging"));
+    let normalised: Vec<Vec<f32>> = inputs
+        .raw
+        .iter()
+        .map(|r| cfg.normalisation.apply(r))
+        .collect();
+
+    // Motifs.
+    let mut motif_meta = serde_json::Value::Null;
+    let prepared = if inputs.scores.is_none() {
+        let path = cfg
+            .motifs
+            .as_ref()
+            .context("--motifs is required unless --reuse-regions is given")?;
+        let records = read_motifs(path, cfg.motif_format)?;
+        let features = match &cfg.clusters {
+            Some(c) => FeatureMap::from_cluster_table(
+                c,
+                &records,
+                &cfg.cluster_motif_column,
+                &cfg.cluster_name_column,
+            )?,
+            None => FeatureMap::identity(&records),
+        };
+        let bg = match cfg.background {
+            BackgroundChoice::Uniform => motifs::uniform(),
+            BackgroundChoice::Genome => {
+                let mut counts = [0u64; 4];
+                for (name, len) in reference.sequences().to_vec() {
+                    let seq = reference.fetch(&name, 0, len)?;
+                    motifs::count_bases(&seq, &mut counts);
+                }
+                motifs::composition(counts).context("the reference has no A/C/G/T bases")?
+            }
+        };
+        let t0 = Instant::now();
+        let scan_motifs = motifs::prepare(&records, &bg, cfg.pseudocount, cfg.threshold);
+        log(format!(
+            "{} motifs from {} -> {} features; thresholds in {:.2}s",
+            records.len(),
+            path.display(),
+            features.names.len(),
+            t0.elapsed().as_secs_f64()
+        ));
+        motif_meta = serde_json::json!({
+            "motifs": path.display().to_string(),
+            "clusters": cfg.clusters.as_ref().map(|c| c.display().to_string()),
+            "n_motifs": records.len(),
+            "background": {"A": bg[0], "C": bg[1], "G": bg[2], "T": bg[3], "source": match cfg.background {
+                BackgroundChoice::Uniform => "uniform", BackgroundChoice::Genome => "genome"}},
+            "pseudocount": cfg.pseudocount,
+            "threshold": match cfg.threshold {
+                Threshold::PValue(p) => serde_json::json!({"pvalue": p}),
+                Threshold::Score(s) => serde_json::json!({"score": s}) },
+            "aggregation": cfg.aggregation.name(),
+        });
+        inputs.features = features.names.clone();
+        Some((scan_motifs, features))
+    } else {
+        None
+    };
+    let nf = inputs.features.len();
+
+    // Expression.
+    if !cfg.expression.is_empty() {
+        for (ct, _) in &cfg.expression {
+            if !inputs.cell_types.contains(ct) {
+                bail!("--expression for cell type {ct:?}, which has no --accessibility");
+            }
+        }
+        for ct in &inputs.cell_types {
+            if !cfg.expression.iter().any(|(c, _)| c == ct) {
+                bail!("--expression is given for some cell types but not for {ct:?}");
+            }
+        }
+    }
+    let mut expression: HashMap<String, ExpressionTable> = HashMap::new();
+    for (ct, path) in &cfg.expression {
+        let t = read_expression_with(
+            path,
+            &cfg.expression_gene_column,
+            &cfg.expression_value_column,
+            cfg.expression_duplicates,
+        )?;
+        log(format!(
+            "{ct}: {} expression values ({}) from {}",
+            t.len(),
+            t.value_column,
+            path.display()
+        ));
+        expression.insert(ct.clone(), t);
+    }
+    let has_expression = !expression.is_empty();
+
+    let (genes, off_reference) = read_genes(cfg, &reference, &inputs.set)?;
+    if off_reference > 0 {
+        log(format!(
+            "{off_reference} genes are on sequences absent from the reference and are left out"
+        ));
+    }
+
+    // Outputs (temporary until everything succeeded).
+    let mut out = DatasetWriter::create(
+        &cfg.output,
+        &cfg.samples_output,
+        &cfg.regions_output,
+        cfg.n_regions,
+        &inputs.features,
+        &inputs.cell_types,
+        has_expression,
+    )?;
+
+    let mut summary = Summary {
+        regions: n_regions_total,
+        genes: genes.len(),
+        genes_off_reference: off_reference,
+        too_wide: inputs.too_wide,
+        ..Default::default()
+    };
+    let mut gi = 0;
+    for ci in 0..inputs.set.chroms.len() {
+        let chrom = inputs.set.chroms[ci].clone();
+        let off = inputs.set.offset(ci);
+        let n = chrom.regions.len();
+        let chrom_genes_end = gi + genes[gi..].iter().take_while(|(c, _)| *c == ci).count();
+        if n == 0 && chrom_genes_end == gi {
+            continue;
+        }
+        // Motif scores of this chromosome's regions.
+        let scores: Vec<f32> = match (&prepared, &inputs.scores) {
+            (_, Some(all)) => all[off * nf..(off + n) * nf].to_vec(),
+            (Some((scan_motifs, features)), None) if n > 0 => {
+                let seq = reference.fetch(&chrom.name, 0, chrom.length)?;
+                let seqs: Vec<Vec<u8>> = chrom
+                    .regions
+                    .iter()
+                    .map(|&(s, e)| seq[s as usize..e as usize].to_vec())
+                    .collect();
+                drop(seq);
+                let t0 = Instant::now();
+                let scanner = MotifScanner::new(scan_motifs, features, cfg.aggregation);
+                let (m, st) = scanner.scan(&seqs);
+                summary.scan_seconds += t0.elapsed().as_secs_f64();
+                summary.scan.regions += st.regions;
+                summary.scan.bases += st.bases;
+                summary.scan.hits += st.hits;
+                m
+            }
+            _ => Vec::new(),
+        };
+        for (k, &region) in chrom.regions.iter().enumerate() {
+            out.write_region(
+                off + k,
+                &chrom.name,
+                region,
+                inputs.raw.iter().map(|r| r[off + k]),
+                normalised.iter().map(|r| r[off + k]),
+                &scores[k * nf..(k + 1) * nf],
+            )?;
+        }
+        // Samples of this chromosome's genes.
+        for (_, gene) in &genes[gi..chrom_genes_end] {
+            let mut gene_has_regions = true;
+            for (ti, ct) in inputs.cell_types.iter().enumerate() {
+                let acc = &normalised[ti][off..off + n];
+                let w = select(
+                    &chrom.regions,
+                    gene.tss,
+                    cfg.window,
+                    cfg.n_regions,
+                    cfg.selection,
+                    acc,
+                );
+                gene_has_regions = !w.regions.is_empty();
+                let value = expression
+                    .get(ct)
+                    .and_then(|t| t.get(&gene.name).or_else(|| t.get(&gene.id)));
+                if has_expression && value.is_none() {
+                    summary.samples_without_expression += 1;
+                    if !cfg.keep_missing_expression {
+                        continue;
+                    }
+                }
+                out.write_sample(&Sample {
+                    gene,
+                    cell_type: ct,
+                    window: &w,
+                    offset: off,
+                    scores: &scores,
+                    accessibility: acc,
+                    expression: value.map(|v| cfg.expression_transform.apply(v)),
+                })?;
+            }
+            if !gene_has_regions {
+                summary.genes_without_regions += 1;
+            }
+        }
+        gi = chrom_genes_end;
+    }
+    let sample = out.samples_written();
+    summary.samples = sample;
+    if sample == 0 {
+        bail!("no samples to write (every gene lacked an expression value; see --keep-missing-expression)");
+    }
+    if summary.genes_without_regions > 0 {
+        log(format!(
+            "{} genes have no region in their {} bp window; they are kept with an all-zero region_mask",
+            summary.genes_without_regions, cfg.window
+        ));
+    }
+    if summary.samples_without_expression > 0 {
+        log(format!(
+            "{} (gene, cell type) pairs have no expression value; {}",
+            summary.samples_without_expression,
+            if cfg.keep_missing_expression {
+                "written with NaN"
+            } else {
+                "left out (see --keep-missing-expression)"
+            }
+        ));
+    }
+
+    let mut feature_names = inputs.features.clone();
+    feature_names.push("accessibility".into());
+    let meta_json = serde_json::json!({
+        "feature_names": feature_names,
+        "cell_types": inputs.cell_types,
+        "n_regions": cfg.n_regions,
+        "window_bp": cfg.window,
+        "selection": cfg.selection.name(),
+        "normalisation": cfg.normalisation.name(),
+        "motif": motif_meta,
+        "region_sources": inputs.sources,
+        "reference": cfg.reference.display().to_string(),
+        "genes": cfg.genes.display().to_string(),
+        "expression": cfg.expression.iter().map(|(c, p)| serde_json::json!({"cell_type": c, "path": p.display().to_string()})).collect::<Vec<_>>(),
+        "expression_transform": if has_expression { Some(cfg.expression_transform.name()) } else { None },
+        "coordinates": "0-based half-open",
+        "regions_total": n_regions_total,
+        "samples_table": cfg.samples_output.file_name().map(|n| n.to_string_lossy().into_owned()),
+        "regions_table": cfg.regions_output.file_name().map(|n| n.to_string_lossy().into_owned()),
+    });
+    let mut metadata = BTreeMap::new();
+    metadata.insert("kind".to_string(), DATASET_KIND.to_string());
+    metadata.insert("format_version".to_string(), FORMAT_VERSION.to_string());
+    metadata.insert("tool".to_string(), "luminome-regions".to_string());
+    metadata.insert(
+        "tool_version".to_string(),
+        env!("CARGO_PKG_VERSION").to_string(),
+    );
+    metadata.insert("command_line".to_string(), cfg.command_line.clone());
+    metadata.insert(
+        "feature_names".to_string(),
+        serde_json::to_string(&feature_names)?,
+    );
+    metadata.insert("luminome".to_string(), meta_json.to_string());
+    out.finish(metadata)?;
+    log(format!(
+        "wrote {} samples ({} genes x {} cell types, N = {}, {} features + accessibility) to {} in {:.1}s",
+        sample,
+        genes.len(),
+        inputs.cell_types.len(),
+        cfg.n_regions,
+        nf,
+        cfg.output.display(),
+        started.elapsed().as_secs_f64()
+    ));
+    if summary.scan.regions > 0 {
+        log(format!(
+            "scanned {} regions ({:.2} Mbp) in {:.2}s, {} hits",
+            summary.scan.regions,
+            summary.scan.bases as f64 / 1e6,
+            summary.scan_seconds,
+            summary.scan.hits
+        ));
+    }
+    Ok(summary)
+}
