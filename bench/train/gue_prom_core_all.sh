@@ -18,14 +18,14 @@ mkdir -p "$work"
 for s in train dev test; do
     "$bin/luminome-tokenize" "$data/$s.csv" -o "$work/$s.safetensors"
 done
-# Model selection on the first 1,000 dev rows (evaluating all 5,920 every 40 steps cost more
+# Model selection on the first 1,000 dev rows (evaluating all 5,920 every 100 steps cost more
 # than the training steps on this machine).
 head -n 1001 "$data/dev.csv" > "$work/dev1000.csv"
 "$bin/luminome-tokenize" "$work/dev1000.csv" -o "$work/dev1000.safetensors"
 
 /usr/bin/time -v "$bin/luminome-train" mlm --train "$work/train.safetensors" --dev "$work/dev.safetensors" \
     -o "$work/mlm" --d-model 64 --layers 2 --heads 4 --ffn 256 --dropout 0.1 --batch-size 64 \
-    --steps 800 --stop-after-steps 200 --lr 1e-3 --warmup 50 --eval-every 200 --eval-records 1024 \
+    --steps 800 --lr 1e-3 --warmup 50 --eval-every 200 --eval-records 1024 \
     --seed 1 --threads "$threads" 2> "$work/mlm.log"
 
 for seed in $seeds; do
@@ -33,7 +33,7 @@ for seed in $seeds; do
         out="$work/ft_${adapter}_s${seed}"
         /usr/bin/time -v "$bin/luminome-train" classify --adapter "$adapter" --init "$work/mlm/best.safetensors" \
             --train "$work/train.safetensors" --dev "$work/dev1000.safetensors" --test "$work/test.safetensors" \
-            -o "$out" --steps 120 --batch-size 32 --lr 5e-4 --warmup 12 --eval-every 40 --metric dev_mcc \
+            -o "$out" --steps ${STEPS:-600} --batch-size 32 --lr 5e-4 --warmup 30 --eval-every 100 --metric dev_mcc \
             --seed "$seed" --threads "$threads" 2> "$out.log"
     done
 done
