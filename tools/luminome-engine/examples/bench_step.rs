@@ -7,7 +7,9 @@
 use std::time::Instant;
 
 use candle_core::{Device, Tensor};
-use luminome_engine::config::{AdapterKind, ClassifierConfig, EncoderConfig, ModelConfig, PositionEncoding};
+use luminome_engine::config::{
+    AdapterKind, ClassifierConfig, EncoderConfig, ModelConfig, PositionEncoding,
+};
 use luminome_engine::model::{BuiltModel, Model};
 use luminome_engine::ops::DropoutRng;
 use luminome_engine::optim::{AdamW, AdamWConfig};
@@ -39,8 +41,18 @@ fn main() -> anyhow::Result<()> {
     });
     let dev = Device::Cpu;
     let built = BuiltModel::new(&cfg, &dev, 1)?;
-    let Model::Classifier(model) = &built.model else { unreachable!() };
-    let ids: Vec<u32> = (0..b * l).map(|i| if i % l == 0 { 1 } else { 5 + (i * 7 % 4) as u32 }).collect();
+    let Model::Classifier(model) = &built.model else {
+        unreachable!()
+    };
+    let ids: Vec<u32> = (0..b * l)
+        .map(|i| {
+            if i % l == 0 {
+                1
+            } else {
+                5 + (i * 7 % 4) as u32
+            }
+        })
+        .collect();
     let ids = Tensor::from_vec(ids, (b, l), &dev)?;
     let mask = Tensor::ones((b, l), candle_core::DType::F32, &dev)?;
     let targets = Tensor::from_vec((0..b as u32).map(|i| i % 2).collect::<Vec<_>>(), b, &dev)?;
@@ -96,6 +108,10 @@ fn main() -> anyhow::Result<()> {
     }
     inf.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let med = inf[inf.len() / 2];
-    println!("inference_batch_ms median {:.1} ({:.0} sequences/s)", med * 1e3, b as f64 / med);
+    println!(
+        "inference_batch_ms median {:.1} ({:.0} sequences/s)",
+        med * 1e3,
+        b as f64 / med
+    );
     Ok(())
 }

@@ -91,7 +91,11 @@ fn sidecar(weights: &Path, ext: &str) -> PathBuf {
 }
 
 /// Serialises named tensors with metadata into an uncommitted atomic file.
-pub fn write_safetensors(dest: &Path, tensors: &[(String, Tensor)], metadata: HashMap<String, String>) -> Result<AtomicFile> {
+pub fn write_safetensors(
+    dest: &Path,
+    tensors: &[(String, Tensor)],
+    metadata: HashMap<String, String>,
+) -> Result<AtomicFile> {
     let cpu: Vec<(String, Tensor)> = tensors
         .iter()
         .map(|(n, t)| Ok((n.clone(), t.to_device(&Device::Cpu)?.contiguous()?)))
@@ -99,21 +103,29 @@ pub fn write_safetensors(dest: &Path, tensors: &[(String, Tensor)], metadata: Ha
     let bytes = safetensors::serialize(cpu.iter().map(|(n, t)| (n.as_str(), t)), Some(metadata))
         .with_context(|| format!("cannot serialise {}", dest.display()))?;
     let mut f = AtomicFile::create(dest)?;
-    f.write_all(&bytes).with_context(|| format!("cannot write {}", dest.display()))?;
+    f.write_all(&bytes)
+        .with_context(|| format!("cannot write {}", dest.display()))?;
     Ok(f)
 }
 
 /// The named tensors of a var map, sorted by name.
 pub fn varmap_tensors(varmap: &VarMap) -> Vec<(String, Tensor)> {
     let data = varmap.data().lock().expect("var map lock");
-    let mut v: Vec<(String, Tensor)> = data.iter().map(|(n, var)| (n.clone(), var.as_tensor().clone())).collect();
+    let mut v: Vec<(String, Tensor)> = data
+        .iter()
+        .map(|(n, var)| (n.clone(), var.as_tensor().clone()))
+        .collect();
     v.sort_by(|a, b| a.0.cmp(&b.0));
     v
 }
 
 /// Writes weights + config sidecar; returns the uncommitted files (sidecar first, weights
 /// last: commit them in this order).
-pub fn prepare_checkpoint(dest: &Path, meta: &CheckpointMeta, varmap: &VarMap) -> Result<Vec<AtomicFile>> {
+pub fn prepare_checkpoint(
+    dest: &Path,
+    meta: &CheckpointMeta,
+    varmap: &VarMap,
+) -> Result<Vec<AtomicFile>> {
     let json = serde_json::to_string(meta)?;
     let mut md = HashMap::new();
     md.insert("kind".to_string(), CHECKPOINT_KIND.to_string());
@@ -135,7 +147,10 @@ pub fn save_checkpoint(dest: &Path, meta: &CheckpointMeta, varmap: &VarMap) -> R
 }
 
 /// Reads a safetensors file's `__metadata__` and tensors.
-pub fn read_safetensors(path: &Path, device: &Device) -> Result<(HashMap<String, String>, HashMap<String, Tensor>)> {
+pub fn read_safetensors(
+    path: &Path,
+    device: &Device,
+) -> Result<(HashMap<String, String>, HashMap<String, Tensor>)> {
     let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
     let (_, header) = safetensors::SafeTensors::read_metadata(&bytes)
         .map_err(|e| anyhow::anyhow!("{}: not a safetensors file ({e})", path.display()))?;
@@ -147,7 +162,8 @@ pub fn read_safetensors(path: &Path, device: &Device) -> Result<(HashMap<String,
 
 /// Reads only a checkpoint's metadata.
 pub fn read_checkpoint_meta(path: &Path) -> Result<CheckpointMeta> {
-    let f = std::fs::File::open(path).with_context(|| format!("{}: cannot open the checkpoint", path.display()))?;
+    let f = std::fs::File::open(path)
+        .with_context(|| format!("{}: cannot open the checkpoint", path.display()))?;
     let mut len = [0u8; 8];
     use std::io::Read;
     let mut r = std::io::BufReader::new(f);
@@ -155,13 +171,24 @@ pub fn read_checkpoint_meta(path: &Path) -> Result<CheckpointMeta> {
         .with_context(|| format!("{}: not a safetensors file (too short)", path.display()))?;
     let n = u64::from_le_bytes(len);
     if n > 100_000_000 {
-        bail!("{}: not a safetensors file (header length {n})", path.display());
+        bail!(
+            "{}: not a safetensors file (header length {n})",
+            path.display()
+        );
     }
     let mut header = vec![0u8; n as usize];
-    r.read_exact(&mut header)
-        .with_context(|| format!("{}: not a safetensors file (truncated header)", path.display()))?;
-    let v: serde_json::Value = serde_json::from_slice(&header)
-        .with_context(|| format!("{}: not a safetensors file (unreadable header)", path.display()))?;
+    r.read_exact(&mut header).with_context(|| {
+        format!(
+            "{}: not a safetensors file (truncated header)",
+            path.display()
+        )
+    })?;
+    let v: serde_json::Value = serde_json::from_slice(&header).with_context(|| {
+        format!(
+            "{}: not a safetensors file (unreadable header)",
+            path.display()
+        )
+    })?;
     let md = v.get("__metadata__").cloned().unwrap_or_default();
     parse_meta(path, &md)
 }
@@ -177,9 +204,14 @@ fn parse_meta(path: &Path, md: &serde_json::Value) -> Result<CheckpointMeta> {
     let json = md
         .get("luminome")
         .and_then(|k| k.as_str())
-        .with_context(|| format!("{}: checkpoint metadata has no `luminome` entry", path.display()))?;
-    let meta: CheckpointMeta =
-        serde_json::from_str(json).with_context(|| format!("{}: unreadable checkpoint metadata", path.display()))?;
+        .with_context(|| {
+            format!(
+                "{}: checkpoint metadata has no `luminome` entry",
+                path.display()
+            )
+        })?;
+    let meta: CheckpointMeta = serde_json::from_str(json)
+        .with_context(|| format!("{}: unreadable checkpoint metadata", path.display()))?;
     if meta.format_version > CHECKPOINT_VERSION {
         bail!(
             "{}: checkpoint format version {} is newer than this tool reads ({CHECKPOINT_VERSION})",
@@ -247,7 +279,12 @@ impl Checkpoint {
 /// Copies tensors into the var map's variables with matching names. `prefix`: only variables
 /// whose name starts with it (e.g. `encoder.` to initialise a classifier's encoder from an MLM
 /// checkpoint). Every selected variable must be present with the same shape.
-pub fn load_into(varmap: &VarMap, tensors: &HashMap<String, Tensor>, path: &Path, prefix: Option<&str>) -> Result<usize> {
+pub fn load_into(
+    varmap: &VarMap,
+    tensors: &HashMap<String, Tensor>,
+    path: &Path,
+    prefix: Option<&str>,
+) -> Result<usize> {
     let data = varmap.data().lock().expect("var map lock");
     let mut n = 0;
     let mut names: Vec<&String> = data.keys().collect();

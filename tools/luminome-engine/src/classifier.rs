@@ -37,13 +37,23 @@ impl Classifier {
     }
 
     /// Logits `[B, C]` (and gates for the gated adapter) from token embeddings `[B, L, D]`.
-    pub fn forward_from_embeddings(&self, emb: &Tensor, mask: &Tensor, rng: Option<&DropoutRng>) -> Result<AdapterOutput> {
+    pub fn forward_from_embeddings(
+        &self,
+        emb: &Tensor,
+        mask: &Tensor,
+        rng: Option<&DropoutRng>,
+    ) -> Result<AdapterOutput> {
         let h = self.encoder.forward_from_embeddings(emb, mask, rng)?;
         self.adapter.forward(&h, mask)
     }
 
     /// Logits `[B, C]` (and gates for the gated adapter) from ids `[B, L]` and mask `[B, L]`.
-    pub fn forward(&self, ids: &Tensor, mask: &Tensor, rng: Option<&DropoutRng>) -> Result<AdapterOutput> {
+    pub fn forward(
+        &self,
+        ids: &Tensor,
+        mask: &Tensor,
+        rng: Option<&DropoutRng>,
+    ) -> Result<AdapterOutput> {
         self.forward_from_embeddings(&self.embed(ids)?, mask, rng)
     }
 

@@ -47,10 +47,17 @@ impl EncoderConfig {
             bail!("vocab size, d_model, layers and FFN width must be positive");
         }
         if self.num_heads == 0 || self.d_model % self.num_heads != 0 {
-            bail!("d_model ({}) must be a multiple of the number of heads ({})", self.d_model, self.num_heads);
+            bail!(
+                "d_model ({}) must be a multiple of the number of heads ({})",
+                self.d_model,
+                self.num_heads
+            );
         }
         if self.position == PositionEncoding::Rotary && (self.d_model / self.num_heads) % 2 != 0 {
-            bail!("rotary positions need an even head width (d_model / heads = {})", self.d_model / self.num_heads);
+            bail!(
+                "rotary positions need an even head width (d_model / heads = {})",
+                self.d_model / self.num_heads
+            );
         }
         if !(0.0..1.0).contains(&self.dropout) {
             bail!("dropout must be in [0, 1), got {}", self.dropout);

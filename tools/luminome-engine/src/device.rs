@@ -22,13 +22,15 @@ pub fn parse_device(spec: &str) -> Result<Device> {
             if !cfg!(feature = "cuda") {
                 bail!("--device {spec}: this build has no CUDA support; rebuild with `--features cuda` (or use --device cpu)");
             }
-            Device::new_cuda(ordinal).with_context(|| format!("--device {spec}: cannot open the CUDA device"))
+            Device::new_cuda(ordinal)
+                .with_context(|| format!("--device {spec}: cannot open the CUDA device"))
         }
         "metal" => {
             if !cfg!(feature = "metal") {
                 bail!("--device {spec}: this build has no Metal support; rebuild with `--features metal` (or use --device cpu)");
             }
-            Device::new_metal(ordinal).with_context(|| format!("--device {spec}: cannot open the Metal device"))
+            Device::new_metal(ordinal)
+                .with_context(|| format!("--device {spec}: cannot open the Metal device"))
         }
         _ => bail!("--device {spec}: unknown device (expected cpu, cuda, cuda:N or metal)"),
     }
@@ -49,6 +51,9 @@ mod tests {
     #[test]
     fn cuda_without_the_feature_says_how_to_get_it() {
         let err = parse_device("cuda:0").unwrap_err().to_string();
-        assert!(err.contains("no CUDA support") && err.contains("--features cuda"), "{err}");
+        assert!(
+            err.contains("no CUDA support") && err.contains("--features cuda"),
+            "{err}"
+        );
     }
 }

@@ -74,7 +74,13 @@ impl SelfAttention {
     }
 
     /// `x`: `[B, L, D]`; `bias`: `[B, 1, 1, L]` additive mask.
-    fn forward(&self, x: &Tensor, bias: &Tensor, rotary: Option<&Rotary>, rng: Option<&DropoutRng>) -> Result<Tensor> {
+    fn forward(
+        &self,
+        x: &Tensor,
+        bias: &Tensor,
+        rotary: Option<&Rotary>,
+        rng: Option<&DropoutRng>,
+    ) -> Result<Tensor> {
         let (b, l, d) = x.dims3()?;
         let (h, dh) = (self.num_heads, self.head_dim);
         // [B, L, 3, H, Dh] → [3, B, H, L, Dh]: one copy gives q, k and v in matmul layout.
@@ -146,8 +152,16 @@ impl EncoderLayer {
         })
     }
 
-    fn forward(&self, x: &Tensor, bias: &Tensor, rotary: Option<&Rotary>, rng: Option<&DropoutRng>) -> Result<Tensor> {
-        let a = self.attn.forward(&self.ln1.forward(x)?, bias, rotary, rng)?;
+    fn forward(
+        &self,
+        x: &Tensor,
+        bias: &Tensor,
+        rotary: Option<&Rotary>,
+        rng: Option<&DropoutRng>,
+    ) -> Result<Tensor> {
+        let a = self
+            .attn
+            .forward(&self.ln1.forward(x)?, bias, rotary, rng)?;
         let x = (x + maybe_dropout(&a, self.dropout, rng)?)?;
         let f = self.ffn.forward(&self.ln2.forward(&x)?, rng)?;
         x + maybe_dropout(&f, self.dropout, rng)?
@@ -174,7 +188,10 @@ impl Encoder {
                 Some(vb.pp("pos_emb").get_with_hints(
                     (cfg.max_length, cfg.d_model),
                     "weight",
-                    candle_nn::Init::Randn { mean: 0.0, stdev: 0.02 },
+                    candle_nn::Init::Randn {
+                        mean: 0.0,
+                        stdev: 0.02,
+                    },
                 )?),
                 None,
             ),
@@ -206,10 +223,18 @@ impl Encoder {
 
     /// Runs the encoder on token embeddings `[B, L, D]` with mask `[B, L]` (1 = token,
     /// 0 = padding; any dtype). Returns hidden states `[B, L, D]`. `rng`: dropout when training.
-    pub fn forward_from_embeddings(&self, emb: &Tensor, mask: &Tensor, rng: Option<&DropoutRng>) -> Result<Tensor> {
+    pub fn forward_from_embeddings(
+        &self,
+        emb: &Tensor,
+        mask: &Tensor,
+        rng: Option<&DropoutRng>,
+    ) -> Result<Tensor> {
         let (_, l, _) = emb.dims3()?;
         if l > self.cfg.max_length {
-            candle_core::bail!("sequence length {l} exceeds the model's max length {}", self.cfg.max_length);
+            candle_core::bail!(
+                "sequence length {l} exceeds the model's max length {}",
+                self.cfg.max_length
+            );
         }
         let mut x = match &self.pos_emb {
             Some(p) => emb.broadcast_add(&p.narrow(0, 0, l)?)?,

@@ -12,15 +12,25 @@ pub const INIT_STD: f64 = 0.02;
 
 fn name_hash(name: &str) -> u64 {
     // FNV-1a: stable across runs and platforms.
-    name.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+    name.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    })
 }
 
 fn is_norm_scale(name: &str) -> bool {
-    name.ends_with(".weight") && name.rsplit('.').nth(1).is_some_and(|m| m.contains("norm") || m.starts_with("ln"))
+    name.ends_with(".weight")
+        && name
+            .rsplit('.')
+            .nth(1)
+            .is_some_and(|m| m.contains("norm") || m.starts_with("ln"))
 }
 
 /// Matrices and embeddings ~ N(0, 0.02²); layer-norm scales 1; biases 0.
-pub fn init_parameters(varmap: &VarMap, seed: u64, names: Option<&dyn Fn(&str) -> bool>) -> Result<()> {
+pub fn init_parameters(
+    varmap: &VarMap,
+    seed: u64,
+    names: Option<&dyn Fn(&str) -> bool>,
+) -> Result<()> {
     let data = varmap.data().lock().expect("var map lock");
     let mut keys: Vec<&String> = data.keys().collect();
     keys.sort();
@@ -35,7 +45,9 @@ pub fn init_parameters(varmap: &VarMap, seed: u64, names: Option<&dyn Fn(&str) -
         let n = t.elem_count();
         let values: Vec<f32> = if t.rank() >= 2 {
             let mut rng = ChaCha8Rng::seed_from_u64(seed ^ name_hash(name));
-            (0..n).map(|_| (normal(&mut rng) * INIT_STD) as f32).collect()
+            (0..n)
+                .map(|_| (normal(&mut rng) * INIT_STD) as f32)
+                .collect()
         } else if is_norm_scale(name) {
             vec![1.0; n]
         } else {

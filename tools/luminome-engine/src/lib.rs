@@ -52,14 +52,16 @@ pub mod model;
 pub mod ops;
 pub mod optim;
 pub mod schedule;
-pub mod trainer;
 pub mod tasks;
 pub mod testing;
+pub mod trainer;
 
 pub use batch::{batch_tensors, class_indices, BatchTensors};
 pub use checkpoint::{Checkpoint, CheckpointMeta};
 pub use classifier::Classifier;
-pub use config::{AdapterKind, ClassifierConfig, EncoderConfig, MlmConfig, ModelConfig, PositionEncoding};
+pub use config::{
+    AdapterKind, ClassifierConfig, EncoderConfig, MlmConfig, ModelConfig, PositionEncoding,
+};
 pub use device::parse_device;
 pub use mlm::MlmModel;
 pub use model::{BuiltModel, Model};

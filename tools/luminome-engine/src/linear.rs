@@ -16,9 +16,19 @@ pub struct Linear {
 impl Linear {
     pub fn new(in_dim: usize, out_dim: usize, vb: VarBuilder) -> Result<Self> {
         let bound = 1.0 / (in_dim as f64).sqrt();
-        let weight = vb.get_with_hints((out_dim, in_dim), "weight", candle_nn::Init::Uniform { lo: -bound, up: bound })?;
+        let weight = vb.get_with_hints(
+            (out_dim, in_dim),
+            "weight",
+            candle_nn::Init::Uniform {
+                lo: -bound,
+                up: bound,
+            },
+        )?;
         let bias = vb.get_with_hints(out_dim, "bias", candle_nn::Init::Const(0.0))?;
-        Ok(Self { weight, bias: Some(bias) })
+        Ok(Self {
+            weight,
+            bias: Some(bias),
+        })
     }
 
     pub fn weight(&self) -> &Tensor {
@@ -71,7 +81,13 @@ impl candle_core::CustomOp2 for BiasAdd {
         "luminome-bias-add"
     }
 
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
         let (CpuStorage::F32(x), CpuStorage::F32(b)) = (s1, s2) else {
             candle_core::bail!("bias add: f32 only, got {:?}", s1.dtype())
         };
@@ -95,7 +111,13 @@ impl candle_core::CustomOp2 for BiasAdd {
         Ok((CpuStorage::F32(out), l1.shape().clone()))
     }
 
-    fn bwd(&self, _x: &Tensor, _b: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    fn bwd(
+        &self,
+        _x: &Tensor,
+        _b: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
         Ok((Some(grad.clone()), Some(sum_rows(grad)?)))
     }
 }
@@ -108,7 +130,9 @@ impl candle_core::CustomOp1 for SumRows {
     }
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let CpuStorage::F32(x) = s else { candle_core::bail!("sum rows: f32 only") };
+        let CpuStorage::F32(x) = s else {
+            candle_core::bail!("sum rows: f32 only")
+        };
         let x = match l.contiguous_offsets() {
             Some((a, e)) => &x[a..e],
             None => candle_core::bail!("sum rows: input has to be contiguous"),
@@ -152,14 +176,40 @@ mod tests {
         let w = Tensor::randn(0f32, 1.0, (37, 5), &dev).unwrap();
         let fused = add_bias(x.as_tensor(), b.as_tensor()).unwrap();
         let plain = x.as_tensor().broadcast_add(b.as_tensor()).unwrap();
-        let d = (&fused - &plain).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+        let d = (&fused - &plain)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
         assert_eq!(d, 0.0);
-        let g1 = fused.mul(&w).unwrap().sum_all().unwrap().backward().unwrap();
-        let g2 = plain.mul(&w).unwrap().sum_all().unwrap().backward().unwrap();
+        let g1 = fused
+            .mul(&w)
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .backward()
+            .unwrap();
+        let g2 = plain
+            .mul(&w)
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .backward()
+            .unwrap();
         for v in [&x, &b] {
             let a = g1.get(v.as_tensor()).unwrap();
             let e = g2.get(v.as_tensor()).unwrap();
-            let d = (a - e).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+            let d = (a - e)
+                .unwrap()
+                .abs()
+                .unwrap()
+                .max_all()
+                .unwrap()
+                .to_scalar::<f32>()
+                .unwrap();
             assert!(d < 1e-5, "{d}");
         }
         let s: Vec<f32> = sum_rows(&w).unwrap().to_vec1().unwrap();

@@ -23,7 +23,12 @@ pub struct MlmHead {
 }
 
 impl MlmHead {
-    pub fn new(d_model: usize, vocab: usize, eps: f64, vb: VarBuilder) -> candle_core::Result<Self> {
+    pub fn new(
+        d_model: usize,
+        vocab: usize,
+        eps: f64,
+        vb: VarBuilder,
+    ) -> candle_core::Result<Self> {
         Ok(Self {
             dense: Linear::new(d_model, d_model, vb.pp("dense"))?,
             norm: LayerNorm::new(d_model, eps, vb.pp("norm"))?,
@@ -57,13 +62,23 @@ impl MlmModel {
     }
 
     /// Logits `[B, L, V]` at every position.
-    pub fn forward(&self, ids: &Tensor, mask: &Tensor, rng: Option<&DropoutRng>) -> candle_core::Result<Tensor> {
+    pub fn forward(
+        &self,
+        ids: &Tensor,
+        mask: &Tensor,
+        rng: Option<&DropoutRng>,
+    ) -> candle_core::Result<Tensor> {
         self.head.forward(&self.encoder.forward(ids, mask, rng)?)
     }
 
     /// Weighted mean cross-entropy at the chosen positions of a masked batch: Σ w_i CE_i / Σ w_i.
     /// Returns (loss, number of positions correctly predicted).
-    pub fn loss(&self, batch: &MaskedBatch, mask: &Tensor, rng: Option<&DropoutRng>) -> candle_core::Result<(Tensor, usize)> {
+    pub fn loss(
+        &self,
+        batch: &MaskedBatch,
+        mask: &Tensor,
+        rng: Option<&DropoutRng>,
+    ) -> candle_core::Result<(Tensor, usize)> {
         let dev = mask.device();
         let (b, l) = mask.dims2()?;
         let ids = Tensor::from_slice(&batch.input_ids, (b, l), dev)?;
@@ -76,11 +91,16 @@ impl MlmModel {
         let targets = Tensor::from_slice(&batch.targets, batch.targets.len(), dev)?;
         let logp = candle_nn::ops::log_softmax(&logits, D::Minus1)?;
         let nll = logp.gather(&targets.unsqueeze(1)?, 1)?.squeeze(1)?.neg()?;
-        let w = Tensor::from_slice(&batch.weights, batch.weights.len(), dev)?.to_dtype(nll.dtype())?;
+        let w =
+            Tensor::from_slice(&batch.weights, batch.weights.len(), dev)?.to_dtype(nll.dtype())?;
         let total_w: f32 = batch.weights.iter().sum();
         let loss = ((nll * w)?.sum_all()? / total_w as f64)?;
         let pred: Vec<u32> = logits.argmax(D::Minus1)?.to_vec1()?;
-        let correct = pred.iter().zip(&batch.targets).filter(|(p, t)| p == t).count();
+        let correct = pred
+            .iter()
+            .zip(&batch.targets)
+            .filter(|(p, t)| p == t)
+            .count();
         Ok((loss, correct))
     }
 }
@@ -121,13 +141,26 @@ pub struct MaskedBatch {
 
 /// The ids a random replacement draws from: every token that is not a special token.
 pub fn replacement_ids(tok: &TokenizerInfo) -> Vec<u32> {
-    let specials = [Some(tok.pad_id), tok.cls_id, tok.sep_id, tok.mask_id, tok.unk_id];
-    (0..tok.vocab_size() as u32).filter(|id| !specials.contains(&Some(*id))).collect()
+    let specials = [
+        Some(tok.pad_id),
+        tok.cls_id,
+        tok.sep_id,
+        tok.mask_id,
+        tok.unk_id,
+    ];
+    (0..tok.vocab_size() as u32)
+        .filter(|id| !specials.contains(&Some(*id)))
+        .collect()
 }
 
 /// Applies BERT masking to a batch. Every row with at least one real token gets at least one
 /// chosen position, so the loss is always defined.
-pub fn mask_batch(batch: &TokenBatch, tok: &TokenizerInfo, cfg: &MaskingConfig, rng: &mut impl Rng) -> Result<MaskedBatch> {
+pub fn mask_batch(
+    batch: &TokenBatch,
+    tok: &TokenizerInfo,
+    cfg: &MaskingConfig,
+    rng: &mut impl Rng,
+) -> Result<MaskedBatch> {
     let Some(mask_id) = tok.mask_id else {
         bail!("the dataset's tokenizer has no [MASK] token; masked-LM pretraining needs one");
     };
@@ -145,9 +178,15 @@ pub fn mask_batch(batch: &TokenBatch, tok: &TokenizerInfo, cfg: &MaskingConfig, 
     };
     for row in 0..batch.batch {
         let candidates: Vec<usize> = (row * l..(row + 1) * l)
-            .filter(|&i| batch.attention_mask[i] != 0 && !specials.contains(&Some(batch.input_ids[i])))
+            .filter(|&i| {
+                batch.attention_mask[i] != 0 && !specials.contains(&Some(batch.input_ids[i]))
+            })
             .collect();
-        let mut chosen: Vec<usize> = candidates.iter().copied().filter(|_| rng.random_bool(cfg.select_prob)).collect();
+        let mut chosen: Vec<usize> = candidates
+            .iter()
+            .copied()
+            .filter(|_| rng.random_bool(cfg.select_prob))
+            .collect();
         if chosen.is_empty() && !candidates.is_empty() {
             chosen.push(candidates[rng.random_range(0..candidates.len())]);
         }
@@ -162,11 +201,115 @@ pub fn mask_batch(batch: &TokenBatch, tok: &TokenizerInfo, cfg: &MaskingConfig, 
             out.positions.push(i as u32);
             out.targets.push(original);
             let soft = batch.soft_mask.as_ref().is_some_and(|s| s[i] != 0);
-            out.weights.push(if soft { cfg.soft_mask_weight } else { 1.0 });
+            out.weights
+                .push(if soft { cfg.soft_mask_weight } else { 1.0 });
         }
     }
     if out.positions.is_empty() {
         bail!("no maskable tokens in the batch (every row is empty or special tokens only)");
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{encode, nucleotide_tokenizer};
+    use rand::SeedableRng;
+
+    fn batch(rows: usize, len: usize) -> TokenBatch {
+        let l = len + 2 + 3; // [CLS] seq [SEP] + 3 padding
+        let mut b = TokenBatch {
+            batch: rows,
+            max_length: l,
+            ..Default::default()
+        };
+        for r in 0..rows {
+            let seq: Vec<u8> = (0..len).map(|i| b"ACGT"[(i * 7 + r) % 4]).collect();
+            let mut ids = encode(&seq);
+            ids.resize(l, 0);
+            b.attention_mask
+                .extend(ids.iter().map(|&i| u8::from(i != 0)));
+            b.input_ids.extend(ids);
+        }
+        // Soft-mask the first half of each row.
+        b.soft_mask = Some((0..rows * l).map(|i| u8::from(i % l < l / 2)).collect());
+        b
+    }
+
+    #[test]
+    fn masking_follows_bert_proportions_and_never_touches_specials_or_padding() {
+        let b = batch(200, 100);
+        let tok = nucleotide_tokenizer();
+        let cfg = MaskingConfig {
+            soft_mask_weight: 0.1,
+            ..Default::default()
+        };
+        let m = mask_batch(
+            &b,
+            &tok,
+            &cfg,
+            &mut rand_chacha::ChaCha8Rng::seed_from_u64(1),
+        )
+        .unwrap();
+        let real = 200 * 100;
+        let chosen = m.positions.len() as f64 / real as f64;
+        assert!((chosen - 0.15).abs() < 0.01, "chosen fraction {chosen}");
+        let (mut masked, mut random, mut kept) = (0, 0, 0);
+        for (&p, &t) in m.positions.iter().zip(&m.targets) {
+            let p = p as usize;
+            assert_eq!(b.input_ids[p], t, "target is the original id");
+            assert!(
+                (5..=8).contains(&t),
+                "only bases are chosen, not specials or padding"
+            );
+            match m.input_ids[p] {
+                3 => masked += 1,
+                x if x == t => kept += 1,
+                _ => random += 1,
+            }
+        }
+        let n = m.positions.len() as f64;
+        assert!((masked as f64 / n - 0.8).abs() < 0.03, "{masked}");
+        // A random replacement can draw the original base (1 in 5), which then counts as kept.
+        assert!((random as f64 / n - 0.08).abs() < 0.02, "{random}");
+        assert!((kept as f64 / n - 0.12).abs() < 0.02, "{kept}");
+        // Positions not chosen are untouched.
+        let chosen_set: std::collections::HashSet<u32> = m.positions.iter().copied().collect();
+        for i in 0..b.input_ids.len() {
+            if !chosen_set.contains(&(i as u32)) {
+                assert_eq!(m.input_ids[i], b.input_ids[i]);
+            }
+        }
+        // Soft-masked positions carry the down-weight.
+        let l = b.max_length;
+        for (&p, &w) in m.positions.iter().zip(&m.weights) {
+            let expected = if (p as usize) % l < l / 2 { 0.1 } else { 1.0 };
+            assert_eq!(w, expected);
+        }
+        // Same seed, same masking.
+        let again = mask_batch(
+            &b,
+            &tok,
+            &cfg,
+            &mut rand_chacha::ChaCha8Rng::seed_from_u64(1),
+        )
+        .unwrap();
+        assert_eq!(again, m);
+    }
+
+    #[test]
+    fn a_vocabulary_without_mask_token_is_refused() {
+        let mut tok = nucleotide_tokenizer();
+        tok.mask_id = None;
+        let err = mask_batch(
+            &batch(2, 5),
+            &tok,
+            &MaskingConfig::default(),
+            &mut rand_chacha::ChaCha8Rng::seed_from_u64(1),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("[MASK]"), "{err}");
+    }
 }

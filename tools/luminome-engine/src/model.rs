@@ -42,7 +42,14 @@ impl BuiltModel {
 
     /// Parameter names, sorted.
     pub fn parameter_names(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.varmap.data().lock().expect("var map lock").keys().cloned().collect();
+        let mut v: Vec<String> = self
+            .varmap
+            .data()
+            .lock()
+            .expect("var map lock")
+            .keys()
+            .cloned()
+            .collect();
         v.sort();
         v
     }

@@ -30,18 +30,20 @@ fn contiguous_slice<'a, T>(s: &'a [T], l: &Layout, what: &str) -> Result<&'a [T]
 struct SoftmaxLastDim;
 
 fn softmax_rows<T: num_traits_float::Float>(src: &[T], dst: &mut [T], n: usize) {
-    src.par_chunks(n).zip(dst.par_chunks_mut(n)).for_each(|(s, d)| {
-        let max = s.iter().copied().fold(T::neg_infinity(), T::max);
-        let mut sum = T::zero();
-        for (o, &i) in d.iter_mut().zip(s) {
-            *o = (i - max).exp();
-            sum = sum + *o;
-        }
-        let inv = sum.recip();
-        for o in d.iter_mut() {
-            *o = *o * inv;
-        }
-    });
+    src.par_chunks(n)
+        .zip(dst.par_chunks_mut(n))
+        .for_each(|(s, d)| {
+            let max = s.iter().copied().fold(T::neg_infinity(), T::max);
+            let mut sum = T::zero();
+            for (o, &i) in d.iter_mut().zip(s) {
+                *o = (i - max).exp();
+                sum = sum + *o;
+            }
+            let inv = sum.recip();
+            for o in d.iter_mut() {
+                *o = *o * inv;
+            }
+        });
 }
 
 impl candle_core::CustomOp1 for SoftmaxLastDim {
@@ -98,17 +100,29 @@ impl candle_core::CustomOp2 for SoftmaxBackward {
         "luminome-softmax-backward"
     }
 
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
         let n = l1.dims().last().copied().unwrap_or(1);
         let storage = match (s1, s2) {
             (CpuStorage::F32(y), CpuStorage::F32(g)) => {
-                let (y, g) = (contiguous_slice(y, l1, "softmax bwd")?, contiguous_slice(g, l2, "softmax bwd")?);
+                let (y, g) = (
+                    contiguous_slice(y, l1, "softmax bwd")?,
+                    contiguous_slice(g, l2, "softmax bwd")?,
+                );
                 let mut d = vec![0f32; y.len()];
                 softmax_bwd_rows(y, g, &mut d, n);
                 CpuStorage::F32(d)
             }
             (CpuStorage::F64(y), CpuStorage::F64(g)) => {
-                let (y, g) = (contiguous_slice(y, l1, "softmax bwd")?, contiguous_slice(g, l2, "softmax bwd")?);
+                let (y, g) = (
+                    contiguous_slice(y, l1, "softmax bwd")?,
+                    contiguous_slice(g, l2, "softmax bwd")?,
+                );
                 let mut d = vec![0f64; y.len()];
                 softmax_bwd_rows(y, g, &mut d, n);
                 CpuStorage::F64(d)
@@ -146,14 +160,19 @@ struct Normalize {
 fn normalize_rows<T: num_traits_float::Float>(src: &[T], dst: &mut [T], n: usize, eps: f64) {
     let nn = T::from_usize(n);
     let eps = T::from(eps).unwrap_or_else(T::zero);
-    src.par_chunks(n).zip(dst.par_chunks_mut(n)).for_each(|(s, d)| {
-        let mean = s.iter().fold(T::zero(), |a, &b| a + b) / nn;
-        let var = s.iter().fold(T::zero(), |a, &b| a + (b - mean) * (b - mean)) / nn;
-        let inv = (var + eps).sqrt().recip();
-        for (o, &i) in d.iter_mut().zip(s) {
-            *o = (i - mean) * inv;
-        }
-    });
+    src.par_chunks(n)
+        .zip(dst.par_chunks_mut(n))
+        .for_each(|(s, d)| {
+            let mean = s.iter().fold(T::zero(), |a, &b| a + b) / nn;
+            let var = s
+                .iter()
+                .fold(T::zero(), |a, &b| a + (b - mean) * (b - mean))
+                / nn;
+            let inv = (var + eps).sqrt().recip();
+            for (o, &i) in d.iter_mut().zip(s) {
+                *o = (i - mean) * inv;
+            }
+        });
 }
 
 impl candle_core::CustomOp1 for Normalize {
@@ -186,7 +205,11 @@ impl candle_core::CustomOp1 for Normalize {
         let arg = arg.contiguous()?;
         let res = res.contiguous()?;
         let grad = grad_res.contiguous()?;
-        Ok(Some(arg.apply_op3_no_bwd(&res, &grad, &NormalizeBackward { eps: self.eps })?))
+        Ok(Some(arg.apply_op3_no_bwd(
+            &res,
+            &grad,
+            &NormalizeBackward { eps: self.eps },
+        )?))
     }
 }
 
@@ -194,14 +217,24 @@ struct NormalizeBackward {
     eps: f64,
 }
 
-fn normalize_bwd_rows<T: num_traits_float::Float>(x: &[T], y: &[T], g: &[T], dst: &mut [T], n: usize, eps: f64) {
+fn normalize_bwd_rows<T: num_traits_float::Float>(
+    x: &[T],
+    y: &[T],
+    g: &[T],
+    dst: &mut [T],
+    n: usize,
+    eps: f64,
+) {
     let nn = T::from_usize(n);
     let eps = T::from(eps).unwrap_or_else(T::zero);
     dst.par_chunks_mut(n)
         .zip(x.par_chunks(n).zip(y.par_chunks(n).zip(g.par_chunks(n))))
         .for_each(|(d, (x, (y, g)))| {
             let mean = x.iter().fold(T::zero(), |a, &b| a + b) / nn;
-            let var = x.iter().fold(T::zero(), |a, &b| a + (b - mean) * (b - mean)) / nn;
+            let var = x
+                .iter()
+                .fold(T::zero(), |a, &b| a + (b - mean) * (b - mean))
+                / nn;
             let inv = (var + eps).sqrt().recip();
             let mut mg = T::zero();
             let mut mgy = T::zero();
@@ -293,7 +326,12 @@ impl LayerNorm {
             let dims = x.dims().to_vec();
             let c = *dims.last().unwrap_or(&1);
             let flat = xhat.reshape((x.elem_count() / c.max(1), c))?;
-            flat.apply_op3(&self.weight.contiguous()?, &self.bias.contiguous()?, ScaleShift)?.reshape(dims)
+            flat.apply_op3(
+                &self.weight.contiguous()?,
+                &self.bias.contiguous()?,
+                ScaleShift,
+            )?
+            .reshape(dims)
         } else {
             xhat.broadcast_mul(&self.weight)?.broadcast_add(&self.bias)
         }
@@ -325,13 +363,15 @@ impl candle_core::CustomOp3 for ScaleShift {
         let b = contiguous_slice(b, l3, "layer norm affine")?;
         let c = g.len();
         let mut out = vec![0f32; x.len()];
-        out.par_chunks_mut(c * 64).zip(x.par_chunks(c * 64)).for_each(|(o, x)| {
-            for (orow, xrow) in o.chunks_mut(c).zip(x.chunks(c)) {
-                for (((o, &x), &g), &b) in orow.iter_mut().zip(xrow).zip(g).zip(b) {
-                    *o = x * g + b;
+        out.par_chunks_mut(c * 64)
+            .zip(x.par_chunks(c * 64))
+            .for_each(|(o, x)| {
+                for (orow, xrow) in o.chunks_mut(c).zip(x.chunks(c)) {
+                    for (((o, &x), &g), &b) in orow.iter_mut().zip(xrow).zip(g).zip(b) {
+                        *o = x * g + b;
+                    }
                 }
-            }
-        });
+            });
         Ok((CpuStorage::F32(out), l1.shape().clone()))
     }
 
@@ -406,7 +446,13 @@ impl DropoutRng {
         let threshold = (p * u32::MAX as f64) as u32;
         let mut rng = self.rng.borrow_mut();
         let keep: Vec<f32> = (0..n)
-            .map(|_| if rng.random::<u32>() >= threshold { scale } else { 0.0 })
+            .map(|_| {
+                if rng.random::<u32>() >= threshold {
+                    scale
+                } else {
+                    0.0
+                }
+            })
             .collect();
         let mask = Tensor::from_vec(keep, x.shape(), x.device())?.to_dtype(x.dtype())?;
         x.mul(&mask)
@@ -509,9 +555,23 @@ mod tests {
         let x = randn(&[2, 5, 9], 2).to_dtype(DType::F32).unwrap();
         let a = softmax_last_dim(&x).unwrap();
         let b = softmax_last_dim_primitive(&x).unwrap();
-        let d = (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+        let d = (a - b)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
         assert!(d < 1e-6, "{d}");
-        let rows: Vec<f32> = softmax_last_dim(&x).unwrap().sum(2).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+        let rows: Vec<f32> = softmax_last_dim(&x)
+            .unwrap()
+            .sum(2)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
         assert!(rows.iter().all(|s| (s - 1.0).abs() < 1e-5));
     }
 
@@ -519,11 +579,21 @@ mod tests {
     fn layer_norm_gradient_matches_finite_differences() {
         let x = randn(&[3, 5, 8], 3);
         let w = weights(&[3, 5, 8]);
-        let err = max_grad_error(&x, 1e-6, &|x| normalize_last_dim(x, 1e-5)?.mul(&w)?.sum_all()).unwrap();
+        let err = max_grad_error(&x, 1e-6, &|x| {
+            normalize_last_dim(x, 1e-5)?.mul(&w)?.sum_all()
+        })
+        .unwrap();
         assert!(err < 1e-6, "layer norm gradient error {err}");
         let primitive = normalize_last_dim_primitive(&x, 1e-5).unwrap();
         let fused = normalize_last_dim(&x, 1e-5).unwrap();
-        let d = (primitive - fused).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
+        let d = (primitive - fused)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f64>()
+            .unwrap();
         assert!(d < 1e-10, "{d}");
     }
 
@@ -533,7 +603,14 @@ mod tests {
         let gamma = randn(&[6], 5);
         let beta = randn(&[6], 6);
         let w = weights(&[4, 6]);
-        let ln = |x: &Tensor, g: &Tensor, b: &Tensor| LayerNorm { weight: g.clone(), bias: b.clone(), eps: 1e-5 }.forward(x);
+        let ln = |x: &Tensor, g: &Tensor, b: &Tensor| {
+            LayerNorm {
+                weight: g.clone(),
+                bias: b.clone(),
+                eps: 1e-5,
+            }
+            .forward(x)
+        };
         let e1 = max_grad_error(&gamma, 1e-6, &|g| ln(&x, g, &beta)?.mul(&w)?.sum_all()).unwrap();
         let e2 = max_grad_error(&beta, 1e-6, &|b| ln(&x, &gamma, b)?.mul(&w)?.sum_all()).unwrap();
         assert!(e1 < 1e-6 && e2 < 1e-6, "{e1} {e2}");
@@ -542,23 +619,55 @@ mod tests {
     #[test]
     fn masked_pooling_gradients_match_finite_differences_and_ignore_padding() {
         let h = randn(&[2, 5, 3], 7);
-        let mask = Tensor::new(&[[1f64, 1., 1., 0., 0.], [1., 1., 1., 1., 0.]], &Device::Cpu).unwrap();
+        let mask = Tensor::new(
+            &[[1f64, 1., 1., 0., 0.], [1., 1., 1., 1., 0.]],
+            &Device::Cpu,
+        )
+        .unwrap();
         let w = weights(&[2, 3]);
-        let e_mean = max_grad_error(&h, 1e-6, &|h| masked_mean(h, &mask, 1e-9)?.mul(&w)?.sum_all()).unwrap();
-        let e_max = max_grad_error(&h, 1e-6, &|h| masked_max(h, &mask)?.mul(&w)?.sum_all()).unwrap();
+        let e_mean = max_grad_error(&h, 1e-6, &|h| {
+            masked_mean(h, &mask, 1e-9)?.mul(&w)?.sum_all()
+        })
+        .unwrap();
+        let e_max =
+            max_grad_error(&h, 1e-6, &|h| masked_max(h, &mask)?.mul(&w)?.sum_all()).unwrap();
         assert!(e_mean < 1e-6 && e_max < 1e-6, "{e_mean} {e_max}");
         // Padded positions get no gradient.
         let var = Var::from_tensor(&h).unwrap();
-        let g = masked_max(var.as_tensor(), &mask).unwrap().sum_all().unwrap().backward().unwrap();
-        let g = g.get(var.as_tensor()).unwrap().get(0).unwrap().narrow(0, 3, 2).unwrap();
-        assert_eq!(g.abs().unwrap().sum_all().unwrap().to_scalar::<f64>().unwrap(), 0.0);
+        let g = masked_max(var.as_tensor(), &mask)
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .backward()
+            .unwrap();
+        let g = g
+            .get(var.as_tensor())
+            .unwrap()
+            .get(0)
+            .unwrap()
+            .narrow(0, 3, 2)
+            .unwrap();
+        assert_eq!(
+            g.abs()
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .to_scalar::<f64>()
+                .unwrap(),
+            0.0
+        );
     }
 
     #[test]
     fn masked_attention_gives_padded_keys_zero_weight() {
         let scores = Tensor::zeros((1, 1, 2, 4), DType::F32, &Device::Cpu).unwrap();
         let mask = Tensor::new(&[[1f32, 1., 0., 0.]], &Device::Cpu).unwrap();
-        let p = softmax_last_dim(&scores.broadcast_add(&attention_bias(&mask, DType::F32).unwrap()).unwrap()).unwrap();
+        let p = softmax_last_dim(
+            &scores
+                .broadcast_add(&attention_bias(&mask, DType::F32).unwrap())
+                .unwrap(),
+        )
+        .unwrap();
         let p: Vec<f32> = p.flatten_all().unwrap().to_vec1().unwrap();
         assert_eq!(&p[..4], &[0.5, 0.5, 0.0, 0.0]);
     }
@@ -566,8 +675,20 @@ mod tests {
     #[test]
     fn seeded_dropout_is_reproducible_and_scales() {
         let x = Tensor::ones((64, 64), DType::F32, &Device::Cpu).unwrap();
-        let a: Vec<f32> = DropoutRng::new(5).dropout(&x, 0.25).unwrap().flatten_all().unwrap().to_vec1().unwrap();
-        let b: Vec<f32> = DropoutRng::new(5).dropout(&x, 0.25).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+        let a: Vec<f32> = DropoutRng::new(5)
+            .dropout(&x, 0.25)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        let b: Vec<f32> = DropoutRng::new(5)
+            .dropout(&x, 0.25)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
         assert_eq!(a, b);
         let kept = a.iter().filter(|&&v| v > 0.0).count() as f64 / a.len() as f64;
         assert!((kept - 0.75).abs() < 0.03, "{kept}");

@@ -22,7 +22,12 @@ pub struct AdamWConfig {
 
 impl Default for AdamWConfig {
     fn default() -> Self {
-        Self { beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.01 }
+        Self {
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.01,
+        }
     }
 }
 
@@ -73,7 +78,9 @@ impl AdamW {
         let bc1 = 1.0 - c.beta1.powi(self.t as i32);
         let bc2 = 1.0 - c.beta2.powi(self.t as i32);
         for p in &self.params {
-            let Some(g) = grads.get(&p.name) else { continue };
+            let Some(g) = grads.get(&p.name) else {
+                continue;
+            };
             let m = ((p.m.as_tensor() * c.beta1)? + (g * (1.0 - c.beta1))?)?;
             let v = ((p.v.as_tensor() * c.beta2)? + (g.sqr()? * (1.0 - c.beta2))?)?;
             let update = ((&m / bc1)? / ((&v / bc2)?.sqrt()? + c.eps)?)?;
@@ -99,15 +106,23 @@ impl AdamW {
     }
 
     /// Restores moments and step count saved by [`AdamW::state`].
-    pub fn load_state(&mut self, tensors: &HashMap<String, Tensor>, t: u64, source: &std::path::Path) -> Result<()> {
+    pub fn load_state(
+        &mut self,
+        tensors: &HashMap<String, Tensor>,
+        t: u64,
+        source: &std::path::Path,
+    ) -> Result<()> {
         for p in &self.params {
             for (kind, var) in [("m", &p.m), ("v", &p.v)] {
                 let key = format!("adam.{kind}.{}", p.name);
-                let saved = tensors
-                    .get(&key)
-                    .with_context(|| format!("{}: optimizer state {key} is missing", source.display()))?;
+                let saved = tensors.get(&key).with_context(|| {
+                    format!("{}: optimizer state {key} is missing", source.display())
+                })?;
                 if saved.shape() != var.shape() {
-                    bail!("{}: optimizer state {key} has the wrong shape", source.display());
+                    bail!(
+                        "{}: optimizer state {key} has the wrong shape",
+                        source.display()
+                    );
                 }
                 var.set(&saved.to_dtype(var.dtype())?)?;
             }
@@ -122,7 +137,11 @@ impl AdamW {
 pub fn clip_grad_norm(grads: &mut HashMap<String, Tensor>, max_norm: f64) -> Result<f64> {
     let mut total = 0f64;
     for g in grads.values() {
-        total += g.sqr()?.sum_all()?.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?;
+        total += g
+            .sqr()?
+            .sum_all()?
+            .to_dtype(candle_core::DType::F64)?
+            .to_scalar::<f64>()?;
     }
     let norm = total.sqrt();
     if max_norm > 0.0 && norm > max_norm {
@@ -147,16 +166,29 @@ mod tests {
         let dev = Device::Cpu;
         let w = Var::from_tensor(&Tensor::new(&[[1f32, -2.0]], &dev).unwrap()).unwrap();
         let b = Var::from_tensor(&Tensor::new(&[1f32, -2.0], &dev).unwrap()).unwrap();
-        let cfg = AdamWConfig { weight_decay: 0.1, ..Default::default() };
-        let mut opt = AdamW::new(vec![("w".into(), w.clone()), ("b".into(), b.clone())], cfg).unwrap();
+        let cfg = AdamWConfig {
+            weight_decay: 0.1,
+            ..Default::default()
+        };
+        let mut opt =
+            AdamW::new(vec![("w".into(), w.clone()), ("b".into(), b.clone())], cfg).unwrap();
         let mut grads = HashMap::new();
-        grads.insert("w".to_string(), Tensor::new(&[[0.5f32, 0.5]], &dev).unwrap());
+        grads.insert(
+            "w".to_string(),
+            Tensor::new(&[[0.5f32, 0.5]], &dev).unwrap(),
+        );
         grads.insert("b".to_string(), Tensor::new(&[0.5f32, 0.5], &dev).unwrap());
         opt.step(&grads, 0.1).unwrap();
         let w: Vec<f32> = w.as_tensor().flatten_all().unwrap().to_vec1().unwrap();
         let b: Vec<f32> = b.as_tensor().to_vec1().unwrap();
-        assert!((w[0] - 0.89).abs() < 1e-5 && (w[1] + 2.08).abs() < 1e-5, "{w:?}");
-        assert!((b[0] - 0.9).abs() < 1e-5 && (b[1] + 2.1).abs() < 1e-5, "{b:?}");
+        assert!(
+            (w[0] - 0.89).abs() < 1e-5 && (w[1] + 2.08).abs() < 1e-5,
+            "{w:?}"
+        );
+        assert!(
+            (b[0] - 0.9).abs() < 1e-5 && (b[1] + 2.1).abs() < 1e-5,
+            "{b:?}"
+        );
     }
 
     #[test]

@@ -28,7 +28,12 @@ mod tests {
 
     #[test]
     fn warms_up_linearly_then_decays_to_the_floor() {
-        let s = WarmupCosine { peak_lr: 1e-3, warmup_steps: 10, total_steps: 110, min_lr_ratio: 0.1 };
+        let s = WarmupCosine {
+            peak_lr: 1e-3,
+            warmup_steps: 10,
+            total_steps: 110,
+            min_lr_ratio: 0.1,
+        };
         assert!((s.lr(1) - 1e-4).abs() < 1e-12);
         assert!((s.lr(10) - 1e-3).abs() < 1e-12);
         // Half-way through the decay: the mean of peak and floor.

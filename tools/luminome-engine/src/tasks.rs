@@ -17,11 +17,18 @@ use crate::trainer::TrainTask;
 
 /// Records `0..n` in chunks of `size`.
 fn chunks(n: usize, size: usize) -> impl Iterator<Item = Vec<usize>> {
-    (0..n).step_by(size.max(1)).map(move |s| (s..(s + size).min(n)).collect())
+    (0..n)
+        .step_by(size.max(1))
+        .map(move |s| (s..(s + size).min(n)).collect())
 }
 
 /// Class probabilities of every record of a dataset, row-major `[N, C]`.
-pub fn predict_probs(model: &Classifier, ds: &TokenDataset, batch_size: usize, device: &Device) -> Result<Vec<f64>> {
+pub fn predict_probs(
+    model: &Classifier,
+    ds: &TokenDataset,
+    batch_size: usize,
+    device: &Device,
+) -> Result<Vec<f64>> {
     let mut probs = Vec::with_capacity(ds.len() * model.config.num_classes);
     for records in chunks(ds.len(), batch_size) {
         let t = batch_tensors(&ds.batch(&records)?, device)?;
@@ -35,7 +42,10 @@ pub fn predict_probs(model: &Classifier, ds: &TokenDataset, batch_size: usize, d
 /// Checks a labelled dataset against the classifier's classes; returns class indices.
 pub fn dataset_classes(ds: &TokenDataset, label_values: &[i64]) -> Result<Vec<u32>> {
     if !ds.has_labels() {
-        bail!("{}: the dataset has no labels; tokenize the table with its label column", ds.path().display());
+        bail!(
+            "{}: the dataset has no labels; tokenize the table with its label column",
+            ds.path().display()
+        );
     }
     let all: Vec<usize> = (0..ds.len()).collect();
     let labels = ds.batch(&all)?.labels.unwrap_or_default();
@@ -81,11 +91,15 @@ impl TrainTask for ClassifyTask<'_> {
         if self.dev.is_none() {
             return Vec::new();
         }
-        ["dev_loss", "dev_accuracy", "dev_auroc", "dev_f1", "dev_mcc"].map(String::from).to_vec()
+        ["dev_loss", "dev_accuracy", "dev_auroc", "dev_f1", "dev_mcc"]
+            .map(String::from)
+            .to_vec()
     }
 
     fn evaluate(&self) -> Result<BTreeMap<String, f64>> {
-        let Some((dev, classes)) = &self.dev else { return Ok(BTreeMap::new()) };
+        let Some((dev, classes)) = &self.dev else {
+            return Ok(BTreeMap::new());
+        };
         let c = self.model.config.num_classes;
         let probs = predict_probs(self.model, dev, self.eval_batch_size, &self.device)?;
         let labels: Vec<usize> = classes.iter().map(|&k| k as usize).collect();
@@ -95,8 +109,10 @@ impl TrainTask for ClassifyTask<'_> {
             .map(|(i, &k)| -(probs[i * c + k].max(1e-12)).ln())
             .sum::<f64>()
             / labels.len().max(1) as f64;
-        let m = luminome_metrics::ClassificationMetrics::compute(&labels, &probs, c)
-            .map_err(|e| anyhow::anyhow!("{}: cannot compute dev metrics: {e}", dev.path().display()))?;
+        let m =
+            luminome_metrics::ClassificationMetrics::compute(&labels, &probs, c).map_err(|e| {
+                anyhow::anyhow!("{}: cannot compute dev metrics: {e}", dev.path().display())
+            })?;
         let mut out = BTreeMap::new();
         out.insert("dev_loss".into(), loss);
         out.insert("dev_accuracy".into(), m.accuracy);
@@ -119,9 +135,20 @@ pub struct MlmTask<'a> {
 }
 
 impl MlmTask<'_> {
-    fn masked_loss(&self, ds: &TokenDataset, records: &[usize], seed: u64, train: bool) -> Result<(Tensor, usize, usize)> {
+    fn masked_loss(
+        &self,
+        ds: &TokenDataset,
+        records: &[usize],
+        seed: u64,
+        train: bool,
+    ) -> Result<(Tensor, usize, usize)> {
         let batch = ds.batch(records)?;
-        let masked = mask_batch(&batch, ds.tokenizer(), &self.masking, &mut ChaCha8Rng::seed_from_u64(seed))?;
+        let masked = mask_batch(
+            &batch,
+            ds.tokenizer(),
+            &self.masking,
+            &mut ChaCha8Rng::seed_from_u64(seed),
+        )?;
         let t = batch_tensors(&batch, &self.device)?;
         let rng = DropoutRng::new(seed ^ 0xd409);
         let (loss, correct) = self.model.loss(&masked, &t.mask, train.then_some(&rng))?;
@@ -146,7 +173,9 @@ impl TrainTask for MlmTask<'_> {
     }
 
     fn evaluate(&self) -> Result<BTreeMap<String, f64>> {
-        let Some(dev) = self.dev else { return Ok(BTreeMap::new()) };
+        let Some(dev) = self.dev else {
+            return Ok(BTreeMap::new());
+        };
         let n = dev.len().min(self.eval_records.max(1));
         let (mut loss_sum, mut correct, mut total) = (0f64, 0usize, 0usize);
         for (i, records) in chunks(n, self.eval_batch_size).enumerate() {
@@ -162,4 +191,3 @@ impl TrainTask for MlmTask<'_> {
         Ok(out)
     }
 }
-

@@ -4,15 +4,19 @@
 use std::path::Path;
 
 use anyhow::Result;
-use luminome_io::token_dataset::{IndexRow, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow, TokenizerInfo};
+use luminome_io::token_dataset::{
+    IndexRow, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow, TokenizerInfo,
+};
 
 /// [PAD]=0 [CLS]=1 [SEP]=2 [MASK]=3 [UNK]=4 A=5 C=6 G=7 T=8 N=9, [CLS] seq [SEP].
 pub fn nucleotide_tokenizer() -> TokenizerInfo {
     TokenizerInfo {
         scheme: "nucleotide".into(),
-        vocab: ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]", "A", "C", "G", "T", "N"]
-            .map(String::from)
-            .to_vec(),
+        vocab: [
+            "[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]", "A", "C", "G", "T", "N",
+        ]
+        .map(String::from)
+        .to_vec(),
         pad_id: 0,
         unk_id: Some(4),
         cls_id: Some(1),
@@ -42,7 +46,12 @@ pub fn encode(seq: &[u8]) -> Vec<u32> {
 }
 
 /// Writes sequences (and optional labels) as a token dataset padded to `max_length`.
-pub fn write_dataset(dest: &Path, seqs: &[Vec<u8>], labels: Option<&[i64]>, max_length: usize) -> Result<()> {
+pub fn write_dataset(
+    dest: &Path,
+    seqs: &[Vec<u8>],
+    labels: Option<&[i64]>,
+    max_length: usize,
+) -> Result<()> {
     let tok = nucleotide_tokenizer();
     let mut w = TokenDatasetWriter::new(TokenDatasetWriterOptions {
         dest: dest.to_path_buf(),
@@ -59,7 +68,10 @@ pub fn write_dataset(dest: &Path, seqs: &[Vec<u8>], labels: Option<&[i64]>, max_
     })?;
     for (i, s) in seqs.iter().enumerate() {
         let mut ids = encode(s);
-        anyhow::ensure!(ids.len() <= max_length, "sequence {i} is longer than {max_length} tokens");
+        anyhow::ensure!(
+            ids.len() <= max_length,
+            "sequence {i} is longer than {max_length} tokens"
+        );
         ids.resize(max_length, 0);
         w.push(TokenRow {
             ids: &ids,

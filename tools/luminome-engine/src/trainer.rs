@@ -22,7 +22,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::{prepare_checkpoint, read_safetensors, state_path, write_safetensors, CheckpointMeta};
+use crate::checkpoint::{
+    prepare_checkpoint, read_safetensors, state_path, write_safetensors, CheckpointMeta,
+};
 use crate::optim::{clip_grad_norm, AdamW, AdamWConfig};
 use crate::schedule::WarmupCosine;
 
@@ -142,7 +144,14 @@ impl Trainer<'_> {
         let data = self.varmap.data().lock().expect("var map lock");
         self.trainable
             .iter()
-            .map(|n| Ok((n.clone(), data.get(n).with_context(|| format!("internal: no parameter {n}"))?.clone())))
+            .map(|n| {
+                Ok((
+                    n.clone(),
+                    data.get(n)
+                        .with_context(|| format!("internal: no parameter {n}"))?
+                        .clone(),
+                ))
+            })
             .collect()
     }
 
@@ -159,7 +168,11 @@ impl Trainer<'_> {
         }
         let metric_names = task.metric_names();
         if !metric_names.is_empty() && !metric_names.contains(&cfg.metric) {
-            bail!("--metric {}: not a metric of this task (choose from {})", cfg.metric, metric_names.join(", "));
+            bail!(
+                "--metric {}: not a metric of this task (choose from {})",
+                cfg.metric,
+                metric_names.join(", ")
+            );
         }
         let vars = self.vars()?;
         let var_ids: Vec<(String, Var)> = vars.clone();
@@ -256,9 +269,7 @@ impl Trainer<'_> {
                 grad_norm,
                 examples as f64 / secs.max(1e-9)
             );
-            let evaluate = state.step % cfg.eval_every == 0
-                || state.step == cfg.max_steps
-                || self.stop_after == Some(state.step);
+            let evaluate = state.step % cfg.eval_every == 0 || state.step == cfg.max_steps;
             let mut metrics = BTreeMap::new();
             if evaluate {
                 metrics = task.evaluate()?;
@@ -275,7 +286,8 @@ impl Trainer<'_> {
             }
             log.push(LogRow { text: row });
             if self.verbose && (evaluate || state.step % 50 == 0) {
-                let shown: Vec<String> = metrics.iter().map(|(k, v)| format!("{k} {v:.4}")).collect();
+                let shown: Vec<String> =
+                    metrics.iter().map(|(k, v)| format!("{k} {v:.4}")).collect();
                 eprintln!(
                     "step {}/{} loss {loss:.4} lr {lr:.2e} {:.0} ex/s {}",
                     state.step,
@@ -283,6 +295,12 @@ impl Trainer<'_> {
                     examples as f64 / secs.max(1e-9),
                     shown.join(" ")
                 );
+            }
+            if !evaluate && self.stop_after == Some(state.step) {
+                // Pausing between evaluations: a resumable checkpoint, without an evaluation
+                // that the uninterrupted run would not have made.
+                self.save(&self.paths.last(), &state, &metrics, Some(&opt))?;
+                self.write_log(&header, &log)?;
             }
             if evaluate {
                 let value = metrics.get(&cfg.metric).copied().filter(|v| v.is_finite());
@@ -336,7 +354,11 @@ impl Trainer<'_> {
     fn nan_message(&self, step: u64, what: &str) -> String {
         let last = self.paths.last();
         let kept = match crate::checkpoint::read_checkpoint_meta(&last) {
-            Ok(m) => format!("the last good checkpoint is {} (step {})", last.display(), m.step),
+            Ok(m) => format!(
+                "the last good checkpoint is {} (step {})",
+                last.display(),
+                m.step
+            ),
             Err(_) => "no checkpoint had been written yet".to_string(),
         };
         format!(
@@ -344,7 +366,13 @@ impl Trainer<'_> {
         )
     }
 
-    fn save(&self, dest: &Path, state: &TrainerState, metrics: &BTreeMap<String, f64>, opt: Option<&AdamW>) -> Result<()> {
+    fn save(
+        &self,
+        dest: &Path,
+        state: &TrainerState,
+        metrics: &BTreeMap<String, f64>,
+        opt: Option<&AdamW>,
+    ) -> Result<()> {
         let mut meta = self.meta.clone();
         meta.step = state.step;
         meta.metrics = metrics.clone();
@@ -376,15 +404,20 @@ impl Trainer<'_> {
         if md.get("kind").map(String::as_str) != Some(STATE_KIND) {
             bail!("{}: not a Luminome training state", sp.display());
         }
-        let state: TrainerState = serde_json::from_str(md.get("luminome").map(String::as_str).unwrap_or(""))
-            .with_context(|| format!("{}: unreadable training state", sp.display()))?;
+        let state: TrainerState =
+            serde_json::from_str(md.get("luminome").map(String::as_str).unwrap_or(""))
+                .with_context(|| format!("{}: unreadable training state", sp.display()))?;
         opt.load_state(&tensors, state.optimizer_steps, &sp)?;
         Ok(state)
     }
 
     fn varmap_device(&self) -> Result<candle_core::Device> {
         let vars = self.varmap.all_vars();
-        Ok(vars.first().context("internal: the model has no parameters")?.device().clone())
+        Ok(vars
+            .first()
+            .context("internal: the model has no parameters")?
+            .device()
+            .clone())
     }
 
     fn write_log(&self, header: &str, log: &[LogRow]) -> Result<()> {
@@ -405,7 +438,9 @@ fn read_log(path: &Path, step: u64) -> Result<Vec<LogRow>> {
         .skip(1)
         .filter_map(|l| {
             let s: u64 = l.split('\t').next()?.parse().ok()?;
-            (s <= step).then(|| LogRow { text: l.to_string() })
+            (s <= step).then(|| LogRow {
+                text: l.to_string(),
+            })
         })
         .collect())
 }

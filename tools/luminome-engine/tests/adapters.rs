@@ -29,7 +29,8 @@ fn tiny(adapter: AdapterKind, position: PositionEncoding, dtype: DType) -> (VarM
         label_values: vec![0, 1],
     };
     let varmap = VarMap::new();
-    let model = Classifier::new(&cfg, VarBuilder::from_varmap(&varmap, dtype, &Device::Cpu)).unwrap();
+    let model =
+        Classifier::new(&cfg, VarBuilder::from_varmap(&varmap, dtype, &Device::Cpu)).unwrap();
     // Larger weights than the training init, so that every part of the model matters.
     init_parameters(&varmap, 3, None).unwrap();
     for v in varmap.all_vars() {
@@ -60,22 +61,54 @@ fn batch(seqs: &[&[u8]], len: usize) -> (Tensor, Tensor) {
 #[test]
 fn padding_does_not_change_any_adapters_output() {
     let seqs: [&[u8]; 3] = [b"ACGTACGTAAC", b"GGGCCA", b"TTATAAAAGGCCAGT"];
-    for adapter in [AdapterKind::Cls, AdapterKind::Mean, AdapterKind::Max, AdapterKind::Gated] {
+    for adapter in [
+        AdapterKind::Cls,
+        AdapterKind::Mean,
+        AdapterKind::Max,
+        AdapterKind::Gated,
+    ] {
         for position in [PositionEncoding::Learned, PositionEncoding::Rotary] {
             let (_, model) = tiny(adapter, position, DType::F32);
             let (ids, mask) = batch(&seqs, 17);
             let short = model.forward(&ids, &mask, None).unwrap().logits;
             let (ids, mask) = batch(&seqs, 40);
             let long = model.forward(&ids, &mask, None).unwrap().logits;
-            let d = (short - long).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
-            assert!(d < 1e-4, "{adapter:?}/{position:?}: padding changed the logits by {d}");
+            let d = (short - long)
+                .unwrap()
+                .abs()
+                .unwrap()
+                .max_all()
+                .unwrap()
+                .to_scalar::<f32>()
+                .unwrap();
+            assert!(
+                d < 1e-4,
+                "{adapter:?}/{position:?}: padding changed the logits by {d}"
+            );
             // Each row alone (no batch-mates, minimal padding) gives the same logits too.
             let (ids, mask) = batch(&seqs[2..], 17);
             let alone = model.forward(&ids, &mask, None).unwrap().logits;
             let (ids, mask) = batch(&seqs, 40);
-            let full = model.forward(&ids, &mask, None).unwrap().logits.get(2).unwrap().unsqueeze(0).unwrap();
-            let d = (alone - full).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
-            assert!(d < 1e-4, "{adapter:?}/{position:?}: batch-mates changed the logits by {d}");
+            let full = model
+                .forward(&ids, &mask, None)
+                .unwrap()
+                .logits
+                .get(2)
+                .unwrap()
+                .unsqueeze(0)
+                .unwrap();
+            let d = (alone - full)
+                .unwrap()
+                .abs()
+                .unwrap()
+                .max_all()
+                .unwrap()
+                .to_scalar::<f32>()
+                .unwrap();
+            assert!(
+                d < 1e-4,
+                "{adapter:?}/{position:?}: batch-mates changed the logits by {d}"
+            );
         }
     }
 }
@@ -92,26 +125,65 @@ fn gated_adapter_gradients_match_finite_differences() {
         }
     }
     let h = Tensor::randn(0f64, 1.0, (2, 5, 6), &Device::Cpu).unwrap();
-    let mask = Tensor::new(&[[1f64, 1., 1., 1., 0.], [1., 1., 1., 1., 1.]], &Device::Cpu).unwrap();
+    let mask = Tensor::new(
+        &[[1f64, 1., 1., 1., 0.], [1., 1., 1., 1., 1.]],
+        &Device::Cpu,
+    )
+    .unwrap();
     let w = Tensor::randn(0f64, 1.0, (2, 3), &Device::Cpu).unwrap();
     // With respect to the hidden states...
-    let err = max_grad_error(&h, 1e-6, &|h| adapter.forward(h, &mask)?.logits.mul(&w)?.sum_all()).unwrap();
+    let err = max_grad_error(&h, 1e-6, &|h| {
+        adapter.forward(h, &mask)?.logits.mul(&w)?.sum_all()
+    })
+    .unwrap();
     assert!(err < 1e-5, "gated adapter input gradient error {err}");
     // ... and to a parameter (the gate matrix W_g), through the model's own backward pass.
     let gate_w = varmap.data().lock().unwrap()["gate.weight"].clone();
     let logits = adapter.forward(&h, &mask).unwrap().logits;
-    let grads = logits.mul(&w).unwrap().sum_all().unwrap().backward().unwrap();
-    let analytic = grads.get(gate_w.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
-    let base = gate_w.as_tensor().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+    let grads = logits
+        .mul(&w)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    let analytic = grads
+        .get(gate_w.as_tensor())
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f64>()
+        .unwrap();
+    let base = gate_w
+        .as_tensor()
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f64>()
+        .unwrap();
     for i in [0, 7, 20, 45, 71] {
         let eval = |delta: f64| {
             let mut v = base.clone();
             v[i] += delta;
-            gate_w.set(&Tensor::from_vec(v, gate_w.shape(), &Device::Cpu).unwrap()).unwrap();
-            adapter.forward(&h, &mask).unwrap().logits.mul(&w).unwrap().sum_all().unwrap().to_scalar::<f64>().unwrap()
+            gate_w
+                .set(&Tensor::from_vec(v, gate_w.shape(), &Device::Cpu).unwrap())
+                .unwrap();
+            adapter
+                .forward(&h, &mask)
+                .unwrap()
+                .logits
+                .mul(&w)
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .to_scalar::<f64>()
+                .unwrap()
         };
         let numeric = (eval(1e-6) - eval(-1e-6)) / 2e-6;
-        assert!((numeric - analytic[i]).abs() < 1e-5 * numeric.abs().max(1.0), "W_g[{i}]: {numeric} vs {}", analytic[i]);
+        assert!(
+            (numeric - analytic[i]).abs() < 1e-5 * numeric.abs().max(1.0),
+            "W_g[{i}]: {numeric} vs {}",
+            analytic[i]
+        );
     }
 }
 
@@ -119,13 +191,27 @@ fn gated_adapter_gradients_match_finite_differences() {
 fn whole_classifier_gradients_match_finite_differences_for_every_adapter() {
     let (ids, mask) = batch(&[b"ACGTAC", b"GGA"], 9);
     let mask = mask.to_dtype(DType::F64).unwrap();
-    for adapter in [AdapterKind::Cls, AdapterKind::Mean, AdapterKind::Max, AdapterKind::Gated] {
+    for adapter in [
+        AdapterKind::Cls,
+        AdapterKind::Mean,
+        AdapterKind::Max,
+        AdapterKind::Gated,
+    ] {
         let (_, model) = tiny(adapter, PositionEncoding::Rotary, DType::F64);
         let emb = model.embed(&ids).unwrap();
         let w = Tensor::new(&[[0.3f64, -1.2], [0.7, 0.4]], &Device::Cpu).unwrap();
-        let err = max_grad_error(&emb, 1e-6, &|e| model.forward_from_embeddings(e, &mask, None)?.logits.mul(&w)?.sum_all())
-            .unwrap();
-        assert!(err < 1e-5, "{adapter:?}: gradient w.r.t. the input embeddings off by {err}");
+        let err = max_grad_error(&emb, 1e-6, &|e| {
+            model
+                .forward_from_embeddings(e, &mask, None)?
+                .logits
+                .mul(&w)?
+                .sum_all()
+        })
+        .unwrap();
+        assert!(
+            err < 1e-5,
+            "{adapter:?}: gradient w.r.t. the input embeddings off by {err}"
+        );
     }
 }
 

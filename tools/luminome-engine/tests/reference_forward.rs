@@ -6,7 +6,9 @@ use std::path::Path;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{VarBuilder, VarMap};
 use luminome_engine::checkpoint::{load_into, read_safetensors};
-use luminome_engine::config::{AdapterKind, ClassifierConfig, EncoderConfig, MlmConfig, PositionEncoding};
+use luminome_engine::config::{
+    AdapterKind, ClassifierConfig, EncoderConfig, MlmConfig, PositionEncoding,
+};
 use luminome_engine::{Classifier, MlmModel};
 
 fn encoder(position: PositionEncoding) -> EncoderConfig {
@@ -30,14 +32,27 @@ fn fixture() -> std::collections::HashMap<String, Tensor> {
 }
 
 /// The tensors of one model, without its prefix.
-fn weights(all: &std::collections::HashMap<String, Tensor>, model: &str) -> std::collections::HashMap<String, Tensor> {
+fn weights(
+    all: &std::collections::HashMap<String, Tensor>,
+    model: &str,
+) -> std::collections::HashMap<String, Tensor> {
     all.iter()
-        .filter_map(|(k, v)| k.strip_prefix(&format!("{model}/")).map(|n| (n.to_string(), v.clone())))
+        .filter_map(|(k, v)| {
+            k.strip_prefix(&format!("{model}/"))
+                .map(|n| (n.to_string(), v.clone()))
+        })
         .collect()
 }
 
 fn max_abs_diff(a: &Tensor, b: &Tensor) -> f64 {
-    (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap()
+    (a - b)
+        .unwrap()
+        .abs()
+        .unwrap()
+        .max_all()
+        .unwrap()
+        .to_scalar::<f64>()
+        .unwrap()
 }
 
 fn inputs(all: &std::collections::HashMap<String, Tensor>) -> (Tensor, Tensor) {
@@ -53,15 +68,32 @@ fn classifier_logits_and_gates_match_pytorch() {
         ("cls_learned", AdapterKind::Cls, PositionEncoding::Learned),
         ("mean_learned", AdapterKind::Mean, PositionEncoding::Learned),
         ("max_learned", AdapterKind::Max, PositionEncoding::Learned),
-        ("gated_learned", AdapterKind::Gated, PositionEncoding::Learned),
+        (
+            "gated_learned",
+            AdapterKind::Gated,
+            PositionEncoding::Learned,
+        ),
         ("gated_rotary", AdapterKind::Gated, PositionEncoding::Rotary),
     ] {
-        let cfg = ClassifierConfig { encoder: encoder(position), adapter, num_classes: 3, label_values: vec![0, 1, 2] };
+        let cfg = ClassifierConfig {
+            encoder: encoder(position),
+            adapter,
+            num_classes: 3,
+            label_values: vec![0, 1, 2],
+        };
         let varmap = VarMap::new();
-        let model = Classifier::new(&cfg, VarBuilder::from_varmap(&varmap, DType::F64, &Device::Cpu)).unwrap();
+        let model = Classifier::new(
+            &cfg,
+            VarBuilder::from_varmap(&varmap, DType::F64, &Device::Cpu),
+        )
+        .unwrap();
         let w = weights(&all, name);
         let n = load_into(&varmap, &w, Path::new(name), None).unwrap();
-        assert_eq!(n, w.keys().filter(|k| !k.starts_with("expected")).count(), "{name}: every weight used");
+        assert_eq!(
+            n,
+            w.keys().filter(|k| !k.starts_with("expected")).count(),
+            "{name}: every weight used"
+        );
         let out = model.forward(&ids, &mask, None).unwrap();
         let d = max_abs_diff(&out.logits, &w["expected_logits"]);
         assert!(d < 1e-9, "{name}: logits differ from PyTorch by {d}");
@@ -76,10 +108,22 @@ fn classifier_logits_and_gates_match_pytorch() {
 fn mlm_logits_match_pytorch() {
     let all = fixture();
     let (ids, mask) = inputs(&all);
-    let cfg = MlmConfig { encoder: encoder(PositionEncoding::Rotary) };
+    let cfg = MlmConfig {
+        encoder: encoder(PositionEncoding::Rotary),
+    };
     let varmap = VarMap::new();
-    let model = MlmModel::new(&cfg, VarBuilder::from_varmap(&varmap, DType::F64, &Device::Cpu)).unwrap();
-    load_into(&varmap, &weights(&all, "mlm_rotary"), Path::new("mlm_rotary"), None).unwrap();
+    let model = MlmModel::new(
+        &cfg,
+        VarBuilder::from_varmap(&varmap, DType::F64, &Device::Cpu),
+    )
+    .unwrap();
+    load_into(
+        &varmap,
+        &weights(&all, "mlm_rotary"),
+        Path::new("mlm_rotary"),
+        None,
+    )
+    .unwrap();
     let logits = model.forward(&ids, &mask, None).unwrap();
     let d = max_abs_diff(&logits, &all["mlm_rotary/expected_logits"]);
     assert!(d < 1e-9, "MLM logits differ from PyTorch by {d}");

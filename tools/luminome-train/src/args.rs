@@ -130,7 +130,10 @@ impl TrainArgs {
             lr: self.lr,
             warmup_steps: self.warmup,
             min_lr_ratio: self.min_lr_ratio,
-            adamw: AdamWConfig { weight_decay: self.weight_decay, ..Default::default() },
+            adamw: AdamWConfig {
+                weight_decay: self.weight_decay,
+                ..Default::default()
+            },
             clip_norm: self.clip_norm,
             eval_every: self.eval_every,
             patience: self.patience,
@@ -152,7 +155,9 @@ pub fn open_dataset(path: &Path, what: &str) -> Result<TokenDataset> {
 
 /// The dev set must use the training set's vocabulary.
 pub fn check_same_vocab(train: &TokenDataset, other: &TokenDataset) -> Result<()> {
-    if train.tokenizer().vocab != other.tokenizer().vocab || train.tokenizer().pad_id != other.tokenizer().pad_id {
+    if train.tokenizer().vocab != other.tokenizer().vocab
+        || train.tokenizer().pad_id != other.tokenizer().pad_id
+    {
         bail!(
             "{}: vocabulary differs from the training set's ({}); tokenize both with the same settings",
             other.path().display(),
@@ -185,7 +190,11 @@ pub fn prepare_output(dir: &Path) -> Result<()> {
             _ => PathBuf::from("."),
         };
         if !parent.is_dir() {
-            bail!("output folder {} does not exist (for output {}); create it first", parent.display(), dir.display());
+            bail!(
+                "output folder {} does not exist (for output {}); create it first",
+                parent.display(),
+                dir.display()
+            );
         }
         std::fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }

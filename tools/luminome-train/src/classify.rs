@@ -4,13 +4,18 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use luminome_engine::checkpoint::{load_into, read_checkpoint_meta, read_safetensors, state_path, CheckpointMeta};
+use luminome_engine::checkpoint::{
+    load_into, read_checkpoint_meta, read_safetensors, state_path, CheckpointMeta,
+};
 use luminome_engine::model::{BuiltModel, Model};
 use luminome_engine::tasks::{dataset_classes, ClassifyTask};
 use luminome_engine::trainer::{RunPaths, TrainConfig, Trainer, TrainerState};
 use luminome_engine::{parse_device, AdapterKind, Checkpoint, ClassifierConfig, ModelConfig};
 
-use crate::args::{check_length, check_same_vocab, open_dataset, prepare_output, tool_version, EncoderArgs, TrainArgs};
+use crate::args::{
+    check_length, check_same_vocab, open_dataset, prepare_output, tool_version, EncoderArgs,
+    TrainArgs,
+};
 
 pub const EXAMPLE: &str = "Example (fine-tune the DynamicGated adapter on a pretrained encoder):
   luminome-train classify --train train.safetensors --dev dev.safetensors -o gated/ \\
@@ -38,6 +43,10 @@ pub struct ClassifyArgs {
     /// Label values that are the classes, comma-separated [default: those in the training set].
     #[arg(long, value_delimiter = ',')]
     pub classes: Option<Vec<i64>>,
+    /// Test token dataset: after training, the best checkpoint is scored on it and the metrics
+    /// written to <output>/test_metrics.tsv (metric, value).
+    #[arg(long)]
+    pub test: Option<std::path::PathBuf>,
     /// Dev metric that selects the best checkpoint and drives early stopping: dev_mcc,
     /// dev_accuracy, dev_auroc, dev_f1 (higher is better) or dev_loss (lower is better).
     #[arg(long, default_value = "dev_mcc")]
@@ -47,10 +56,15 @@ pub struct ClassifyArgs {
 /// The training settings stored in a run's state (a resumed run keeps them).
 pub fn stored_train_config(ckpt: &Path) -> Result<TrainConfig> {
     let sp = state_path(ckpt);
-    let (md, _) = read_safetensors(&sp, &candle_core::Device::Cpu)
-        .with_context(|| format!("{}: no readable training state beside the checkpoint", ckpt.display()))?;
-    let s: TrainerState = serde_json::from_str(md.get("luminome").map(String::as_str).unwrap_or(""))
-        .with_context(|| format!("{}: unreadable training state", sp.display()))?;
+    let (md, _) = read_safetensors(&sp, &candle_core::Device::Cpu).with_context(|| {
+        format!(
+            "{}: no readable training state beside the checkpoint",
+            ckpt.display()
+        )
+    })?;
+    let s: TrainerState =
+        serde_json::from_str(md.get("luminome").map(String::as_str).unwrap_or(""))
+            .with_context(|| format!("{}: unreadable training state", sp.display()))?;
     Ok(s.config)
 }
 
@@ -70,11 +84,26 @@ pub fn run(a: ClassifyArgs, command_line: &str) -> Result<()> {
             t.train.display()
         );
     }
-    let dev = t.dev.as_deref().map(|p| open_dataset(p, "dev")).transpose()?;
+    let dev = t
+        .dev
+        .as_deref()
+        .map(|p| open_dataset(p, "dev"))
+        .transpose()?;
     if let Some(d) = &dev {
         check_same_vocab(&train, d)?;
         if !d.has_labels() {
             bail!("{}: the dev dataset has no labels", d.path().display());
+        }
+    }
+    let test = a
+        .test
+        .as_deref()
+        .map(|p| open_dataset(p, "test"))
+        .transpose()?;
+    if let Some(d) = &test {
+        check_same_vocab(&train, d)?;
+        if !d.has_labels() {
+            bail!("{}: the test dataset has no labels", d.path().display());
         }
     }
     let (varmap, model, config) = match &t.resume {
@@ -141,8 +170,12 @@ pub fn run(a: ClassifyArgs, command_line: &str) -> Result<()> {
             (b.varmap, b.model, b.config)
         }
     };
-    let Model::Classifier(model) = &model else { unreachable!("checked above") };
-    let ModelConfig::Classifier(cc) = &config else { unreachable!("checked above") };
+    let Model::Classifier(model) = &model else {
+        unreachable!("checked above")
+    };
+    let ModelConfig::Classifier(cc) = &config else {
+        unreachable!("checked above")
+    };
     if t.resume.is_some() && cc.adapter != a.adapter {
         bail!(
             "--adapter {} differs from the resumed checkpoint's adapter {}",
@@ -156,6 +189,13 @@ pub fn run(a: ClassifyArgs, command_line: &str) -> Result<()> {
         Some(d) => {
             check_length(d, cc.encoder.max_length, "dev set")?;
             Some((d, dataset_classes(d, &cc.label_values)?))
+        }
+        None => None,
+    };
+    let test_classes = match &test {
+        Some(d) => {
+            check_length(d, cc.encoder.max_length, "test set")?;
+            Some(dataset_classes(d, &cc.label_values)?)
         }
         None => None,
     };
@@ -203,7 +243,9 @@ pub fn run(a: ClassifyArgs, command_line: &str) -> Result<()> {
         varmap: &varmap,
         trainable,
         meta,
-        paths: RunPaths { dir: t.output.clone() },
+        paths: RunPaths {
+            dir: t.output.clone(),
+        },
         stop_after: t.stop_after_steps,
         verbose: !t.quiet,
     };
@@ -217,7 +259,9 @@ pub fn run(a: ClassifyArgs, command_line: &str) -> Result<()> {
             cc.label_values
         );
     }
-    let s = trainer.run(&task, t.resume.as_deref()).context("classifier training failed")?;
+    let s = trainer
+        .run(&task, t.resume.as_deref())
+        .context("classifier training failed")?;
     if !t.quiet {
         eprintln!(
             "done: {} steps in {:.1} s; best step {} ({} {:?}){}{}",
@@ -226,8 +270,72 @@ pub fn run(a: ClassifyArgs, command_line: &str) -> Result<()> {
             s.best_step,
             a.metric,
             s.best_value,
-            if s.early_stopped { "; early stopped" } else { "" },
-            if s.paused { "; paused, continue with --resume" } else { "" }
+            if s.early_stopped {
+                "; early stopped"
+            } else {
+                ""
+            },
+            if s.paused {
+                "; paused, continue with --resume"
+            } else {
+                ""
+            }
+        );
+    }
+    if let (Some(d), Some(classes)) = (&test, &test_classes) {
+        write_test_metrics(
+            &trainer.paths,
+            d,
+            classes,
+            &device,
+            t.eval_batch_size,
+            t.quiet,
+        )?;
+    }
+    Ok(())
+}
+
+/// Scores the run's best checkpoint on a test set; writes `test_metrics.tsv`.
+fn write_test_metrics(
+    paths: &RunPaths,
+    ds: &luminome_io::token_dataset::TokenDataset,
+    classes: &[u32],
+    device: &candle_core::Device,
+    batch_size: usize,
+    quiet: bool,
+) -> Result<()> {
+    use std::io::Write;
+    let best = if paths.best().exists() {
+        paths.best()
+    } else {
+        paths.last()
+    };
+    let ck = Checkpoint::load(&best, device)?;
+    let model = ck.classifier()?;
+    let probs = luminome_engine::tasks::predict_probs(model, ds, batch_size, device)?;
+    let labels: Vec<usize> = classes.iter().map(|&k| k as usize).collect();
+    let m =
+        luminome_metrics::ClassificationMetrics::compute(&labels, &probs, model.config.num_classes)
+            .map_err(|e| {
+                anyhow::anyhow!("{}: cannot compute test metrics: {e}", ds.path().display())
+            })?;
+    let dest = paths.dir.join("test_metrics.tsv");
+    let mut w = luminome_io::atomic::AtomicWriter::create(&dest)?;
+    writeln!(w, "metric\tvalue")?;
+    writeln!(w, "checkpoint_step\t{}", ck.meta.step)?;
+    for (k, v) in m.rows() {
+        writeln!(w, "{k}\t{v}")?;
+    }
+    w.commit()?;
+    if !quiet {
+        eprintln!(
+            "test ({} records, best checkpoint step {}): accuracy {:.4} auroc {} f1 {:.4} mcc {:.4}",
+            labels.len(),
+            ck.meta.step,
+            m.accuracy,
+            m.auroc.map(|v| format!("{v:.4}")).unwrap_or_else(|| "NA".into()),
+            m.f1,
+            m.mcc
         );
     }
     Ok(())

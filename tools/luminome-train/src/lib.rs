@@ -9,7 +9,11 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(name = "luminome-train", version, about = "Train Luminome models on token datasets")]
+#[command(
+    name = "luminome-train",
+    version,
+    about = "Train Luminome models on token datasets"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -34,7 +38,9 @@ pub fn set_threads(threads: Option<usize>) {
         std::env::set_var("RAYON_NUM_THREADS", n.to_string());
         // The global pool may already exist (tests); then the environment variable still
         // governs candle's gemm.
-        let _ = rayon::ThreadPoolBuilder::new().num_threads(n).build_global();
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global();
     }
 }
 

@@ -9,7 +9,10 @@ use luminome_engine::tasks::MlmTask;
 use luminome_engine::trainer::{RunPaths, Trainer};
 use luminome_engine::{parse_device, Checkpoint, MlmConfig, ModelConfig};
 
-use crate::args::{check_length, check_same_vocab, open_dataset, prepare_output, tool_version, EncoderArgs, TrainArgs};
+use crate::args::{
+    check_length, check_same_vocab, open_dataset, prepare_output, tool_version, EncoderArgs,
+    TrainArgs,
+};
 
 pub const EXAMPLE: &str = "Example (pretrain a small encoder on tokenized promoters):
   luminome-tokenize table train.csv -o train.safetensors
@@ -45,7 +48,11 @@ pub fn run(a: MlmArgs, command_line: &str) -> Result<()> {
         anyhow::bail!("--mask-prob must be in (0, 1], got {}", a.mask_prob);
     }
     let train = open_dataset(&t.train, "training")?;
-    let dev = t.dev.as_deref().map(|p| open_dataset(p, "dev")).transpose()?;
+    let dev = t
+        .dev
+        .as_deref()
+        .map(|p| open_dataset(p, "dev"))
+        .transpose()?;
     if let Some(d) = &dev {
         check_same_vocab(&train, d)?;
     }
@@ -63,12 +70,16 @@ pub fn run(a: MlmArgs, command_line: &str) -> Result<()> {
             (ck.varmap, ck.model, ck.meta.model)
         }
         None => {
-            let config = ModelConfig::Mlm(MlmConfig { encoder: a.encoder.config(&train)? });
+            let config = ModelConfig::Mlm(MlmConfig {
+                encoder: a.encoder.config(&train)?,
+            });
             let b = BuiltModel::new(&config, &device, t.seed)?;
             (b.varmap, b.model, b.config)
         }
     };
-    let Model::Mlm(model) = &model else { unreachable!("checked above") };
+    let Model::Mlm(model) = &model else {
+        unreachable!("checked above")
+    };
     let max_len = config.encoder().max_length;
     check_length(&train, max_len, "training set")?;
     if let Some(d) = &dev {
@@ -79,12 +90,22 @@ pub fn run(a: MlmArgs, command_line: &str) -> Result<()> {
         model,
         train: &train,
         dev: dev.as_ref(),
-        masking: MaskingConfig { select_prob: a.mask_prob, soft_mask_weight: a.soft_mask_weight, ..Default::default() },
+        masking: MaskingConfig {
+            select_prob: a.mask_prob,
+            soft_mask_weight: a.soft_mask_weight,
+            ..Default::default()
+        },
         device: device.clone(),
         eval_batch_size: t.eval_batch_size,
         eval_records: a.eval_records,
     };
-    let mut trainable: Vec<String> = varmap.data().lock().expect("var map lock").keys().cloned().collect();
+    let mut trainable: Vec<String> = varmap
+        .data()
+        .lock()
+        .expect("var map lock")
+        .keys()
+        .cloned()
+        .collect();
     trainable.sort();
     let mut sources = vec![t.train.display().to_string()];
     sources.extend(t.dev.iter().map(|p| p.display().to_string()));
@@ -109,15 +130,22 @@ pub fn run(a: MlmArgs, command_line: &str) -> Result<()> {
         varmap: &varmap,
         trainable,
         meta,
-        paths: RunPaths { dir: t.output.clone() },
+        paths: RunPaths {
+            dir: t.output.clone(),
+        },
         stop_after: t.stop_after_steps,
         verbose: !t.quiet,
     };
     if !t.quiet {
         let n: usize = varmap.all_vars().iter().map(|v| v.elem_count()).sum();
-        eprintln!("luminome-train mlm: {n} parameters, {} training records", train.len());
+        eprintln!(
+            "luminome-train mlm: {n} parameters, {} training records",
+            train.len()
+        );
     }
-    let s = trainer.run(&task, t.resume.as_deref()).context("masked-LM training failed")?;
+    let s = trainer
+        .run(&task, t.resume.as_deref())
+        .context("masked-LM training failed")?;
     if !t.quiet {
         eprintln!(
             "done: {} steps in {:.1} s; best step {} ({:?}){}",
@@ -125,7 +153,11 @@ pub fn run(a: MlmArgs, command_line: &str) -> Result<()> {
             s.seconds,
             s.best_step,
             s.best_value,
-            if s.paused { "; paused, continue with --resume" } else { "" }
+            if s.paused {
+                "; paused, continue with --resume"
+            } else {
+                ""
+            }
         );
     }
     Ok(())

@@ -35,7 +35,12 @@ pub struct GatedOutput {
 }
 
 impl DynamicGated {
-    pub fn new(d_model: usize, num_outputs: usize, layer_norm_eps: f64, vb: VarBuilder) -> Result<Self> {
+    pub fn new(
+        d_model: usize,
+        num_outputs: usize,
+        layer_norm_eps: f64,
+        vb: VarBuilder,
+    ) -> Result<Self> {
         Ok(Self {
             gate: Linear::new(2 * d_model, d_model, vb.pp("gate"))?,
             query: Linear::new(d_model, d_model, vb.pp("query"))?,
@@ -49,8 +54,8 @@ impl DynamicGated {
     pub fn forward(&self, h: &Tensor, mask: &Tensor) -> Result<GatedOutput> {
         let (b, l, d) = h.dims3()?;
         let h_cls = h.get_on_dim(1, 0)?; // [B, D]
-        // [h_CLS; h_i] for every i; W_g splits into the CLS half and the token half, so the
-        // concatenation is never materialised: W_g [a; b] = W_a a + W_b b.
+                                         // [h_CLS; h_i] for every i; W_g splits into the CLS half and the token half, so the
+                                         // concatenation is never materialised: W_g [a; b] = W_a a + W_b b.
         let w = self.gate.weight(); // [D, 2D]
         let w_cls = w.narrow(1, 0, d)?;
         let w_tok = w.narrow(1, d, d)?;
@@ -59,7 +64,10 @@ impl DynamicGated {
             Some(bias) => crate::linear::add_bias(&cls_part, bias)?,
             None => cls_part,
         };
-        let tok_part = h.reshape((b * l, d))?.matmul(&w_tok.t()?)?.reshape((b, l, d))?;
+        let tok_part = h
+            .reshape((b * l, d))?
+            .matmul(&w_tok.t()?)?
+            .reshape((b, l, d))?;
         let g_base = candle_nn::ops::sigmoid(&tok_part.broadcast_add(&cls_part.unsqueeze(1)?)?)?;
         let q = self.query.forward(&h_cls)?; // [B, D]
         let k = self.key.forward(h)?; // [B, L, D]
@@ -69,7 +77,10 @@ impl DynamicGated {
         // m_i with the CLS position zeroed.
         let m = mask.to_dtype(h.dtype())?;
         let not_cls = Tensor::cat(
-            &[Tensor::zeros((b, 1), h.dtype(), h.device())?, Tensor::ones((b, l - 1), h.dtype(), h.device())?],
+            &[
+                Tensor::zeros((b, 1), h.dtype(), h.device())?,
+                Tensor::ones((b, l - 1), h.dtype(), h.device())?,
+            ],
             1,
         )?;
         let m = (m * not_cls)?.unsqueeze(D::Minus1)?; // [B, L, 1]

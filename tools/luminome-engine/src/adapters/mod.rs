@@ -32,24 +32,44 @@ pub struct AdapterOutput {
 }
 
 impl Adapter {
-    pub fn new(kind: AdapterKind, d_model: usize, num_outputs: usize, layer_norm_eps: f64, vb: VarBuilder) -> Result<Self> {
+    pub fn new(
+        kind: AdapterKind,
+        d_model: usize,
+        num_outputs: usize,
+        layer_norm_eps: f64,
+        vb: VarBuilder,
+    ) -> Result<Self> {
         Ok(match kind {
             AdapterKind::Cls => Self::Cls(LinearCls::new(d_model, num_outputs, vb)?),
             AdapterKind::Mean => Self::Mean(LinearMeanPool::new(d_model, num_outputs, vb)?),
             AdapterKind::Max => Self::Max(LinearMaxPool::new(d_model, num_outputs, vb)?),
-            AdapterKind::Gated => Self::Gated(DynamicGated::new(d_model, num_outputs, layer_norm_eps, vb)?),
+            AdapterKind::Gated => {
+                Self::Gated(DynamicGated::new(d_model, num_outputs, layer_norm_eps, vb)?)
+            }
         })
     }
 
     /// `h`: encoder output `[B, L, D]`; `mask`: `[B, L]`.
     pub fn forward(&self, h: &Tensor, mask: &Tensor) -> Result<AdapterOutput> {
         Ok(match self {
-            Self::Cls(a) => AdapterOutput { logits: a.forward(h)?, gates: None },
-            Self::Mean(a) => AdapterOutput { logits: a.forward(h, mask)?, gates: None },
-            Self::Max(a) => AdapterOutput { logits: a.forward(h, mask)?, gates: None },
+            Self::Cls(a) => AdapterOutput {
+                logits: a.forward(h)?,
+                gates: None,
+            },
+            Self::Mean(a) => AdapterOutput {
+                logits: a.forward(h, mask)?,
+                gates: None,
+            },
+            Self::Max(a) => AdapterOutput {
+                logits: a.forward(h, mask)?,
+                gates: None,
+            },
             Self::Gated(a) => {
                 let o = a.forward(h, mask)?;
-                AdapterOutput { logits: o.logits, gates: Some(o.gates) }
+                AdapterOutput {
+                    logits: o.logits,
+                    gates: Some(o.gates),
+                }
             }
         })
     }

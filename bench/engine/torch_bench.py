@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""PyTorch side of the engine benchmark (docs/benchmarks.md, "Training and inference (engine)").
+
+The model and inputs mirror tools/luminome-engine/examples/bench_step.rs: vocab 10, d_model 128,
+4 layers, 4 heads, FFN 512, max length 72, batch 32, learned positions, pre-LN, DynamicGated
+adapter, dropout 0.1; the same token pattern ([CLS] then A/C/G/T), no padding, labels i % 2.
+A training step = forward (train mode, dropout on) + cross-entropy + backward + gradient-norm
+clipping at 1.0 + AdamW step (lr 1e-4, weight decay 0.01); inference = forward in eval mode under
+torch.inference_mode(). Three warm-up iterations, then the median of --steps.
+
+    python3 bench/engine/torch_bench.py --threads 1 --steps 20
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_model import Classifier, model_config  # noqa: E402
+
+B, L = 32, 72
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--dropout", type=float, default=0.1)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    model = Classifier(model_config("gated", dropout=a.dropout))
+    ids = torch.tensor([[1 if j == 0 else 5 + ((i * L + j) * 7 % 4) for j in range(L)] for i in range(B)])
+    mask = torch.ones(B, L)
+    targets = torch.tensor([i % 2 for i in range(B)])
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+
+    model.train()
+    times = []
+    for step in range(a.steps + 3):
+        t0 = time.perf_counter()
+        logits, _ = model(ids, mask)
+        loss = torch.nn.functional.cross_entropy(logits, targets)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if step >= 3:
+            times.append(time.perf_counter() - t0)
+    train_ms = statistics.median(times) * 1e3
+
+    model.eval()
+    inf = []
+    with torch.inference_mode():
+        for _ in range(a.steps + 3):
+            t0 = time.perf_counter()
+            logits, _ = model(ids, mask)
+            logits.tolist()
+            inf.append(time.perf_counter() - t0)
+    inf_ms = statistics.median(inf[3:]) * 1e3
+    print(f"torch {torch.__version__} threads {a.threads}")
+    print(f"train_step_ms median {train_ms:.1f}")
+    print(f"inference_batch_ms median {inf_ms:.1f} ({B / inf_ms * 1e3:.0f} sequences/s)")
+
+
+if __name__ == "__main__":
+    main()
