@@ -13,15 +13,16 @@ trap 'rm -rf "$OUT"' EXIT
 ECOLI=$DATA/genomes/ecoli_k12_mg1655/GCF_000005845.2_ASM584v2_genomic.fna.gz
 CHR22=$DATA/hg38_chr22/chr22.fa.gz
 
-time_cmd() { # label, command...: median wall time and max RSS of 5 runs after a warm-up
+RUNS=${RUNS:-5}
+time_cmd() { # label, command...: median wall time and max RSS of $RUNS runs after a warm-up
   local label=$1; shift
   "$@" >/dev/null 2>&1
-  local t=() rss=0
-  for _ in 1 2 3 4 5; do
+  local t=() rss=0 s m
+  for _ in $(seq "$RUNS"); do
     /usr/bin/time -f '%e %M' -o "$OUT/t" "$@" >/dev/null 2>&1
     read -r s m < "$OUT/t"; t+=("$s"); (( m > rss )) && rss=$m
   done
-  local med; med=$(printf '%s\n' "${t[@]}" | sort -g | sed -n 3p)
+  local med; med=$(printf '%s\n' "${t[@]}" | sort -g | sed -n "$(( (RUNS + 1) / 2 ))p")
   printf '%-58s median %6.2f s  peak RSS %7d KiB\n' "$label" "$med" "$rss"
 }
 
@@ -32,6 +33,6 @@ for f in "$ECOLI" "$CHR22"; do
     time_cmd "$n luminome 6-mer overlapping w512 threads=$th" $BIN/luminome-tokenize "$f" --scheme kmer -k 6 --overflow window --window 512 --threads "$th" -q -o "$OUT/b.safetensors"
   done
   time_cmd "$n needletail parse+count (ceiling)" $BIN/examples/needletail_count "$f"
-  time_cmd "$n HF tokenizers char (peer)" python3 bench/tokenize/hf_tokenize.py "$f" char 512
-  time_cmd "$n HF tokenizers 6-mer WordLevel (peer)" python3 bench/tokenize/hf_tokenize.py "$f" 6mer 512
+  RUNS=3 time_cmd "$n HF tokenizers char (peer)" python3 bench/tokenize/hf_tokenize.py "$f" char 512
+  RUNS=3 time_cmd "$n HF tokenizers 6-mer WordLevel (peer)" python3 bench/tokenize/hf_tokenize.py "$f" 6mer 512
 done
