@@ -105,15 +105,6 @@ pub struct ImportanceArgs {
     #[arg(long, default_value_t = 16)]
     pub batch_size: usize,
 
-    /// Threads (default: all cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
-
-    /// cpu, cuda, cuda:N or metal (CUDA/Metal need a build with --features cuda / metal).
-    #[arg(long, default_value = "cpu")]
-    pub device: String,
-
-    /// No progress or summary on stderr.
-    #[arg(short, long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub runtime: luminome_predict::args::RuntimeArgs,
 }

@@ -127,7 +127,7 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
     if args.ig_steps == 0 {
         bail!("--ig-steps must be at least 1");
     }
-    set_threads(args.threads);
+    set_threads(args.runtime.threads);
     for out in [
         Some(&args.output),
         args.bedgraph.as_ref(),
@@ -138,7 +138,7 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
     {
         check_output_dir(out)?;
     }
-    let device = parse_device(&args.device)?;
+    let device = parse_device(&args.runtime.device)?;
     let input = ClassifierInput::open(&args.checkpoint, &args.dataset, device)?;
     if args.method == Method::Gates && input.config.adapter != AdapterKind::Gated {
         bail!(
@@ -175,7 +175,7 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
         reduce: args.reduce,
         ig_steps: args.ig_steps,
     };
-    let bar = luminome_predict::progress_bar(records.len() as u64, args.quiet);
+    let bar = luminome_predict::progress_bar(records.len() as u64, args.runtime.quiet);
     for chunk in records.chunks(args.batch_size) {
         let batch = input.batch(chunk)?;
         let targets: Vec<usize> = match target {
@@ -215,7 +215,7 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
     bar.finish_and_clear();
     let bedgraph = match (&args.bedgraph, &track) {
         (Some(path), Some(t)) => {
-            if !args.quiet && t.records_without_coords > 0 {
+            if !args.runtime.quiet && t.records_without_coords > 0 {
                 eprintln!(
                     "luminome-importance: {} of {} records have no genomic coordinates (coords '.') and are not in the bedGraph{}",
                     t.records_without_coords,
@@ -238,7 +238,7 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
     if let Some(n) = npz {
         n.commit()?;
     }
-    if !args.quiet {
+    if !args.runtime.quiet {
         eprintln!(
             "luminome-importance: {} records, method {:?} → {} ({:.1}s)",
             records.len(),

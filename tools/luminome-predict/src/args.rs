@@ -43,6 +43,13 @@ pub struct PredictArgs {
     #[arg(long, default_value_t = 64)]
     pub batch_size: usize,
 
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+}
+
+/// Where and how a model runs: shared by luminome-predict and luminome-importance.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RuntimeArgs {
     /// Threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -51,7 +58,7 @@ pub struct PredictArgs {
     #[arg(long, default_value = "cpu")]
     pub device: String,
 
-    /// No progress or metrics on stderr (errors are still reported).
+    /// No progress or summary on stderr (errors are still reported).
     #[arg(short, long)]
     pub quiet: bool,
 }

@@ -49,12 +49,12 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     if args.batch_size == 0 {
         bail!("--batch-size must be at least 1");
     }
-    threads::set_threads(args.threads);
+    threads::set_threads(args.runtime.threads);
     check_output_dir(&args.output)?;
     if let Some(m) = &args.metrics {
         check_output_dir(m)?;
     }
-    let device = parse_device(&args.device)?;
+    let device = parse_device(&args.runtime.device)?;
     let mut predictor = open_predictor(&args.checkpoint, &args.dataset, device)?;
     if args.metrics.is_some() && !predictor.has_truth() {
         bail!(
@@ -67,7 +67,7 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     header.extend(predictor.columns());
     writeln!(out, "{}", header.join("\t"))?;
     let n = predictor.len();
-    let bar = progress_bar(n as u64, args.quiet);
+    let bar = progress_bar(n as u64, args.runtime.quiet);
     let records: Vec<usize> = (0..n).collect();
     for chunk in records.chunks(args.batch_size) {
         for row in predictor.predict(chunk)? {
@@ -98,7 +98,7 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     if let Some(w) = metrics_file {
         w.commit()?;
     }
-    if !args.quiet {
+    if !args.runtime.quiet {
         eprintln!("luminome-predict: {n} records → {}", args.output.display());
         if let Some(rows) = metrics {
             for (k, v) in rows.iter().filter(|(k, _)| !k.starts_with("confusion_")) {
