@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Do the top-scoring positions of luminome-importance sit on known core-promoter elements?
 
-Reads a luminome-importance TSV (nucleotide tokens) of GUE prom_core_all records (70 bp; the
+Reads a luminome-importance TSV of GUE prom_core_all records (70 bp; the
 TSS is at 0-based position 33: the Inr 'YR' dinucleotide sits at 32-33 in ~70 % of the
 promoters in test-data), takes the top-K positions of every record and reports which fraction
 falls on each element, against the fraction of all positions that are on it (the rate a
@@ -10,6 +10,10 @@ position-blind score would give):
   TATA  bases of a TATA-box match TATAWAW starting at positions 0-10 (about -33 to -23)
   Inr   the initiator window -2..+4 around the TSS, positions 31-37
   CpG   the C or G of a CG dinucleotide anywhere
+
+Tokens longer than one base (k-mers) are spread back onto their bases first: a base's score is
+the mean of the scores of the tokens covering it (`start`..`end` of the TSV), so K counts bases
+(K = 6 is the top two tokens of a non-overlapping 3-mer model).
 
 Python standard library only:
     python3 bench/engine/promoter_elements.py importance.tsv [K]
@@ -37,19 +41,28 @@ def elements(seq):
 def main():
     path = sys.argv[1]
     k = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-    records = collections.defaultdict(list)
+    tokens = collections.defaultdict(list)
     with open(path) as f:
         header = f.readline().rstrip("\n").split("\t")
         col = {c: i for i, c in enumerate(header)}
         for line in f:
             x = line.rstrip("\n").split("\t")
-            records[x[col["record"]]].append((int(x[col["start"]]), x[col["token"]], float(x[col["score"]])))
+            start, end = int(x[col["start"]]), int(x[col["end"]])
+            tokens[x[col["record"]]].append((start, end, x[col["token"]], float(x[col["score"]])))
+    records = {}
+    for name, toks in tokens.items():
+        bases, sums, counts = {}, collections.Counter(), collections.Counter()
+        for start, end, token, score in toks:
+            for i in range(start, end):
+                bases.setdefault(i, token[i - start] if len(token) == end - start else "N")
+                sums[i] += score
+                counts[i] += 1
+        records[name] = [(i, bases[i], sums[i] / counts[i]) for i in sorted(bases)]
     top_hits = collections.Counter()
     all_hits = collections.Counter()
     n_top = n_all = 0
     with_tata = 0
     for rec in records.values():
-        rec.sort()
         seq = "".join(t for _, t, _ in rec)
         el = elements(seq)
         with_tata += bool(el["TATA"])

@@ -43,5 +43,40 @@ def main():
         print(f"| {name} | {len(rs)} | " + " | ".join(cells) + f" | {' / '.join(spec)} |")
 
 
+def run_details(work):
+    """One line per fine-tuning run: best dev step and MCC, test MCC, wall time and peak RSS
+    (from the `/usr/bin/time -v` log beside the run folder)."""
+    print()
+    print("| run | steps run | best step | best dev MCC | test MCC | wall | peak RSS |")
+    print("|---|---|---|---|---|---|---|")
+    for folder in sorted(glob.glob(os.path.join(work, "ft_*_s*"))):
+        if not os.path.isdir(folder):
+            continue
+        name = os.path.basename(folder)
+        with open(os.path.join(folder, "metrics.tsv")) as f:
+            header = f.readline().rstrip("\n").split("\t")
+            rows = [dict(zip(header, line.rstrip("\n").split("\t"))) for line in f]
+        evals = [r for r in rows if r.get("dev_mcc")]
+        best = max(evals, key=lambda r: float(r["dev_mcc"])) if evals else None
+        test = "–"
+        tm = os.path.join(folder, "test_metrics.tsv")
+        if os.path.exists(tm):
+            with open(tm) as f:
+                test = dict(line.rstrip("\n").split("\t") for line in f).get("mcc", "–")
+        wall, rss = "–", "–"
+        log = folder + ".log"
+        if os.path.exists(log):
+            for line in open(log):
+                if "Elapsed (wall clock)" in line:
+                    wall = line.rsplit(" ", 1)[1].strip()
+                elif "Maximum resident set size" in line:
+                    rss = f"{int(line.rsplit(' ', 1)[1]) / 1024:.0f} MB"
+        print(
+            f"| {name} | {rows[-1]['step'] if rows else '–'} | {best['step'] if best else '–'} | "
+            f"{best['dev_mcc'] if best else '–'} | {test} | {wall} | {rss} |"
+        )
+
+
 if __name__ == "__main__":
     main()
+    run_details(sys.argv[1])
