@@ -15,6 +15,9 @@ Tokens longer than one base (k-mers) are spread back onto their bases first: a b
 the mean of the scores of the tokens covering it (`start`..`end` of the TSV), so K counts bases
 (K = 6 is the top two tokens of a non-overlapping 3-mer model).
 
+Also prints where the top positions fall relative to the TSS, in 5-base bins, against the
+share of positions in each bin.
+
 Python standard library only:
     python3 bench/engine/promoter_elements.py importance.tsv [K]
 """
@@ -62,6 +65,7 @@ def main():
     all_hits = collections.Counter()
     n_top = n_all = 0
     with_tata = 0
+    bins, bins_all = collections.Counter(), collections.Counter()
     for rec in records.values():
         seq = "".join(t for _, t, _ in rec)
         el = elements(seq)
@@ -71,6 +75,8 @@ def main():
             top_hits[name] += sum(p in positions for p, _, _ in top)
             all_hits[name] += len(positions & {p for p, _, _ in rec})
         n_top += len(top)
+        bins.update((p - TSS) // 5 for p, _, _ in top)
+        bins_all.update((p - TSS) // 5 for p, _, _ in rec)
         n_all += len(rec)
     print(f"{len(records)} records, top {k} positions each; {with_tata} records have a TATA-box match at 0-10")
     print("| element | share of top positions | share of all positions | enrichment |")
@@ -78,6 +84,12 @@ def main():
     for name in ["TATA", "Inr", "CpG"]:
         a, b = top_hits[name] / n_top, all_hits[name] / n_all
         print(f"| {name} | {a:.3f} | {b:.3f} | {a / b if b else float('nan'):.2f}× |")
+    print()
+    print("| bases from the TSS | share of top positions | share of all positions | enrichment |")
+    print("|---|---|---|---|")
+    for b in sorted(bins_all):
+        top_share, all_share = bins[b] / n_top, bins_all[b] / n_all
+        print(f"| {5 * b:+d}..{5 * b + 4:+d} | {top_share:.3f} | {all_share:.3f} | {top_share / all_share:.2f}× |")
 
 
 if __name__ == "__main__":
