@@ -38,11 +38,11 @@ fi
 finetune() { # adapter seed
     local out="$work/ft_$1_s$2"
     [ -f "$out/test_metrics.tsv" ] && return 0
-    /usr/bin/time -v "$bin/luminome-train" classify -q --adapter "$1" \
-        --init "$work/mlm/best.safetensors" --train "$work/train.safetensors" \
-        --dev "$work/dev.safetensors" --test "$work/test.safetensors" -o "$out" \
-        --steps "${STEPS:-2200}" --batch-size 64 --lr 5e-4 --warmup 100 --eval-every 200 \
-        --patience 4 --metric dev_mcc --seed "$2" --threads "$threads" 2> "$out.log"
+    source bench/train/gue_finetune_settings.sh
+    finetune_args "$work" "$2"
+    /usr/bin/time -v "$bin/luminome-train" classify "${FT_ARGS[@]}" --adapter "$1" \
+        --init "$work/mlm/best.safetensors" --steps "${STEPS:-2200}" --threads "$threads" \
+        -o "$out" 2> "$out.log"
 }
 export -f finetune
 export work bin threads

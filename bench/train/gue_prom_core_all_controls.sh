@@ -10,9 +10,9 @@
 set -euo pipefail
 work=${1:-work/gue_prom_core_all}
 bin=$PWD/target/release
-common=(--adapter gated --train "$work/train.safetensors" --dev "$work/dev.safetensors"
-    --test "$work/test.safetensors" --batch-size 64 --lr 5e-4 --warmup 100 --eval-every 200
-    --patience 4 --metric dev_mcc --seed 1 --threads 1 -q)
+source bench/train/gue_finetune_settings.sh
+finetune_args "$work" 1
+common=("${FT_ARGS[@]}" --adapter gated --threads 1)
 /usr/bin/time -v "$bin/luminome-train" classify "${common[@]}" --steps 2200 \
     -o "$work/control_scratch_gated_s1" 2> "$work/control_scratch_gated_s1.log" &
 /usr/bin/time -v "$bin/luminome-train" classify "${common[@]}" --steps 4400 \

@@ -2,7 +2,7 @@
 """Mean ± sd over seeds of the test metrics of each adapter (ft_<adapter>_s<seed>/test_metrics.tsv),
 as the Markdown table in docs/results.md, beside the spec's numbers.
 
-    python3 bench/train/summarize.py WORK_DIR
+    python3 bench/train/summarize.py WORK_DIR [PREFIX]     # runs named PREFIX_<adapter>_s<seed>, default ft
 """
 import glob
 import os
@@ -19,11 +19,10 @@ SPEC = {
 METRICS = ["accuracy", "auroc", "f1", "mcc"]
 
 
-def main():
-    work = sys.argv[1]
+def main(work, prefix):
     runs = {}
-    for path in glob.glob(os.path.join(work, "ft_*_s*", "test_metrics.tsv")):
-        m = re.search(r"ft_(\w+?)_s(\d+)", path)
+    for path in glob.glob(os.path.join(work, f"{prefix}_*_s*", "test_metrics.tsv")):
+        m = re.search(rf"{prefix}_(\w+?)_s(\d+)", os.path.basename(os.path.dirname(path)))
         with open(path) as f:
             values = dict(line.rstrip("\n").split("\t") for line in f if not line.startswith("metric\t"))
         runs.setdefault(m.group(1), []).append(values)
@@ -43,13 +42,13 @@ def main():
         print(f"| {name} | {len(rs)} | " + " | ".join(cells) + f" | {' / '.join(spec)} |")
 
 
-def run_details(work):
+def run_details(work, prefix):
     """One line per fine-tuning run: best dev step and MCC, test MCC, wall time and peak RSS
     (from the `/usr/bin/time -v` log beside the run folder)."""
     print()
     print("| run | steps run | best step | best dev MCC | test MCC | wall | peak RSS |")
     print("|---|---|---|---|---|---|---|")
-    for folder in sorted(glob.glob(os.path.join(work, "ft_*_s*"))):
+    for folder in sorted(glob.glob(os.path.join(work, f"{prefix}_*_s*"))):
         if not os.path.isdir(folder):
             continue
         name = os.path.basename(folder)
@@ -78,5 +77,6 @@ def run_details(work):
 
 
 if __name__ == "__main__":
-    main()
-    run_details(sys.argv[1])
+    prefix = sys.argv[2] if len(sys.argv) > 2 else "ft"
+    main(sys.argv[1], prefix)
+    run_details(sys.argv[1], prefix)
