@@ -90,22 +90,18 @@ fn sidecar(weights: &Path, ext: &str) -> PathBuf {
     PathBuf::from(format!("{stem}.{ext}"))
 }
 
-/// Serialises named tensors with metadata into an uncommitted atomic file.
+/// Serialises named tensors with metadata into an uncommitted atomic file (tensors sorted by
+/// name, metadata in key order: the same weights give the same bytes).
 pub fn write_safetensors(
     dest: &Path,
     tensors: &[(String, Tensor)],
-    metadata: HashMap<String, String>,
+    metadata: BTreeMap<String, String>,
 ) -> Result<AtomicFile> {
     let cpu: Vec<(String, Tensor)> = tensors
         .iter()
         .map(|(n, t)| Ok((n.clone(), t.to_device(&Device::Cpu)?.contiguous()?)))
         .collect::<Result<_>>()?;
-    let bytes = safetensors::serialize(cpu.iter().map(|(n, t)| (n.as_str(), t)), Some(metadata))
-        .with_context(|| format!("cannot serialise {}", dest.display()))?;
-    let mut f = AtomicFile::create(dest)?;
-    f.write_all(&bytes)
-        .with_context(|| format!("cannot write {}", dest.display()))?;
-    Ok(f)
+    luminome_io::tensorfile::write_tensors(dest, &cpu, &metadata)
 }
 
 /// The named tensors of a var map, sorted by name.
@@ -127,7 +123,7 @@ pub fn prepare_checkpoint(
     varmap: &VarMap,
 ) -> Result<Vec<AtomicFile>> {
     let json = serde_json::to_string(meta)?;
-    let mut md = HashMap::new();
+    let mut md = BTreeMap::new();
     md.insert("kind".to_string(), CHECKPOINT_KIND.to_string());
     md.insert("format_version".to_string(), CHECKPOINT_VERSION.to_string());
     md.insert("luminome".to_string(), json);

@@ -379,7 +379,7 @@ impl Trainer<'_> {
         let mut files = Vec::new();
         if let Some(opt) = opt {
             let (tensors, _) = opt.state();
-            let mut md = HashMap::new();
+            let mut md = BTreeMap::new();
             md.insert("kind".to_string(), STATE_KIND.to_string());
             md.insert("luminome".to_string(), serde_json::to_string(state)?);
             files.push(write_safetensors(&state_path(dest), &tensors, md)?);

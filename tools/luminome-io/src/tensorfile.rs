@@ -135,6 +135,64 @@ fn encode_into(elem: ElemType, values: impl Iterator<Item = u64>, out: &mut Vec<
     }
 }
 
+/// The JSON header of a safetensors file whose tensors are stored in the order given, back to
+/// back: keys (tensor names, `__metadata__`) sorted, padded with spaces to a multiple of 8 bytes.
+/// A `BTreeMap` throughout, so the same tensors and metadata always give the same bytes.
+fn header(
+    entries: &[(&str, Dtype, Vec<usize>, usize)],
+    metadata: &BTreeMap<String, String>,
+) -> Result<Vec<u8>> {
+    let mut header: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+    let mut offset = 0usize;
+    for (name, dtype, shape, nbytes) in entries {
+        header.insert(
+            name.to_string(),
+            serde_json::json!({
+                "dtype": format!("{dtype:?}"),
+                "shape": shape,
+                "data_offsets": [offset, offset + nbytes],
+            }),
+        );
+        offset += nbytes;
+    }
+    header.insert("__metadata__".into(), serde_json::to_value(metadata)?);
+    let mut header_bytes = serde_json::to_vec(&header)?;
+    while header_bytes.len() % 8 != 0 {
+        header_bytes.push(b' ');
+    }
+    Ok(header_bytes)
+}
+
+/// Writes whole in-memory tensors (anything safetensors can view: candle tensors, for one) and
+/// their metadata to an uncommitted atomic file. Tensors are stored sorted by name and the
+/// header is ordered ([`header`]), so the same tensors and metadata give the same bytes: the
+/// `HashMap` that `safetensors::serialize` takes for metadata changes its order from run to run.
+pub fn write_tensors<V: safetensors::View>(
+    dest: &Path,
+    tensors: &[(String, V)],
+    metadata: &BTreeMap<String, String>,
+) -> Result<AtomicFile> {
+    let mut order: Vec<&(String, V)> = tensors.iter().collect();
+    order.sort_by(|a, b| a.0.cmp(&b.0));
+    let entries: Vec<(&str, Dtype, Vec<usize>, usize)> = order
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.dtype(), t.shape().to_vec(), t.data_len()))
+        .collect();
+    let header_bytes = header(&entries, metadata)?;
+    let mut out = AtomicFile::create(dest)?;
+    {
+        let mut w = BufWriter::with_capacity(1 << 20, out.file());
+        w.write_all(&(header_bytes.len() as u64).to_le_bytes())?;
+        w.write_all(&header_bytes)?;
+        for (_, t) in order {
+            w.write_all(&t.data())?;
+        }
+        w.flush()
+            .with_context(|| format!("cannot write {}", dest.display()))?;
+    }
+    Ok(out)
+}
+
 impl StreamingTensorWriter {
     pub fn new(dest: impl AsRef<Path>, specs: Vec<ColumnSpec>) -> Result<Self> {
         let dest = dest.as_ref().to_path_buf();
@@ -250,9 +308,7 @@ impl StreamingTensorWriter {
     /// returns it uncommitted, so the caller can commit it together with companion outputs.
     pub fn finish(self, metadata: BTreeMap<String, String>) -> Result<AtomicFile> {
         let rows = self.columns.first().map(|c| c.rows).unwrap_or(0);
-        let mut header: BTreeMap<String, serde_json::Value> = BTreeMap::new();
-        let mut offset = 0usize;
-        let mut layouts = Vec::new();
+        let mut entries = Vec::new();
         for col in &self.columns {
             if col.rows != rows {
                 bail!(
@@ -268,22 +324,9 @@ impl StreamingTensorWriter {
             let mut shape = vec![rows as usize];
             shape.extend(&row_shape);
             let nbytes = shape.iter().product::<usize>() * col.spec.elem.size();
-            header.insert(
-                col.spec.name.clone(),
-                serde_json::json!({
-                    "dtype": format!("{:?}", col.spec.elem.dtype()),
-                    "shape": shape,
-                    "data_offsets": [offset, offset + nbytes],
-                }),
-            );
-            offset += nbytes;
-            layouts.push(nbytes);
+            entries.push((col.spec.name.as_str(), col.spec.elem.dtype(), shape, nbytes));
         }
-        header.insert("__metadata__".into(), serde_json::to_value(&metadata)?);
-        let mut header_bytes = serde_json::to_vec(&header)?;
-        while header_bytes.len() % 8 != 0 {
-            header_bytes.push(b' ');
-        }
+        let header_bytes = header(&entries, &metadata)?;
         let mut out = AtomicFile::create(&self.dest)?;
         {
             let mut w = BufWriter::with_capacity(1 << 20, out.file());

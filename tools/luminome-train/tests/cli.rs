@@ -187,26 +187,40 @@ fn multi_class_labels_train_and_score() {
 #[test]
 fn same_seed_gives_the_same_checkpoint_bytes() {
     let d = data();
-    for out in ["a", "b"] {
-        let o = run_s(&with(
-            &[
-                "classify",
-                "--adapter",
-                "gated",
-                "--train",
-                &d.path("train.safetensors"),
-                "-o",
-                &d.path(out),
-            ],
-            TINY,
-        ));
+    // The same command line twice (the metadata holds it), from two working folders.
+    for run_dir in ["a", "b"] {
+        std::fs::create_dir(d.root.join(run_dir)).unwrap();
+        let o = bin()
+            .args(with(
+                &[
+                    "classify",
+                    "--adapter",
+                    "gated",
+                    "--train",
+                    &d.path("train.safetensors"),
+                    "--dev",
+                    &d.path("dev.safetensors"),
+                    "-o",
+                    "run",
+                ],
+                TINY,
+            ))
+            .current_dir(d.root.join(run_dir))
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
     }
-    let a = std::fs::read(d.root.join("a/last.safetensors")).unwrap();
-    let b = std::fs::read(d.root.join("b/last.safetensors")).unwrap();
-    // The metadata holds the command line (different -o); the tensors must be byte-identical.
-    let tail = |v: &[u8]| v[8 + u64::from_le_bytes(v[..8].try_into().unwrap()) as usize..].to_vec();
-    assert_eq!(tail(&a), tail(&b));
+    // Whole files, metadata included: weights, optimizer state, config sidecar.
+    for f in [
+        "best.safetensors",
+        "last.safetensors",
+        "last.state.safetensors",
+        "last.config.json",
+    ] {
+        let a = std::fs::read(d.root.join("a/run").join(f)).unwrap();
+        let b = std::fs::read(d.root.join("b/run").join(f)).unwrap();
+        assert!(a == b, "{f} differs between two runs with the same seed");
+    }
 }
 
 #[test]
