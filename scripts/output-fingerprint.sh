@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Runs every Luminome tool on test-data/ with fixed seeds and prints the sha256 of every output
+# file, one "hash  path" line each, sorted by path. Two commits that print the same lines produce
+# byte-identical outputs: this is how a refactor proves it changed no behaviour.
+#
+#   scripts/output-fingerprint.sh [BIN_DIR] > after.sha256
+#   scripts/refactor-check.sh BASE_COMMIT      # builds BASE and HEAD, runs this on both, diffs
+#
+# A training log's examples_per_s column (a timing) is left out of its hash.
+# BIN_DIR holds the luminome-* binaries (default: target/release, built if missing). The run
+# covers: tokenize (nucleotide, overlapping and non-overlapping k-mers, hf, BED + reference with
+# RC, soft mask, shards), MLM (learned and rotary positions), classify with all four adapters
+# (from an MLM checkpoint, frozen encoder, from scratch, paused and resumed), predict, importance
+# (gates, saliency, integrated gradients; TSV, bedGraph, npz) and regions (gene windows, and a
+# rerun on its own region table). Small models, --threads 1: about a minute on a laptop core.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bin="${1:-$repo/target/release}"
+if [[ ! -x "$bin/luminome-train" ]]; then
+    (cd "$repo" && cargo build --release --locked --workspace --bins >&2)
+fi
+bin="$(cd "$bin" && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+# Paths enter the outputs' metadata (sources, command line): run in a fixed layout, relative paths.
+ln -s "$repo/test-data" "$work/test-data"
+cd "$work"
+mkdir out
+export PATH="$bin:$PATH"
+q=(--quiet)
+tiny=(--d-model 32 --layers 2 --heads 4 --ffn 64 --batch-size 16 --warmup 3 --threads 1 --seed 7)
+run() { "$@" >>log.txt 2>&1 || { echo "output-fingerprint: failed: $*" >&2; tail -20 log.txt >&2; exit 1; }; }
+
+gue=test-data/gue_prom_core_all
+for split in train dev test; do
+    run luminome-tokenize $gue/$split.csv --max-length 72 --threads 1 -o out/nt_$split.safetensors
+done
+run luminome-tokenize $gue/dev.csv --scheme kmer -k 3 --kmer-mode non-overlapping --threads 1 -o out/k3_dev.safetensors
+run luminome-tokenize $gue/dev.csv --scheme kmer -k 6 --threads 1 --shard-records 400 -o out/k6_dev.safetensors
+run luminome-tokenize $gue/dev.csv --scheme hf --tokenizer test-data/tokenizers/dna_bpe_256.json --threads 1 -o out/bpe_dev.safetensors
+run luminome-tokenize test-data/chr22_slice/intervals.bed --reference test-data/chr22_slice/chr22_slice.fa \
+    --max-length 72 --overflow window --rc both --soft-mask --threads 1 -o out/tss.safetensors
+run luminome-tokenize test-data/ecoli/ecoli_50kb.fa.gz --overflow window --window 510 --stride 255 --threads 1 -o out/ecoli.safetensors
+
+run luminome-train mlm --train out/nt_train.safetensors --dev out/nt_dev.safetensors -o out/mlm \
+    "${tiny[@]}" --steps 12 --eval-every 6 --eval-records 128 "${q[@]}"
+run luminome-train mlm --train out/nt_train.safetensors -o out/mlm_rotary --position rotary \
+    "${tiny[@]}" --steps 6 --eval-every 3 "${q[@]}"
+run luminome-train classify --adapter gated --init out/mlm/best.safetensors --train out/nt_train.safetensors \
+    --dev out/nt_dev.safetensors --test out/nt_test.safetensors -o out/gated "${tiny[@]}" --steps 12 --eval-every 6 "${q[@]}"
+run luminome-train classify --adapter mean --init out/mlm/best.safetensors --freeze-encoder \
+    --train out/nt_train.safetensors --dev out/nt_dev.safetensors -o out/mean "${tiny[@]}" --steps 8 --eval-every 4 "${q[@]}"
+run luminome-train classify --adapter max --train out/nt_train.safetensors --dev out/nt_dev.safetensors \
+    -o out/max "${tiny[@]}" --position rotary --steps 8 --eval-every 4 --metric dev_loss --patience 1 "${q[@]}"
+run luminome-train classify --adapter cls --train out/nt_train.safetensors --dev out/nt_dev.safetensors \
+    -o out/cls "${tiny[@]}" --steps 10 --eval-every 5 --stop-after-steps 5 "${q[@]}"
+run luminome-train classify --adapter cls --train out/nt_train.safetensors --dev out/nt_dev.safetensors \
+    -o out/cls "${tiny[@]}" --steps 10 --eval-every 5 --resume out/cls/last.safetensors "${q[@]}"
+
+for m in gated mean max cls; do
+    run luminome-predict --checkpoint out/$m/best.safetensors --dataset out/nt_test.safetensors \
+        -o out/$m.predictions.tsv --metrics out/$m.metrics.tsv --threads 1 "${q[@]}"
+done
+run luminome-predict --checkpoint out/gated/best.safetensors --dataset out/tss.safetensors \
+    -o out/tss.predictions.tsv --threads 1 "${q[@]}"
+run luminome-importance --checkpoint out/gated/best.safetensors --dataset out/nt_test.safetensors \
+    --method gates --reduce l2 -o out/gates.tsv --npz out/gates.npz --threads 1 "${q[@]}"
+run luminome-importance --checkpoint out/gated/best.safetensors --dataset out/tss.safetensors \
+    --method ig --ig-steps 4 -o out/tss.ig.tsv --bedgraph out/tss.ig.bedgraph --npz out/tss.ig.npz --threads 1 "${q[@]}"
+run luminome-importance --checkpoint out/mean/best.safetensors --dataset out/nt_test.safetensors \
+    --method saliency --only-label 1 --records 50 -o out/saliency.tsv --threads 1 "${q[@]}"
+
+s=test-data/chr22_slice
+acc=(--peaks $s/peaks.narrowPeak
+    --accessibility K562=$s/acc.K562.bedgraph --accessibility GM12878=$s/acc.GM12878.bedgraph)
+regions=(--reference $s/chr22_slice.fa --genes $s/genes_tss.bed --bed-tss center
+    --expression K562=test-data/expression/k562_tpm_slice.tsv
+    --expression GM12878=test-data/expression/gm12878_rampage_slice.tsv
+    --window 200000 --n-regions 50 --threads 1)
+run luminome-regions "${regions[@]}" "${acc[@]}" --motifs test-data/motifs/vierstra_small.meme \
+    --motif-clusters test-data/motifs/vierstra_small_clusters.csv -o out/regions.safetensors
+run luminome-regions "${regions[@]}" --reuse-regions out/regions.regions.tsv -o out/regions_reuse.safetensors
+run luminome-regions "${regions[@]}" "${acc[@]}" --motifs test-data/motifs/jaspar_small.jaspar -o out/regions_jaspar.safetensors
+
+# A training log's examples_per_s column is a wall-clock measurement: it is left out of the hash.
+without_timing() {
+    awk -F'\t' -v OFS='\t' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "examples_per_s") t = i }
+        { if (t) { for (i = t; i < NF; i++) $i = $(i + 1); NF-- } print }' "$1"
+}
+cd out
+find . -type f | LC_ALL=C sort | while read -r f; do
+    case "$f" in
+        */metrics.tsv) h=$(without_timing "$f" | sha256sum) ;;
+        *) h=$(sha256sum < "$f") ;;
+    esac
+    echo "${h%% *}  $f"
+done
