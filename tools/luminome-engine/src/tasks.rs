@@ -33,8 +33,9 @@ pub fn predict_probs(
     for records in chunks(ds.len(), batch_size) {
         let t = batch_tensors(&ds.batch(&records)?, device)?;
         let logits = model.forward(&t.ids, &t.mask, None)?.logits;
-        let p = crate::ops::softmax_last_dim(&logits)?.to_dtype(DType::F64)?;
-        probs.extend(p.flatten_all()?.to_vec1::<f64>()?);
+        for row in logits.to_dtype(DType::F32)?.to_vec2::<f32>()? {
+            probs.extend(luminome_metrics::softmax(&row));
+        }
     }
     Ok(probs)
 }

@@ -24,10 +24,12 @@
 
 pub mod confusion;
 pub mod error;
+pub mod probabilities;
 pub mod ranking;
 pub mod report;
 
 pub use confusion::ConfusionMatrix;
 pub use error::MetricsError;
+pub use probabilities::softmax;
 pub use ranking::{auroc, average_precision};
 pub use report::{argmax, ClassificationMetrics};

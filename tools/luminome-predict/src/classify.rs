@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use candle_core::Device;
 use luminome_engine::batch_tensors;
-use luminome_metrics::{argmax, ClassificationMetrics};
+use luminome_metrics::{argmax, softmax, ClassificationMetrics};
 
 use crate::input::ClassifierInput;
 use crate::predictor::{PredictionRow, Predictor};
@@ -17,16 +17,6 @@ pub struct ClassifierPredictor {
     truth: Vec<usize>,
     /// Their probabilities, row-major `[n, classes]`.
     probs: Vec<f64>,
-}
-
-/// Softmax of one row of logits, computed in f64 with the maximum subtracted.
-pub fn softmax(logits: &[f32]) -> Vec<f64> {
-    let max = logits
-        .iter()
-        .fold(f64::NEG_INFINITY, |m, &x| m.max(f64::from(x)));
-    let exp: Vec<f64> = logits.iter().map(|&x| (f64::from(x) - max).exp()).collect();
-    let sum: f64 = exp.iter().sum();
-    exp.into_iter().map(|e| e / sum).collect()
 }
 
 impl ClassifierPredictor {
@@ -116,23 +106,5 @@ impl Predictor for ClassifierPredictor {
             ClassificationMetrics::compute(&self.truth, &self.probs, self.input.config.num_classes)
                 .map_err(|e| anyhow::anyhow!("cannot compute metrics: {e}"))?;
         Ok(Some(m.rows()))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn softmax_sums_to_one_and_survives_large_logits() {
-        // exp(1000) overflows; the shifted form gives 1 / (1 + e) and e / (1 + e).
-        let p = softmax(&[1000.0, 1001.0]);
-        let e = std::f64::consts::E;
-        assert!(
-            (p[0] - 1.0 / (1.0 + e)).abs() < 1e-12 && (p[1] - e / (1.0 + e)).abs() < 1e-12,
-            "{p:?}"
-        );
-        let p = softmax(&[0.1, -2.0, 3.5]);
-        assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-12);
     }
 }

@@ -8,8 +8,9 @@ use std::process::Command;
 
 use candle_core::Device;
 use common::*;
+use luminome_metrics::softmax;
 use luminome_metrics::ClassificationMetrics;
-use luminome_predict::classify::{softmax, ClassifierPredictor};
+use luminome_predict::classify::ClassifierPredictor;
 use luminome_predict::input::ClassifierInput;
 
 fn predict(args: &[&str]) -> std::process::Output {
@@ -54,6 +55,29 @@ fn logits_of_all_four_adapters_match_the_pytorch_reference() {
         let single = ClassifierPredictor::logits(&input, &[2]).unwrap();
         assert!((single[0][0] - logits[2][0]).abs() < 1e-5, "{adapter}");
     }
+}
+
+#[test]
+fn training_evaluation_and_predict_compute_the_same_probabilities() {
+    // Dev/test metrics during training and luminome-predict's columns come from one softmax: the
+    // same checkpoint and batch give bit-identical probabilities on both paths. (Rows of 12
+    // tokens: the longest record, so neither path trims padding; one batch of all three.)
+    let dir = tempfile::tempdir().unwrap();
+    let ds = fixture_dataset(dir.path(), 12);
+    let input = ClassifierInput::open(&fixture_checkpoint("gated"), &ds, Device::Cpu).unwrap();
+    let trainer_probs = luminome_engine::tasks::predict_probs(
+        input.classifier().unwrap(),
+        &input.dataset,
+        3,
+        &Device::Cpu,
+    )
+    .unwrap();
+    let predict_probs: Vec<f64> = ClassifierPredictor::logits(&input, &[0, 1, 2])
+        .unwrap()
+        .iter()
+        .flat_map(|l| softmax(l))
+        .collect();
+    assert_eq!(trainer_probs, predict_probs);
 }
 
 #[test]
