@@ -7,12 +7,12 @@
 use std::time::Instant;
 
 use candle_core::{Device, Tensor};
-use luminome_engine::config::{
-    AdapterKind, ClassifierConfig, EncoderConfig, ModelConfig, PositionEncoding,
-};
-use luminome_engine::model::{BuiltModel, Model};
-use luminome_engine::ops::DropoutRng;
-use luminome_engine::optim::{AdamW, AdamWConfig};
+use luminome_engine::backbones::{BackboneConfig, EncoderConfig, PositionEncoding};
+use luminome_engine::models::classifier::{AdapterKind, ClassifierConfig};
+use luminome_engine::models::{BuiltModel, ModelConfig};
+use luminome_engine::nn::DropoutRng;
+use luminome_engine::train::optim::clip_grad_norm;
+use luminome_engine::train::{AdamW, AdamWConfig};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -23,7 +23,7 @@ fn main() -> anyhow::Result<()> {
     let dropout: f64 = args.get(2).map(|s| s.parse()).transpose()?.unwrap_or(0.1);
     let (b, l) = (32usize, 72usize);
     let cfg = ModelConfig::Classifier(ClassifierConfig {
-        encoder: EncoderConfig {
+        backbone: BackboneConfig::Transformer(EncoderConfig {
             vocab_size: 10,
             d_model: 128,
             num_layers: 4,
@@ -34,16 +34,14 @@ fn main() -> anyhow::Result<()> {
             position: PositionEncoding::Learned,
             layer_norm_eps: 1e-5,
             pad_id: 0,
-        },
+        }),
         adapter: AdapterKind::Gated,
         num_classes: 2,
         label_values: vec![0, 1],
     });
     let dev = Device::Cpu;
     let built = BuiltModel::new(&cfg, &dev, 1)?;
-    let Model::Classifier(model) = &built.model else {
-        unreachable!()
-    };
+    let model = built.get::<ClassifierConfig>()?;
     let ids: Vec<u32> = (0..b * l)
         .map(|i| {
             if i % l == 0 {
@@ -81,7 +79,7 @@ fn main() -> anyhow::Result<()> {
                 map.insert(n.clone(), g.clone());
             }
         }
-        luminome_engine::optim::clip_grad_norm(&mut map, 1.0)?;
+        clip_grad_norm(&mut map, 1.0)?;
         opt.step(&map, 1e-4)?;
         let t3 = Instant::now();
         if step >= 3 {

@@ -4,13 +4,14 @@
 //!
 //! ```no_run
 //! # fn main() -> anyhow::Result<()> {
+//! use luminome_engine::models::classifier::ClassifierConfig;
 //! use luminome_engine::{batch_tensors, parse_device, Checkpoint};
 //! use luminome_io::token_dataset::TokenDataset;
 //! let device = parse_device("cpu")?;
-//! let ckpt = Checkpoint::load("model/best.safetensors".as_ref(), &device)?;
+//! let ckpt = Checkpoint::load("model/best.safetensors".as_ref(), &device)?; // any family
 //! let ds = TokenDataset::open("test.safetensors".as_ref())?;
 //! ckpt.meta.check_tokenizer(&ckpt.path, ds.path(), ds.tokenizer())?; // vocab mismatch → error
-//! let clf = ckpt.classifier()?; // error if the checkpoint is an MLM model
+//! let clf = ckpt.get::<ClassifierConfig>()?; // error naming both families if it is another
 //! let t = batch_tensors(&ds.batch(&[0, 1, 2])?, &device)?; // ids [B,L] u32, mask [B,L] f32
 //! let out = clf.forward(&t.ids, &t.mask, None)?; // None = eval mode (no dropout)
 //! let logits = out.logits; // [B, C]; class i ↔ clf.config.label_values[i]
@@ -24,44 +25,32 @@
 //! ```
 //!
 //! `Checkpoint::load` reads `<name>.safetensors` (weights; its metadata is the full
-//! [`CheckpointMeta`]: model config, tokenizer, step, dev metrics). `ckpt.meta.model` is a
-//! [`ModelConfig`] (`Mlm` or `Classifier`).
+//! [`CheckpointMeta`]: model config, what the model reads, step, dev metrics) and rebuilds the
+//! model through the one dispatch in [`models`].
 //!
 //! # Layout
-//! - [`config`]: model configs (serde), [`device`]: `--device` parsing.
-//! - [`ops`]: softmax / layer norm with a backward pass (fused on the CPU), masks, seeded dropout.
-//! - [`encoder`]: pre-LN transformer encoder (learned or rotary positions).
-//! - [`adapters`]: LinearCLS, LinearMeanPool, LinearMaxPool, DynamicGated.
-//! - [`classifier`], [`mlm`]: the two model families of this issue.
-//! - [`optim`] (AdamW), [`schedule`] (warmup + cosine), [`checkpoint`] (weights + config +
-//!   tokenizer, atomic writes), [`trainer`] (the loop), [`tasks`] (MLM and classification as
-//!   training tasks).
+//! - [`models`]: the families, a folder each (`mlm/`, `classifier/` with `adapters/`), and the
+//!   registry that maps a config to a built model.
+//! - [`backbones`]: the [`backbones::Backbone`] trait heads sit on; the transformer encoder.
+//! - [`nn`]: building blocks (linear, layer norm and softmax with a backward pass, masking,
+//!   dropout, initialisation, gradient checking).
+//! - [`train`]: the loop, its state, AdamW, the schedule, the [`train::TrainTask`] a family
+//!   implements and the run of a `luminome-train` subcommand.
+//! - [`checkpoint`]: checkpoint files; [`input`]: what models read and the checks datasets
+//!   pass; [`predict`]: the [`predict::Predictor`] a family implements for `luminome-predict`;
+//!   [`device`]: `--device` parsing; [`testing`]: helpers for tests.
 
-pub mod adapters;
-pub mod batch;
+pub mod backbones;
 pub mod checkpoint;
-pub mod classifier;
-pub mod config;
 pub mod device;
-pub mod encoder;
-pub mod gradcheck;
-pub mod init;
-pub mod linear;
-pub mod mlm;
-pub mod model;
-pub mod ops;
-pub mod optim;
-pub mod schedule;
-pub mod tasks;
+pub mod input;
+pub mod models;
+pub mod nn;
+pub mod predict;
 pub mod testing;
-pub mod trainer;
+pub mod train;
 
-pub use batch::{batch_tensors, class_indices, BatchTensors};
 pub use checkpoint::{Checkpoint, CheckpointMeta};
-pub use classifier::Classifier;
-pub use config::{
-    AdapterKind, ClassifierConfig, EncoderConfig, MlmConfig, ModelConfig, PositionEncoding,
-};
 pub use device::parse_device;
-pub use mlm::MlmModel;
-pub use model::{BuiltModel, Model};
+pub use input::{batch_tensors, BatchTensors, InputSpec};
+pub use models::{BuiltModel, FamilyConfig, Model, ModelConfig};

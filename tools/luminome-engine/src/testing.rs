@@ -10,24 +10,7 @@ use luminome_io::token_dataset::{
 
 /// [PAD]=0 [CLS]=1 [SEP]=2 [MASK]=3 [UNK]=4 A=5 C=6 G=7 T=8 N=9, [CLS] seq [SEP].
 pub fn nucleotide_tokenizer() -> TokenizerInfo {
-    TokenizerInfo {
-        scheme: "nucleotide".into(),
-        vocab: [
-            "[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]", "A", "C", "G", "T", "N",
-        ]
-        .map(String::from)
-        .to_vec(),
-        pad_id: 0,
-        unk_id: Some(4),
-        cls_id: Some(1),
-        sep_id: Some(2),
-        mask_id: Some(3),
-        add_cls: true,
-        add_sep: true,
-        k: None,
-        kmer_step: None,
-        hf_tokenizer_json: None,
-    }
+    TokenizerInfo::nucleotide(true, true)
 }
 
 /// Token ids of a DNA string in the nucleotide vocabulary, with [CLS] and [SEP].

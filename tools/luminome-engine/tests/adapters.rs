@@ -3,16 +3,16 @@
 
 use candle_core::{DType, Device, Tensor, Var};
 use candle_nn::{VarBuilder, VarMap};
-use luminome_engine::adapters::{Adapter, DynamicGated};
-use luminome_engine::config::{AdapterKind, ClassifierConfig, EncoderConfig, PositionEncoding};
-use luminome_engine::gradcheck::max_grad_error;
-use luminome_engine::init::init_parameters;
+use luminome_engine::backbones::{BackboneConfig, EncoderConfig, PositionEncoding};
+use luminome_engine::models::classifier::adapters::{Adapter, DynamicGated};
+use luminome_engine::models::classifier::{AdapterKind, Classifier, ClassifierConfig};
+use luminome_engine::nn::gradcheck::max_grad_error;
+use luminome_engine::nn::init::init_parameters;
 use luminome_engine::testing::encode;
-use luminome_engine::Classifier;
 
 fn tiny(adapter: AdapterKind, position: PositionEncoding, dtype: DType) -> (VarMap, Classifier) {
     let cfg = ClassifierConfig {
-        encoder: EncoderConfig {
+        backbone: BackboneConfig::Transformer(EncoderConfig {
             vocab_size: 10,
             d_model: 16,
             num_layers: 2,
@@ -23,7 +23,7 @@ fn tiny(adapter: AdapterKind, position: PositionEncoding, dtype: DType) -> (VarM
             position,
             layer_norm_eps: 1e-5,
             pad_id: 0,
-        },
+        }),
         adapter,
         num_classes: 2,
         label_values: vec![0, 1],

@@ -5,11 +5,10 @@ use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{VarBuilder, VarMap};
+use luminome_engine::backbones::{BackboneConfig, EncoderConfig, PositionEncoding};
 use luminome_engine::checkpoint::{load_into, read_safetensors};
-use luminome_engine::config::{
-    AdapterKind, ClassifierConfig, EncoderConfig, MlmConfig, PositionEncoding,
-};
-use luminome_engine::{Classifier, MlmModel};
+use luminome_engine::models::classifier::{AdapterKind, Classifier, ClassifierConfig};
+use luminome_engine::models::mlm::{MlmConfig, MlmModel};
 
 fn encoder(position: PositionEncoding) -> EncoderConfig {
     EncoderConfig {
@@ -76,7 +75,7 @@ fn classifier_logits_and_gates_match_pytorch() {
         ("gated_rotary", AdapterKind::Gated, PositionEncoding::Rotary),
     ] {
         let cfg = ClassifierConfig {
-            encoder: encoder(position),
+            backbone: BackboneConfig::Transformer(encoder(position)),
             adapter,
             num_classes: 3,
             label_values: vec![0, 1, 2],

@@ -6,23 +6,22 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use candle_core::{Device, Tensor};
-use luminome_engine::checkpoint::{
-    read_checkpoint_meta, CheckpointMeta, CHECKPOINT_KIND, CHECKPOINT_VERSION,
+use luminome_engine::backbones::{BackboneConfig, EncoderConfig, PositionEncoding};
+use luminome_engine::checkpoint::{read_checkpoint_meta, CheckpointMeta};
+use luminome_engine::input::InputSpec;
+use luminome_engine::models::classifier::{
+    AdapterKind, Classifier, ClassifierConfig, ClassifierTask, LabelledSet,
 };
-use luminome_engine::config::{
-    AdapterKind, ClassifierConfig, EncoderConfig, ModelConfig, PositionEncoding,
-};
-use luminome_engine::model::{BuiltModel, Model};
-use luminome_engine::optim::AdamWConfig;
-use luminome_engine::tasks::{dataset_classes, ClassifyTask};
+use luminome_engine::models::mlm::MlmConfig;
+use luminome_engine::models::{BuiltModel, ModelConfig};
 use luminome_engine::testing::{nucleotide_tokenizer, toy_motif_task, write_dataset};
-use luminome_engine::trainer::{RunPaths, TrainConfig, TrainTask, Trainer};
+use luminome_engine::train::{AdamWConfig, RunPaths, TrainConfig, TrainTask, Trainer};
 use luminome_engine::Checkpoint;
 use luminome_io::token_dataset::TokenDataset;
 
 fn config(adapter: AdapterKind, dropout: f64) -> ModelConfig {
     ModelConfig::Classifier(ClassifierConfig {
-        encoder: EncoderConfig {
+        backbone: BackboneConfig::Transformer(EncoderConfig {
             vocab_size: 10,
             d_model: 32,
             num_layers: 2,
@@ -33,7 +32,7 @@ fn config(adapter: AdapterKind, dropout: f64) -> ModelConfig {
             position: PositionEncoding::Learned,
             layer_norm_eps: 1e-5,
             pad_id: 0,
-        },
+        }),
         adapter,
         num_classes: 2,
         label_values: vec![0, 1],
@@ -59,43 +58,34 @@ fn train_config(steps: u64, seed: u64) -> TrainConfig {
 }
 
 fn meta(config: &ModelConfig) -> CheckpointMeta {
-    CheckpointMeta {
-        kind: CHECKPOINT_KIND.into(),
-        format_version: CHECKPOINT_VERSION,
-        model: config.clone(),
-        tokenizer: nucleotide_tokenizer(),
-        step: 0,
-        metrics: BTreeMap::new(),
-        sources: vec![],
-        tool: "test".into(),
-        tool_version: "0".into(),
-        command_line: String::new(),
-    }
+    CheckpointMeta::new(
+        config.clone(),
+        InputSpec::Tokens(nucleotide_tokenizer()),
+        vec![],
+        "test",
+        "",
+    )
 }
 
-fn datasets(dir: &Path, n_train: usize) -> (TokenDataset, TokenDataset) {
+/// Writes train.safetensors (`n_train` records) and dev.safetensors of the toy task into `dir`.
+fn datasets(dir: &Path, n_train: usize) {
     let (seqs, labels) = toy_motif_task(n_train, 20, 7);
     write_dataset(&dir.join("train.safetensors"), &seqs, Some(&labels), 24).unwrap();
     let (seqs, labels) = toy_motif_task(64, 20, 8);
     write_dataset(&dir.join("dev.safetensors"), &seqs, Some(&labels), 24).unwrap();
-    (
-        TokenDataset::open(&dir.join("train.safetensors")).unwrap(),
-        TokenDataset::open(&dir.join("dev.safetensors")).unwrap(),
-    )
 }
 
-fn task<'a>(
-    model: &'a luminome_engine::Classifier,
-    train: &'a TokenDataset,
-    dev: &'a TokenDataset,
-) -> ClassifyTask<'a> {
-    ClassifyTask {
-        model,
-        train,
-        train_classes: dataset_classes(train, &[0, 1]).unwrap(),
-        dev: Some((dev, dataset_classes(dev, &[0, 1]).unwrap())),
+/// The classification task on the datasets in `dir`.
+fn task(model: &Classifier, dir: &Path) -> ClassifierTask<ClassifierConfig> {
+    let set = |name: &str| {
+        LabelledSet::new(TokenDataset::open(&dir.join(name)).unwrap(), &[0, 1]).unwrap()
+    };
+    ClassifierTask {
+        model: model.clone(),
+        train: set("train.safetensors"),
+        dev: Some(set("dev.safetensors")),
+        test: None,
         device: Device::Cpu,
-        freeze_encoder: false,
         eval_batch_size: 64,
     }
 }
@@ -107,12 +97,10 @@ fn all_names(b: &BuiltModel) -> Vec<String> {
 #[test]
 fn a_small_model_learns_the_toy_task() {
     let dir = tempfile::tempdir().unwrap();
-    let (train, dev) = datasets(dir.path(), 256);
+    datasets(dir.path(), 256);
     let cfg = config(AdapterKind::Gated, 0.0);
     let built = BuiltModel::new(&cfg, &Device::Cpu, 1).unwrap();
-    let Model::Classifier(model) = &built.model else {
-        unreachable!()
-    };
+    let model = built.get::<ClassifierConfig>().unwrap();
     let mut tc = train_config(60, 1);
     tc.eval_every = 30;
     let trainer = Trainer {
@@ -126,7 +114,7 @@ fn a_small_model_learns_the_toy_task() {
         stop_after: None,
         verbose: false,
     };
-    let t = task(model, &train, &dev);
+    let t = task(model, dir.path());
     trainer.run(&t, None).unwrap();
     let m = t.evaluate().unwrap();
     assert!(
@@ -161,7 +149,7 @@ fn a_small_model_learns_the_toy_task() {
     // The best checkpoint rebuilds the model from its own metadata.
     let best = Checkpoint::load(&dir.path().join("best.safetensors"), &Device::Cpu).unwrap();
     assert_eq!(best.meta.model, cfg);
-    assert!(best.classifier().is_ok() && best.mlm().is_err());
+    assert!(best.get::<ClassifierConfig>().is_ok() && best.get::<MlmConfig>().is_err());
 }
 
 fn weights(varmap: &candle_nn::VarMap) -> Vec<(String, Vec<f32>)> {
@@ -188,19 +176,18 @@ fn log_numbers(path: &Path) -> Vec<String> {
 fn resuming_reproduces_the_uninterrupted_run() {
     let dir = tempfile::tempdir().unwrap();
     // 40 records, 16 per micro-batch, 2 micro-batches per step: epochs end mid-step.
-    let (train, dev) = datasets(dir.path(), 40);
+    datasets(dir.path(), 40);
     let cfg = config(AdapterKind::Mean, 0.2);
     let run = |out: &Path, stop_after: Option<u64>, resume: bool| {
         std::fs::create_dir_all(out).unwrap();
         let (varmap, model) = if resume {
             let ck = Checkpoint::load(&out.join("last.safetensors"), &Device::Cpu).unwrap();
-            (ck.varmap, ck.model)
+            let model = ck.get::<ClassifierConfig>().unwrap().clone();
+            (ck.varmap, model)
         } else {
             let b = BuiltModel::new(&cfg, &Device::Cpu, 5).unwrap();
-            (b.varmap, b.model)
-        };
-        let Model::Classifier(model) = &model else {
-            unreachable!()
+            let model = b.get::<ClassifierConfig>().unwrap().clone();
+            (b.varmap, model)
         };
         let mut names: Vec<String> = varmap.data().lock().unwrap().keys().cloned().collect();
         names.sort();
@@ -218,7 +205,7 @@ fn resuming_reproduces_the_uninterrupted_run() {
         let resume_from = out.join("last.safetensors");
         trainer
             .run(
-                &task(model, &train, &dev),
+                &task(&model, dir.path()),
                 resume.then_some(resume_from.as_path()),
             )
             .unwrap();
@@ -245,13 +232,13 @@ fn resuming_reproduces_the_uninterrupted_run() {
 }
 
 /// Delegates to a real task but returns a NaN loss from the `nan_at`-th call on.
-struct NanAfter<'a> {
-    inner: ClassifyTask<'a>,
+struct NanAfter {
+    inner: ClassifierTask<ClassifierConfig>,
     calls: Cell<u64>,
     nan_at: u64,
 }
 
-impl TrainTask for NanAfter<'_> {
+impl TrainTask for NanAfter {
     fn train_len(&self) -> usize {
         self.inner.train_len()
     }
@@ -275,12 +262,10 @@ impl TrainTask for NanAfter<'_> {
 #[test]
 fn nan_loss_stops_with_a_clear_message_and_keeps_the_last_good_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
-    let (train, dev) = datasets(dir.path(), 64);
+    datasets(dir.path(), 64);
     let cfg = config(AdapterKind::Cls, 0.0);
     let built = BuiltModel::new(&cfg, &Device::Cpu, 2).unwrap();
-    let Model::Classifier(model) = &built.model else {
-        unreachable!()
-    };
+    let model = built.get::<ClassifierConfig>().unwrap();
     let trainer = Trainer {
         config: train_config(10, 2),
         varmap: &built.varmap,
@@ -294,7 +279,7 @@ fn nan_loss_stops_with_a_clear_message_and_keeps_the_last_good_checkpoint() {
     };
     // 2 micro-batches per step: call 9 is step 5.
     let t = NanAfter {
-        inner: task(model, &train, &dev),
+        inner: task(model, dir.path()),
         calls: Cell::new(0),
         nan_at: 9,
     };

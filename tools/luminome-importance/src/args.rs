@@ -106,5 +106,5 @@ pub struct ImportanceArgs {
     pub batch_size: usize,
 
     #[command(flatten)]
-    pub runtime: luminome_predict::args::RuntimeArgs,
+    pub runtime: luminome_cli::RuntimeArgs,
 }

@@ -3,8 +3,6 @@
 
 use luminome_io::token_dataset::TokenizerInfo;
 
-use crate::methods::is_special;
-
 /// One scored token of a record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TokenScore {
@@ -28,7 +26,7 @@ pub fn scored_tokens(
         .zip(mask)
         .zip(scores)
         .enumerate()
-        .filter(|(_, ((&id, &m), _))| m != 0 && !is_special(tok, id))
+        .filter(|(_, ((&id, &m), _))| m != 0 && !tok.is_boundary(id))
         .map(|(position, ((&id, _), &score))| TokenScore {
             position,
             id,
@@ -156,7 +154,7 @@ mod tests {
             .to_vec();
         vocab.extend(["ACG", "CGT", "GTA"].map(String::from));
         TokenizerInfo {
-            scheme: "kmer".into(),
+            scheme: luminome_io::token_dataset::TokenizerScheme::Kmer,
             vocab,
             pad_id: 0,
             unk_id: Some(4),

@@ -19,16 +19,19 @@ use std::io::Write;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use luminome_engine::{parse_device, AdapterKind};
+use luminome_cli::progress_bar;
+use luminome_engine::input::tokens::real_length;
+use luminome_engine::models::classifier::{AdapterKind, ClassifierConfig};
+use luminome_engine::parse_device;
 use luminome_io::atomic::{check_output_dir, AtomicWriter};
-use luminome_predict::classify::ClassifierPredictor;
-use luminome_predict::input::{real_length, ClassifierInput};
-use luminome_predict::threads::set_threads;
 
 use crate::args::{ImportanceArgs, Method};
 use crate::bases::{base_scores, row_bases, scored_tokens};
 use crate::methods::{token_scores, MethodOptions};
 use crate::outputs::{write_tsv_record, GenomeTrack, ModiscoArrays, TSV_HEADER};
+
+/// A sequence classifier and the dataset it is explained on, checked against each other.
+pub type Input = luminome_engine::models::classifier::ClassifierInput<ClassifierConfig>;
 
 /// Which class each record's scores explain.
 enum Target {
@@ -38,7 +41,7 @@ enum Target {
     Predicted,
 }
 
-fn choose_target(args: &ImportanceArgs, input: &ClassifierInput) -> Result<Target> {
+fn choose_target(args: &ImportanceArgs, input: &Input) -> Result<Target> {
     let values = &input.config.label_values;
     if let Some(t) = args.target {
         let class = values.iter().position(|&v| v == t).with_context(|| {
@@ -57,7 +60,7 @@ fn choose_target(args: &ImportanceArgs, input: &ClassifierInput) -> Result<Targe
 }
 
 /// The records to score, in dataset order.
-fn select_records(args: &ImportanceArgs, input: &ClassifierInput) -> Result<Vec<usize>> {
+fn select_records(args: &ImportanceArgs, input: &Input) -> Result<Vec<usize>> {
     let ds = &input.dataset;
     let mut records: Vec<usize> = match args.only_label {
         None => (0..ds.len()).collect(),
@@ -96,7 +99,7 @@ fn select_records(args: &ImportanceArgs, input: &ClassifierInput) -> Result<Vec<
 }
 
 /// Longest row in bases among `records` (the L of the npz arrays).
-fn widest_row(input: &ClassifierInput, records: &[usize]) -> Result<usize> {
+fn widest_row(input: &Input, records: &[usize]) -> Result<usize> {
     let tok = input.dataset.tokenizer();
     let mut width = 0;
     for chunk in records.chunks(4096) {
@@ -127,7 +130,7 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
     if args.ig_steps == 0 {
         bail!("--ig-steps must be at least 1");
     }
-    set_threads(args.runtime.threads);
+    args.runtime.apply_threads();
     for out in [
         Some(&args.output),
         args.bedgraph.as_ref(),
@@ -139,7 +142,7 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
         check_output_dir(out)?;
     }
     let device = parse_device(&args.runtime.device)?;
-    let input = ClassifierInput::open(&args.checkpoint, &args.dataset, device)?;
+    let input = Input::open(&args.checkpoint, &args.dataset, device)?;
     if args.method == Method::Gates && input.config.adapter != AdapterKind::Gated {
         bail!(
             "{}: --method gates needs a DynamicGated model (adapter gated); this checkpoint's adapter is {}. Use --method saliency or --method ig",
@@ -148,9 +151,7 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
         );
     }
     let tok = input.dataset.tokenizer().clone();
-    if (args.bedgraph.is_some() || args.npz.is_some())
-        && !matches!(tok.scheme.as_str(), "nucleotide" | "kmer")
-    {
+    if (args.bedgraph.is_some() || args.npz.is_some()) && !tok.scheme.has_base_spans() {
         bail!(
             "{}: --bedgraph and --npz need tokens of known bases (nucleotide or kmer scheme); this dataset uses the {} scheme",
             args.dataset.display(),
@@ -175,13 +176,14 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
         reduce: args.reduce,
         ig_steps: args.ig_steps,
     };
-    let bar = luminome_predict::progress_bar(records.len() as u64, args.runtime.quiet);
+    let bar = progress_bar(records.len() as u64, args.runtime.quiet);
     for chunk in records.chunks(args.batch_size) {
         let batch = input.batch(chunk)?;
         let targets: Vec<usize> = match target {
             Target::Fixed(c) => vec![c; chunk.len()],
             Target::Predicted if args.method == Method::Gates => vec![0; chunk.len()],
-            Target::Predicted => ClassifierPredictor::logits(&input, chunk)?
+            Target::Predicted => input
+                .logits(chunk)?
                 .iter()
                 .map(|l| {
                     l.iter()

@@ -9,9 +9,9 @@ use anyhow::{bail, Context, Result};
 use candle_core::{DType, Tensor, Var, D};
 use luminome_engine::batch_tensors;
 use luminome_io::token_dataset::TokenBatch;
-use luminome_predict::input::ClassifierInput;
 
 use crate::args::{Method, Reduce};
+use crate::Input;
 
 /// What a batch's scores are computed from.
 pub struct MethodOptions {
@@ -23,12 +23,12 @@ pub struct MethodOptions {
 /// Per-record token scores `[B][L]` of a batch (L: the batch's row length). `targets[b]`: the
 /// class index explained for record b (unused by gates).
 pub fn token_scores(
-    input: &ClassifierInput,
+    input: &Input,
     batch: &TokenBatch,
     targets: &[usize],
     opts: &MethodOptions,
 ) -> Result<Vec<Vec<f32>>> {
-    let clf = input.classifier()?;
+    let clf = input.model()?;
     let t = batch_tensors(batch, &input.device)?;
     let scores = match opts.method {
         Method::Gates => {
@@ -95,14 +95,14 @@ fn target_weights(
 
 /// Gradient of Σ_b f_b with respect to the embeddings `emb` `[B, L, D]`.
 fn embedding_gradient(
-    input: &ClassifierInput,
+    input: &Input,
     emb: &Tensor,
     mask: &Tensor,
     weights: &Tensor,
 ) -> Result<Tensor> {
     let var = Var::from_tensor(emb)?;
     let out = input
-        .classifier()?
+        .model()?
         .forward_from_embeddings(var.as_tensor(), mask, None)?;
     let f = (out.logits * weights)?.sum_all()?;
     let grads = f.backward()?;
@@ -113,21 +113,16 @@ fn embedding_gradient(
 }
 
 /// `[B, L]`: 1 at [CLS], [SEP] and padding (kept at their own embeddings), 0 at sequence tokens.
-fn kept_positions(batch: &TokenBatch, input: &ClassifierInput) -> Result<Tensor> {
+fn kept_positions(batch: &TokenBatch, input: &Input) -> Result<Tensor> {
     let tok = input.dataset.tokenizer();
     let keep: Vec<f32> = batch
         .input_ids
         .iter()
-        .map(|&id| f32::from(u8::from(is_special(tok, id))))
+        .map(|&id| f32::from(u8::from(tok.is_boundary(id))))
         .collect();
     Ok(Tensor::from_vec(
         keep,
         (batch.batch, batch.max_length),
         &input.device,
     )?)
-}
-
-/// [PAD], [CLS] and [SEP]: tokens that stand for no bases.
-pub fn is_special(tok: &luminome_io::token_dataset::TokenizerInfo, id: u32) -> bool {
-    id == tok.pad_id || Some(id) == tok.cls_id || Some(id) == tok.sep_id
 }

@@ -8,10 +8,10 @@ use candle_core::{Device, Tensor};
 use luminome_engine::checkpoint::read_safetensors;
 use luminome_importance::args::{Method, Reduce};
 use luminome_importance::methods::{token_scores, MethodOptions};
+use luminome_importance::Input as ClassifierInput;
 use luminome_io::token_dataset::{
     IndexRow, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow,
 };
-use luminome_predict::input::ClassifierInput;
 
 /// The fixture of bench/engine/torch_reference.py, kept with luminome-predict's tests.
 fn fixture_dir() -> PathBuf {
@@ -155,7 +155,7 @@ fn integrated_gradients_add_up_to_the_change_of_the_explained_output() {
     let ig: f32 = token_scores(&input, &batch, &[1], &opts).unwrap()[0]
         .iter()
         .sum();
-    let clf = input.classifier().unwrap();
+    let clf = input.model().unwrap();
     let t = luminome_engine::batch_tensors(&batch, &Device::Cpu).unwrap();
     let emb = clf.embed(&t.ids).unwrap();
     let special: Vec<f32> = batch

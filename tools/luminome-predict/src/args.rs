@@ -44,21 +44,5 @@ pub struct PredictArgs {
     pub batch_size: usize,
 
     #[command(flatten)]
-    pub runtime: RuntimeArgs,
-}
-
-/// Where and how a model runs: shared by luminome-predict and luminome-importance.
-#[derive(Debug, Clone, clap::Args)]
-pub struct RuntimeArgs {
-    /// Threads (default: all cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
-
-    /// cpu, cuda, cuda:N or metal (CUDA/Metal need a build with --features cuda / metal).
-    #[arg(long, default_value = "cpu")]
-    pub device: String,
-
-    /// No progress or summary on stderr (errors are still reported).
-    #[arg(short, long)]
-    pub quiet: bool,
+    pub runtime: luminome_cli::RuntimeArgs,
 }

@@ -1,47 +1,65 @@
 //! `luminome-predict`: runs a trained model over a dataset, in batches, and writes one TSV line
 //! per record; with labels, metrics from `luminome-metrics`.
 //!
+//! Each model family brings its own [`Predictor`] (in its folder in the engine); the families
+//! this tool runs are listed in [`predictors`], one line each, and dispatched on the
+//! checkpoint's `kind`.
+//!
 //! - [`args`]: the command line.
-//! - [`input`]: opening a classifier checkpoint and a token dataset with every check done before
-//!   output starts (model kind, vocabulary, length, labels); shared with `luminome-importance`.
-//! - [`predictor`]: the [`predictor::Predictor`] trait each model family implements and the
-//!   dispatch on the checkpoint's model kind.
-//! - [`classify`]: sequence classifiers.
 //!
 //! Outputs are written under temporary names and renamed when everything succeeded.
 
 pub mod args;
-pub mod classify;
-pub mod input;
-pub mod predictor;
-pub mod threads;
 
 use std::io::Write;
+use std::path::Path;
 
 use anyhow::{bail, Result};
+use candle_core::Device;
+use luminome_cli::progress_bar;
+use luminome_engine::checkpoint::read_checkpoint_meta;
 use luminome_engine::parse_device;
+use luminome_engine::predict::{Predictor, PredictorEntry};
 use luminome_io::atomic::{check_output_dir, AtomicWriter};
 
 use crate::args::PredictArgs;
-use crate::predictor::open_predictor;
 
-/// A progress bar on stderr, drawn only when stderr is a terminal and not `quiet`.
-pub fn progress_bar(len: u64, quiet: bool) -> indicatif::ProgressBar {
-    if quiet {
-        return indicatif::ProgressBar::hidden();
+/// Declares the model families luminome-predict runs, one config type each.
+macro_rules! predict_families {
+    ($($config:ty,)+) => {
+        /// The model families luminome-predict runs.
+        pub fn predictors() -> Vec<PredictorEntry> {
+            vec![$(PredictorEntry::of::<$config>(),)+]
+        }
+    };
+}
+
+predict_families! {
+    luminome_engine::models::classifier::ClassifierConfig,
+}
+
+/// Reads the checkpoint's model kind and opens the matching predictor on `dataset`.
+pub fn open_predictor(
+    checkpoint: &Path,
+    dataset: &Path,
+    device: Device,
+) -> Result<Box<dyn Predictor>> {
+    let meta = read_checkpoint_meta(checkpoint)?;
+    let entries = predictors();
+    match entries.iter().find(|e| e.kind == meta.model.kind()) {
+        Some(e) => (e.open)(checkpoint, dataset, device),
+        None => bail!(
+            "{}: this checkpoint holds a {} (kind {}); luminome-predict runs {}",
+            checkpoint.display(),
+            meta.model.family(),
+            meta.model.kind(),
+            entries
+                .iter()
+                .map(|e| format!("{}s (kind {})", e.family, e.kind))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
-    let bar = indicatif::ProgressBar::with_draw_target(
-        Some(len),
-        indicatif::ProgressDrawTarget::stderr(),
-    );
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:40}] {pos}/{len} records ({per_sec})",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    bar
 }
 
 /// Runs the command.
@@ -49,7 +67,7 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     if args.batch_size == 0 {
         bail!("--batch-size must be at least 1");
     }
-    threads::set_threads(args.runtime.threads);
+    args.runtime.apply_threads();
     check_output_dir(&args.output)?;
     if let Some(m) = &args.metrics {
         check_output_dir(m)?;

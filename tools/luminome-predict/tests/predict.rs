@@ -8,10 +8,11 @@ use std::process::Command;
 
 use candle_core::Device;
 use common::*;
+use luminome_engine::models::classifier::{predict_probs, ClassifierConfig};
 use luminome_metrics::softmax;
 use luminome_metrics::ClassificationMetrics;
-use luminome_predict::classify::ClassifierPredictor;
-use luminome_predict::input::ClassifierInput;
+
+type ClassifierInput = luminome_engine::models::classifier::ClassifierInput<ClassifierConfig>;
 
 fn predict(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_luminome-predict"))
@@ -39,7 +40,7 @@ fn logits_of_all_four_adapters_match_the_pytorch_reference() {
     let expected = expected();
     for adapter in ["cls", "mean", "max", "gated"] {
         let input = ClassifierInput::open(&fixture_checkpoint(adapter), &ds, Device::Cpu).unwrap();
-        let logits = ClassifierPredictor::logits(&input, &[0, 1, 2]).unwrap();
+        let logits = input.logits(&[0, 1, 2]).unwrap();
         let want = expected[&format!("{adapter}.logits")]
             .to_vec2::<f32>()
             .unwrap();
@@ -52,7 +53,7 @@ fn logits_of_all_four_adapters_match_the_pytorch_reference() {
             }
         }
         // Records one at a time give the same logits as the batch (padding never leaks in).
-        let single = ClassifierPredictor::logits(&input, &[2]).unwrap();
+        let single = input.logits(&[2]).unwrap();
         assert!((single[0][0] - logits[2][0]).abs() < 1e-5, "{adapter}");
     }
 }
@@ -65,14 +66,10 @@ fn training_evaluation_and_predict_compute_the_same_probabilities() {
     let dir = tempfile::tempdir().unwrap();
     let ds = fixture_dataset(dir.path(), 12);
     let input = ClassifierInput::open(&fixture_checkpoint("gated"), &ds, Device::Cpu).unwrap();
-    let trainer_probs = luminome_engine::tasks::predict_probs(
-        input.classifier().unwrap(),
-        &input.dataset,
-        3,
-        &Device::Cpu,
-    )
-    .unwrap();
-    let predict_probs: Vec<f64> = ClassifierPredictor::logits(&input, &[0, 1, 2])
+    let trainer_probs =
+        predict_probs(input.model().unwrap(), &input.dataset, 3, &Device::Cpu).unwrap();
+    let predict_probs: Vec<f64> = input
+        .logits(&[0, 1, 2])
         .unwrap()
         .iter()
         .flat_map(|l| softmax(l))

@@ -1,16 +1,16 @@
-//! The three outputs of a run, written together: the safetensors dataset (`features`,
-//! `region_mask`, `tss_index`, `region_index`, optional `expression`), the samples table and the
-//! per-region table. All three are written to temporary names and appear only at
+//! The three outputs of a run, written together: the region dataset (safetensors `features`,
+//! `region_mask`, `tss_index`, `region_index`, optional `expression`, and the samples table;
+//! its contract and writer are `luminome_io::region_dataset`) and the per-region table that
+//! `--reuse-regions` reads back. All three are written to temporary names and appear only at
 //! [`DatasetWriter::finish`]; dropping the writer leaves nothing behind.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
 use luminome_io::atomic::AtomicWriter;
-use luminome_io::tensorfile::{ColumnSpec, ElemType, StreamingTensorWriter};
+use luminome_io::region_dataset::{RegionDatasetMeta, RegionDatasetWriter, RegionSample};
 use luminome_io::tss::GeneTss;
 
 use crate::windows::Window;
@@ -31,17 +31,14 @@ pub struct Sample<'a> {
 }
 
 pub struct DatasetWriter {
-    tensors: StreamingTensorWriter,
-    samples: AtomicWriter,
+    dataset: RegionDatasetWriter,
     regions: AtomicWriter,
     n_regions: usize,
     n_features: usize,
-    has_expression: bool,
     row: Vec<f32>,
     mask: Vec<u8>,
     region_index: Vec<i64>,
     line: String,
-    written: u64,
 }
 
 impl DatasetWriter {
@@ -55,22 +52,9 @@ impl DatasetWriter {
         has_expression: bool,
     ) -> Result<Self> {
         let width = features.len() + 1;
-        let mut specs = vec![
-            ColumnSpec::fixed("features", ElemType::F32, &[n_regions, width]),
-            ColumnSpec::fixed("region_mask", ElemType::U8, &[n_regions]),
-            ColumnSpec::fixed("tss_index", ElemType::I64, &[]),
-            ColumnSpec::fixed("region_index", ElemType::I64, &[n_regions]),
-        ];
-        if has_expression {
-            specs.push(ColumnSpec::fixed("expression", ElemType::F32, &[]));
-        }
-        let tensors = StreamingTensorWriter::new(output, specs)?;
-        let mut samples = AtomicWriter::create(samples_output)?;
+        let dataset =
+            RegionDatasetWriter::create(output, samples_output, n_regions, width, has_expression)?;
         let mut regions = AtomicWriter::create(regions_output)?;
-        writeln!(
-            samples,
-            "sample\tgene\tgene_id\tcell_type\tchrom\ttss\tstrand\tregions_used\ttss_region\texpression"
-        )?;
         let mut header = vec![
             "region".to_string(),
             "chrom".into(),
@@ -82,17 +66,14 @@ impl DatasetWriter {
         header.extend(features.iter().cloned());
         writeln!(regions, "{}", header.join("\t"))?;
         Ok(Self {
-            tensors,
-            samples,
+            dataset,
             regions,
             n_regions,
             n_features: features.len(),
-            has_expression,
             row: vec![0.0; n_regions * width],
             mask: vec![0; n_regions],
             region_index: vec![-1; n_regions],
             line: String::new(),
-            written: 0,
         })
     }
 
@@ -135,41 +116,26 @@ impl DatasetWriter {
             self.mask[slot] = 1;
             self.region_index[slot] = (s.offset + k) as i64;
         }
-        let tss_index = s.window.tss_index.map(|i| i as i64).unwrap_or(-1);
-        self.tensors.push_f32(0, &self.row)?;
-        self.tensors.push_bytes(1, &self.mask)?;
-        self.tensors.push_i64(2, &[tss_index])?;
-        self.tensors.push_i64(3, &self.region_index)?;
-        if self.has_expression {
-            self.tensors
-                .push_f32(4, &[s.expression.map(|v| v as f32).unwrap_or(f32::NAN)])?;
-        }
         let g = s.gene;
-        writeln!(
-            self.samples,
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
-            self.written,
-            g.name,
-            g.id,
-            s.cell_type,
-            g.chrom,
-            g.tss,
-            g.strand.symbol(),
-            s.window.regions.len(),
-            s.window
-                .tss_index
-                .map(|i| (s.offset + s.window.regions[i]).to_string())
-                .unwrap_or_else(|| ".".into()),
-            s.expression
-                .map(|v| v.to_string())
-                .unwrap_or_else(|| "NA".into()),
-        )?;
-        self.written += 1;
-        Ok(())
+        self.dataset.push(&RegionSample {
+            features: &self.row,
+            region_mask: &self.mask,
+            tss_index: s.window.tss_index,
+            region_index: &self.region_index,
+            expression: s.expression,
+            gene: &g.name,
+            gene_id: &g.id,
+            cell_type: s.cell_type,
+            chrom: &g.chrom,
+            tss: g.tss,
+            strand: g.strand.symbol(),
+            regions_used: s.window.regions.len(),
+            tss_region: s.window.tss_index.map(|i| s.offset + s.window.regions[i]),
+        })
     }
 
     pub fn samples_written(&self) -> u64 {
-        self.written
+        self.dataset.len()
     }
 
     pub fn n_regions(&self) -> usize {
@@ -177,10 +143,13 @@ impl DatasetWriter {
     }
 
     /// Write the safetensors header and data, then move all three files into place.
-    pub fn finish(self, metadata: BTreeMap<String, String>) -> Result<()> {
-        let dataset = self.tensors.finish(metadata)?;
-        dataset.commit()?;
-        self.samples.commit()?;
+    pub fn finish(self, meta: &RegionDatasetMeta, command_line: &str) -> Result<()> {
+        self.dataset.finish(
+            meta,
+            "luminome-regions",
+            env!("CARGO_PKG_VERSION"),
+            command_line,
+        )?;
         self.regions.commit()?;
         Ok(())
     }

@@ -5,7 +5,7 @@
 //! sample row, not by the number of genes. Nothing appears at the output paths unless the whole
 //! run succeeds.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -16,21 +16,16 @@ use luminome_io::expression::{
 };
 use luminome_io::motif::{read_motifs, MotifFormat};
 use luminome_io::reference::Reference;
-use luminome_io::tss::{read_tss, BedTssMode, GeneTss, TssFormat};
-use luminome_io::InputError;
+use luminome_io::region_dataset::{ExpressionSource, RegionDatasetMeta};
+use luminome_io::tss::{BedTssMode, TssFormat};
 
-use crate::accessibility::{
-    self, AccessibilitySource, ChromRename, CountOptions, FragmentMode, Normalisation,
-};
+use crate::accessibility::{AccessibilitySource, ChromRename, FragmentMode, Normalisation};
 use crate::dataset::{DatasetWriter, Sample};
+use crate::inputs::{build_regions, read_genes, RegionInputs};
 use crate::motifs::{self, FeatureMap, Threshold};
-use crate::regions::{add_peaks, PeakReport, RegionSet};
 use crate::reuse::RegionTable;
 use crate::scan::{Aggregation, MotifScanner, ScanStats};
 use crate::windows::{select, Selection};
-
-pub const DATASET_KIND: &str = "luminome.region_dataset";
-pub const FORMAT_VERSION: &str = "1";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackgroundChoice {
@@ -102,7 +97,7 @@ pub struct Summary {
     pub scan_seconds: f64,
 }
 
-fn log(msg: impl AsRef<str>) {
+pub(crate) fn log(msg: impl AsRef<str>) {
     eprintln!("luminome-regions: {}", msg.as_ref());
 }
 
@@ -114,182 +109,6 @@ pub fn side_output(output: &std::path::Path, suffix: &str) -> PathBuf {
         .unwrap_or_default();
     let stem = name.strip_suffix(".safetensors").unwrap_or(&name);
     output.with_file_name(format!("{stem}.{suffix}"))
-}
-
-/// Regions, their raw accessibility per cell type and (when reused) their motif scores.
-struct RegionInputs {
-    set: RegionSet,
-    cell_types: Vec<String>,
-    raw: Vec<Vec<f64>>,
-    features: Vec<String>,
-    /// Reused motif scores, row-major `[regions × features]` (None: scan).
-    scores: Option<Vec<f32>>,
-    sources: serde_json::Value,
-    too_wide: usize,
-}
-
-fn build_regions(cfg: &Config, reference: &Reference) -> Result<RegionInputs> {
-    if cfg.accessibility.is_empty() {
-        bail!("at least one --accessibility CELLTYPE=PATH is needed (or --reuse-regions)");
-    }
-    let mut set = RegionSet::for_reference(reference.sequences());
-    let mut report = PeakReport::default();
-    if cfg.peaks.is_empty() {
-        let coverage: Vec<&AccessibilitySource> = cfg
-            .accessibility
-            .iter()
-            .filter(|s| s.kind.is_coverage())
-            .collect();
-        if coverage.is_empty() {
-            bail!("no --peaks given and no bigWig/bedGraph accessibility to call peaks from");
-        }
-        for src in coverage {
-            let mut reader = accessibility::CoverageReader::open(src, cfg.rename)?;
-            reader.check_names(&RegionSet {
-                chroms: set
-                    .chroms
-                    .iter()
-                    .map(|c| crate::regions::ChromRegions {
-                        name: c.name.clone(),
-                        length: c.length,
-                        regions: vec![(0, 1)],
-                    })
-                    .collect(),
-            })?;
-            let mut called = 0;
-            for c in &mut set.chroms {
-                let iv = reader.intervals(&c.name)?;
-                let peaks = accessibility::call_peaks(
-                    &iv,
-                    c.length,
-                    cfg.call.fold,
-                    cfg.call.merge_gap,
-                    cfg.call.min_width,
-                );
-                called += peaks.len();
-                c.regions
-                    .extend(peaks.into_iter().map(|(s, e)| (s, e.min(c.length))));
-            }
-            log(format!(
-                "called {called} peaks on {} ({})",
-                src.cell_type,
-                src.path.display()
-            ));
-        }
-    } else {
-        for p in &cfg.peaks {
-            add_peaks(&mut set, p, cfg.max_region_width, &mut report)?;
-        }
-        for (path, line, chrom, s, e) in report.too_wide.iter().take(10) {
-            log(format!(
-                "left out {}: line {line}: peak {chrom}:{s}-{e} is {} bp wide (> --max-region-width {})",
-                path.display(),
-                e - s,
-                cfg.max_region_width
-            ));
-        }
-        if report.too_wide.len() > 10 {
-            log(format!(
-                "... and {} more peaks wider than {} bp",
-                report.too_wide.len() - 10,
-                cfg.max_region_width
-            ));
-        }
-    }
-    set.merge(cfg.merge_gap);
-    if set.is_empty() {
-        bail!("no regions left (after reading/calling peaks and filtering by width)");
-    }
-    let opts = CountOptions {
-        rename: cfg.rename,
-        fragment_mode: cfg.fragment_mode,
-        bam: cfg.bam,
-    };
-    let mut raw = Vec::new();
-    let mut cell_types = Vec::new();
-    for src in &cfg.accessibility {
-        if cell_types.contains(&src.cell_type) {
-            bail!(
-                "cell type {:?} is given twice in --accessibility",
-                src.cell_type
-            );
-        }
-        let counts = accessibility::count(src, &set, &opts)?;
-        log(format!(
-            "{}: {} ({}), total {:.0} over {} regions",
-            src.cell_type,
-            src.path.display(),
-            src.kind.name(),
-            counts.iter().sum::<f64>(),
-            counts.len()
-        ));
-        raw.push(counts);
-        cell_types.push(src.cell_type.clone());
-    }
-    let sources = serde_json::json!({
-        "peaks": cfg.peaks.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
-        "accessibility": cfg.accessibility.iter().map(|s| serde_json::json!({
-            "cell_type": s.cell_type, "kind": s.kind.name(), "path": s.path.display().to_string()})).collect::<Vec<_>>(),
-    });
-    Ok(RegionInputs {
-        set,
-        cell_types,
-        raw,
-        features: Vec::new(),
-        scores: None,
-        sources,
-        too_wide: report.too_wide.len(),
-    })
-}
-
-fn read_genes(
-    cfg: &Config,
-    reference: &Reference,
-    set: &RegionSet,
-) -> Result<(Vec<(usize, GeneTss)>, usize)> {
-    let genes = read_tss(
-        &cfg.genes,
-        cfg.genes_format,
-        &cfg.tss_feature,
-        cfg.bed_tss_mode,
-    )?;
-    let mut kept = Vec::new();
-    let mut off_reference = 0;
-    for g in genes {
-        if !cfg.gene_types.is_empty()
-            && !g
-                .gene_type
-                .as_ref()
-                .is_some_and(|t| cfg.gene_types.contains(t))
-        {
-            continue;
-        }
-        let Some(ci) = set.chrom_index(&g.chrom) else {
-            off_reference += 1;
-            continue;
-        };
-        let len = reference.length(&g.chrom).unwrap_or(0);
-        if g.tss >= len {
-            return Err(InputError::line(
-                &cfg.genes,
-                g.line,
-                format!(
-                    "TSS of {} ({}:{}) is past the end of {} (length {len})",
-                    g.name, g.chrom, g.tss, g.chrom
-                ),
-            )
-            .into());
-        }
-        kept.push((ci, g));
-    }
-    if kept.is_empty() {
-        bail!(InputError::file(
-            &cfg.genes,
-            "no gene left on the reference's sequences (check --gene-type and chromosome names)"
-        ));
-    }
-    kept.sort_by(|a, b| (a.0, a.1.tss, &a.1.name).cmp(&(b.0, b.1.tss, &b.1.name)));
-    Ok((kept, off_reference))
 }
 
 pub fn run(cfg: &Config) -> Result<Summary> {
@@ -541,39 +360,33 @@ pub fn run(cfg: &Config) -> Result<Summary> {
 
     let mut feature_names = inputs.features.clone();
     feature_names.push("accessibility".into());
-    let meta_json = serde_json::json!({
-        "feature_names": feature_names,
-        "cell_types": inputs.cell_types,
-        "n_regions": cfg.n_regions,
-        "window_bp": cfg.window,
-        "selection": cfg.selection.name(),
-        "normalisation": cfg.normalisation.name(),
-        "motif": motif_meta,
-        "region_sources": inputs.sources,
-        "reference": cfg.reference.display().to_string(),
-        "genes": cfg.genes.display().to_string(),
-        "expression": cfg.expression.iter().map(|(c, p)| serde_json::json!({"cell_type": c, "path": p.display().to_string()})).collect::<Vec<_>>(),
-        "expression_transform": if has_expression { Some(cfg.expression_transform.name()) } else { None },
-        "coordinates": "0-based half-open",
-        "regions_total": n_regions_total,
-        "samples_table": cfg.samples_output.file_name().map(|n| n.to_string_lossy().into_owned()),
-        "regions_table": cfg.regions_output.file_name().map(|n| n.to_string_lossy().into_owned()),
-    });
-    let mut metadata = BTreeMap::new();
-    metadata.insert("kind".to_string(), DATASET_KIND.to_string());
-    metadata.insert("format_version".to_string(), FORMAT_VERSION.to_string());
-    metadata.insert("tool".to_string(), "luminome-regions".to_string());
-    metadata.insert(
-        "tool_version".to_string(),
-        env!("CARGO_PKG_VERSION").to_string(),
-    );
-    metadata.insert("command_line".to_string(), cfg.command_line.clone());
-    metadata.insert(
-        "feature_names".to_string(),
-        serde_json::to_string(&feature_names)?,
-    );
-    metadata.insert("luminome".to_string(), meta_json.to_string());
-    out.finish(metadata)?;
+    let file_name = |p: &std::path::Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    let meta = RegionDatasetMeta {
+        cell_types: inputs.cell_types.clone(),
+        coordinates: "0-based half-open".into(),
+        expression: cfg
+            .expression
+            .iter()
+            .map(|(c, p)| ExpressionSource {
+                cell_type: c.clone(),
+                path: p.display().to_string(),
+            })
+            .collect(),
+        expression_transform: has_expression.then(|| cfg.expression_transform.name().to_string()),
+        feature_names,
+        genes: cfg.genes.display().to_string(),
+        motif: motif_meta,
+        n_regions: cfg.n_regions,
+        normalisation: cfg.normalisation.name().to_string(),
+        reference: cfg.reference.display().to_string(),
+        region_sources: inputs.sources.clone(),
+        regions_table: file_name(&cfg.regions_output),
+        regions_total: n_regions_total,
+        samples_table: file_name(&cfg.samples_output),
+        selection: cfg.selection.name().to_string(),
+        window_bp: cfg.window,
+    };
+    out.finish(&meta, &cfg.command_line)?;
     log(format!(
         "wrote {} samples ({} genes x {} cell types, N = {}, {} features + accessibility) to {} in {:.1}s",
         sample,

@@ -1,115 +1,9 @@
 //! End-to-end runs of the `luminome-regions` binary on the repository's test data (a 200 kb
 //! slice of hg38 chr22 with K562 DNase peaks, accessibility, Vierstra/JASPAR motifs and expression).
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-use luminome_io::tensorfile::TensorFile;
-
-fn data(rel: &str) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test-data");
-    root.join(rel).to_string_lossy().into_owned()
-}
-
-/// The standard test-data run: both cell types, Vierstra clusters, expression, N = 50, 200 kb window.
-fn base_args() -> Vec<String> {
-    [
-        "--reference",
-        &data("chr22_slice/chr22_slice.fa"),
-        "--peaks",
-        &data("chr22_slice/peaks.narrowPeak"),
-        "--accessibility",
-        &format!("K562={}", data("chr22_slice/acc.K562.bedgraph")),
-        "--accessibility",
-        &format!("GM12878={}", data("chr22_slice/acc.GM12878.bedgraph")),
-        "--motifs",
-        &data("motifs/vierstra_small.meme"),
-        "--motif-clusters",
-        &data("motifs/vierstra_small_clusters.csv"),
-        "--genes",
-        &data("chr22_slice/genes_tss.bed"),
-        "--bed-tss",
-        "center",
-        "--expression",
-        &format!("K562={}", data("expression/k562_tpm_slice.tsv")),
-        "--expression",
-        &format!("GM12878={}", data("expression/gm12878_rampage_slice.tsv")),
-        "--window",
-        "200000",
-        "--n-regions",
-        "50",
-        "--threads",
-        "2",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
-}
-
-fn run(args: &[String], out: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_luminome-regions"))
-        .args(args)
-        .arg("-o")
-        .arg(out)
-        .output()
-        .expect("binary runs")
-}
-
-/// Replace the value following `flag` (first occurrence), or drop flag+value when `value` is None.
-fn with(mut args: Vec<String>, flag: &str, value: Option<&str>) -> Vec<String> {
-    let i = args.iter().position(|a| a == flag).expect("flag present");
-    match value {
-        Some(v) => args[i + 1] = v.to_string(),
-        None => {
-            args.drain(i..i + 2);
-        }
-    }
-    args
-}
-
-fn read_tsv(path: &Path) -> Vec<HashMap<String, String>> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
-    lines
-        .map(|l| {
-            header
-                .iter()
-                .map(|h| h.to_string())
-                .zip(l.split('\t').map(str::to_string))
-                .collect()
-        })
-        .collect()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A bad input: non-zero exit, the message names `file` and `needle`, and nothing was written.
-fn assert_refused(args: Vec<String>, file: &str, needle: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("d.safetensors");
-    let o = run(&args, &out);
-    let err = stderr(&o);
-    assert!(!o.status.success(), "should fail: {err}");
-    assert!(
-        err.contains(file) && err.contains(needle),
-        "message should name {file} and {needle:?}: {err}"
-    );
-    assert!(!err.contains("panicked"), "{err}");
-    let left: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    assert!(
-        left.is_empty(),
-        "nothing may be left behind, found {left:?}"
-    );
-}
-
-const CTCF_REGION: (u64, u64) = (165_240, 165_492); // contains CCACCAGGTGG (CTCF core), minus strand
+use common::*;
 
 #[test]
 fn builds_the_dataset_with_consistent_shapes_masks_and_tss_indices() {
@@ -185,6 +79,23 @@ fn builds_the_dataset_with_consistent_shapes_masks_and_tss_indices() {
         .unwrap()
         .extend_f32(eif3l["sample"].parse().unwrap(), &mut ev);
     assert!((ev[0] as f64 - e).abs() < 1e-5);
+
+    // The reader the model tools use sees the same dataset.
+    let ds = luminome_io::region_dataset::RegionDataset::open(&out).unwrap();
+    assert_eq!((ds.len(), ds.n_regions(), ds.n_features()), (18, 50, 11));
+    assert_eq!(ds.feature_names(), names.as_slice());
+    assert_eq!(ds.cell_types(), ["K562", "GM12878"]);
+    let rows = ds.read_samples().unwrap();
+    let i: usize = eif3l["sample"].parse().unwrap();
+    assert_eq!(
+        (rows[i].gene.as_str(), rows[i].expression),
+        ("EIF3L", Some(e))
+    );
+    let b = ds.batch(&[i]).unwrap();
+    let mut f = Vec::new();
+    features.extend_f32(i, &mut f);
+    assert_eq!(b.features, f);
+    assert_eq!(b.expression.unwrap()[0], ev[0]);
 }
 
 #[test]
@@ -348,128 +259,6 @@ fn python_can_open_the_outputs() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-}
-
-fn temp_file(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-#[test]
-fn peaks_on_unknown_contigs_or_past_the_end_are_refused() {
-    assert_refused(
-        with(
-            base_args(),
-            "--peaks",
-            Some(&data("chr22_slice/bad_unknown_chrom.bed")),
-        ),
-        "bad_unknown_chrom.bed: line 1",
-        "not a sequence of the reference",
-    );
-    assert_refused(
-        with(
-            base_args(),
-            "--peaks",
-            Some(&data("chr22_slice/bad_past_end.bed")),
-        ),
-        "bad_past_end.bed: line 1",
-        "past the end",
-    );
-}
-
-#[test]
-fn inverted_peak_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = temp_file(
-        dir.path(),
-        "inv.bed",
-        "chr22_slice\t100\t200\nchr22_slice\t500\t400\n",
-    );
-    assert_refused(
-        with(base_args(), "--peaks", Some(p.to_str().unwrap())),
-        "inv.bed: line 2",
-        "less than end",
-    );
-}
-
-#[test]
-fn accessibility_chromosome_names_are_checked_and_mapped_on_request() {
-    let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(data("chr22_slice/acc.K562.bedgraph")).unwrap();
-    let p = temp_file(
-        dir.path(),
-        "renamed.bedgraph",
-        &text.replace("chr22_slice", "22_slice"),
-    );
-    let args = with(
-        base_args(),
-        "--accessibility",
-        Some(&format!("K562={}", p.display())),
-    );
-    assert_refused(
-        args.clone(),
-        "renamed.bedgraph",
-        "--acc-chrom-names add-chr",
-    );
-    let mut mapped = args;
-    mapped.extend(["--acc-chrom-names".to_string(), "add-chr".to_string()]);
-    // GM12878's file keeps chr names, so map only makes sense with one cell type here.
-    let mapped = with(
-        mapped,
-        "--accessibility",
-        Some(&format!("K562={}", p.display())),
-    );
-    let i = mapped.iter().rposition(|a| a == "--accessibility").unwrap();
-    let mut mapped = mapped;
-    mapped.drain(i..i + 2);
-    let ei = mapped.iter().rposition(|a| a == "--expression").unwrap();
-    mapped.drain(ei..ei + 2);
-    let out = dir.path().join("d.safetensors");
-    let o = run(&mapped, &out);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let regions = read_tsv(&dir.path().join("d.regions.tsv"));
-    assert_ne!(regions[0]["acc_raw:K562"], "0");
-}
-
-#[test]
-fn bad_motif_files_are_refused_with_their_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let zero = temp_file(
-        dir.path(),
-        "zero.meme",
-        "MEME version 4\n\nALPHABET= ACGT\n\nMOTIF Z1\nletter-probability matrix: alength= 4 w= 2\n0.25 0.25 0.25 0.25\n0 0 0 0\n",
-    );
-    let args = with(base_args(), "--motifs", Some(zero.to_str().unwrap()));
-    assert_refused(
-        with(args, "--motif-clusters", None),
-        "zero.meme: line 8",
-        "sums to zero",
-    );
-    let protein = temp_file(
-        dir.path(),
-        "protein.meme",
-        "MEME version 4\n\nALPHABET= ACDEFGHIKLMNPQRSTVWY\n",
-    );
-    let args = with(base_args(), "--motifs", Some(protein.to_str().unwrap()));
-    assert_refused(
-        with(args, "--motif-clusters", None),
-        "protein.meme: line 3",
-        "not DNA",
-    );
-}
-
-#[test]
-fn duplicate_genes_in_the_expression_table_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = temp_file(dir.path(), "dup.tsv", "GCAT\t1.0\nEIF3L\t2.0\nGCAT\t3.0\n");
-    let mut args = base_args();
-    let i = args
-        .iter()
-        .position(|a| a.starts_with("K562=") && a.contains("tpm"))
-        .unwrap();
-    args[i] = format!("K562={}", p.display());
-    assert_refused(args, "dup.tsv: line 3", "appears twice");
 }
 
 #[test]

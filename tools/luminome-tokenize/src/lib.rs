@@ -4,10 +4,10 @@
 //! - [`scheme`]: the nucleotide, k-mer and HuggingFace tokenizer schemes and their vocabularies.
 //! - [`source`]: FASTA/FASTQ (streamed in windows), CSV/TSV tables and BED + reference → units.
 //! - [`pipeline`]: the run: read on one thread, tokenize and write the dataset on another.
-//! - [`cli`]: the command line.
+//! - [`args`]: the command line.
 
+pub mod args;
 pub mod bases;
-pub mod cli;
 pub mod pipeline;
 pub mod scheme;
 pub mod source;

@@ -1,5 +1,5 @@
 use clap::Parser;
-use luminome_tokenize::cli::{run, Args};
+use luminome_tokenize::args::{run, Args};
 
 // Rows are allocated on the reading thread and freed on the writing one; glibc's allocator
 // trims and re-faults its heap on that pattern, mimalloc does not.

@@ -13,14 +13,8 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use luminome_io::token_dataset::TokenizerInfo;
-
-pub const PAD: u32 = 0;
-pub const CLS: u32 = 1;
-pub const SEP: u32 = 2;
-pub const MASK: u32 = 3;
-pub const UNK: u32 = 4;
-const SPECIALS: [&str; 5] = ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]"];
+use luminome_io::token_dataset::special::{CLS, PAD, SEP, UNK};
+use luminome_io::token_dataset::{special, TokenizerInfo, TokenizerScheme};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum KmerMode {
@@ -72,16 +66,16 @@ impl Scheme {
     pub fn hf(path: &Path) -> Result<Self> {
         let tok = tokenizers::Tokenizer::from_file(path)
             .map_err(|e| anyhow::anyhow!("{}: not a usable tokenizer.json: {e}", path.display()))?;
-        let id = |t: &str| tok.token_to_id(t);
-        let pad = id("[PAD]")
+        let id = |i: u32| tok.token_to_id(special::NAMES[i as usize]);
+        let pad = id(PAD)
             .or_else(|| tok.get_padding().map(|p| p.pad_id))
             .with_context(|| format!("{}: the tokenizer has no [PAD] token", path.display()))?;
         let ids = HfIds {
             pad,
-            cls: id("[CLS]"),
-            sep: id("[SEP]"),
-            mask: id("[MASK]"),
-            unk: id("[UNK]"),
+            cls: id(CLS),
+            sep: id(SEP),
+            mask: id(special::MASK),
+            unk: id(UNK),
         };
         Ok(Scheme::Hf(Box::new(tok), ids))
     }
@@ -213,50 +207,14 @@ impl Scheme {
 
     /// The dataset metadata describing this scheme (vocabulary included).
     pub fn info(&self, add_cls: bool, add_sep: bool, hf_json: Option<String>) -> TokenizerInfo {
-        let mut vocab: Vec<String> = SPECIALS.iter().map(|s| s.to_string()).collect();
         match *self {
-            Scheme::Nucleotide => {
-                vocab.extend(["A", "C", "G", "T", "N"].iter().map(|s| s.to_string()));
-                TokenizerInfo {
-                    scheme: "nucleotide".into(),
-                    vocab,
-                    pad_id: PAD,
-                    unk_id: Some(UNK),
-                    cls_id: Some(CLS),
-                    sep_id: Some(SEP),
-                    mask_id: Some(MASK),
-                    add_cls,
-                    add_sep,
-                    k: None,
-                    kmer_step: None,
-                    hf_tokenizer_json: None,
-                }
-            }
-            Scheme::Kmer { k, mode } => {
-                const ALPHA: [char; 4] = ['A', 'C', 'G', 'T'];
-                for v in 0..(1usize << (2 * k)) {
-                    vocab.push(
-                        (0..k)
-                            .map(|j| ALPHA[(v >> (2 * (k - 1 - j))) & 3])
-                            .collect(),
-                    );
-                }
-                vocab.extend(["A", "C", "G", "T", "N"].iter().map(|s| s.to_string()));
-                TokenizerInfo {
-                    scheme: "kmer".into(),
-                    vocab,
-                    pad_id: PAD,
-                    unk_id: Some(UNK),
-                    cls_id: Some(CLS),
-                    sep_id: Some(SEP),
-                    mask_id: Some(MASK),
-                    add_cls,
-                    add_sep,
-                    k: Some(k),
-                    kmer_step: Some(if mode == KmerMode::Overlapping { 1 } else { k }),
-                    hf_tokenizer_json: None,
-                }
-            }
+            Scheme::Nucleotide => TokenizerInfo::nucleotide(add_cls, add_sep),
+            Scheme::Kmer { k, mode } => TokenizerInfo::kmer(
+                k,
+                if mode == KmerMode::Overlapping { 1 } else { k },
+                add_cls,
+                add_sep,
+            ),
             Scheme::Hf(ref tok, ids) => {
                 let size = tok.get_vocab_size(true);
                 let mut vocab = vec![String::new(); size];
@@ -266,7 +224,7 @@ impl Scheme {
                     }
                 }
                 TokenizerInfo {
-                    scheme: "hf".into(),
+                    scheme: TokenizerScheme::Hf,
                     vocab,
                     pad_id: ids.pad,
                     unk_id: ids.unk,

@@ -1,53 +1,41 @@
-//! `luminome-train`: trains Luminome models. Subcommands: `mlm` (masked-LM pretraining of the
-//! encoder) and `classify` (sequence classification with one of four adapters).
-
-pub mod args;
-pub mod classify;
-pub mod mlm;
+//! `luminome-train`: trains every Luminome model family. Each subcommand's arguments and setup
+//! live in its family's folder in the engine (`luminome_engine::models::<family>::setup`); this
+//! crate lists them, one line each.
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use luminome_engine::train::run;
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "luminome-train",
-    version,
-    about = "Train Luminome models on token datasets"
-)]
+#[command(name = "luminome-train", version, about = "Train Luminome models")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
-#[derive(Subcommand, Debug)]
-pub enum Command {
-    /// Masked-LM pretraining of a transformer encoder (BERT: 15 % of tokens; 80 % [MASK],
-    /// 10 % random, 10 % unchanged).
-    #[command(after_long_help = mlm::EXAMPLE)]
-    Mlm(mlm::MlmArgs),
-    /// Sequence classification: encoder + LinearCLS / LinearMeanPool / LinearMaxPool /
-    /// DynamicGated adapter, from scratch or from an MLM checkpoint.
-    #[command(after_long_help = classify::EXAMPLE)]
-    Classify(classify::ClassifyArgs),
+/// Declares the subcommands (one line per family: name in the enum, its arguments' type) and
+/// the dispatch to the engine's generic run.
+macro_rules! train_commands {
+    ($($variant:ident($args:ty),)+) => {
+        #[derive(Subcommand, Debug)]
+        pub enum Command {
+            $($variant($args),)+
+        }
+
+        /// Runs the parsed command.
+        pub fn run_command(command: &Command, command_line: &str) -> Result<()> {
+            match command {
+                $(Command::$variant(a) => run(a, command_line),)+
+            }
+        }
+    };
 }
 
-/// Sets the thread count for rayon and candle's matrix multiplications (both read
-/// RAYON_NUM_THREADS); must run before either starts its pool.
-pub fn set_threads(threads: Option<usize>) {
-    if let Some(n) = threads.filter(|&n| n > 0) {
-        std::env::set_var("RAYON_NUM_THREADS", n.to_string());
-        // The global pool may already exist (tests); then the environment variable still
-        // governs candle's gemm.
-        let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build_global();
-    }
+train_commands! {
+    Mlm(luminome_engine::models::mlm::MlmArgs),
+    Classify(luminome_engine::models::classifier::ClassifyArgs),
 }
 
-pub fn run(cli: Cli) -> Result<()> {
-    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
-    match cli.command {
-        Command::Mlm(a) => mlm::run(a, &command_line),
-        Command::Classify(a) => classify::run(a, &command_line),
-    }
+pub fn run_cli(cli: Cli) -> Result<()> {
+    run_command(&cli.command, &luminome_cli::command_line())
 }

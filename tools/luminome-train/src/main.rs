@@ -7,7 +7,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     let cli = luminome_train::Cli::parse();
-    match luminome_train::run(cli) {
+    match luminome_train::run_cli(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("luminome-train: error: {e:#}");

@@ -6,10 +6,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use candle_core::{Device, Tensor};
+use luminome_engine::backbones::{EncoderConfig, PositionEncoding};
 use luminome_engine::checkpoint::{read_safetensors, save_checkpoint, CheckpointMeta};
-use luminome_engine::config::{EncoderConfig, MlmConfig, ModelConfig, PositionEncoding};
+use luminome_engine::input::InputSpec;
+use luminome_engine::models::mlm::MlmConfig;
 use luminome_engine::testing::nucleotide_tokenizer;
 use luminome_engine::BuiltModel;
+use luminome_engine::ModelConfig;
 use luminome_io::token_dataset::{
     IndexRow, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow, TokenizerInfo,
 };
@@ -115,18 +118,13 @@ pub fn write_mlm_checkpoint(dest: &Path) {
         },
     });
     let built = BuiltModel::new(&config, &Device::Cpu, 7).unwrap();
-    let meta = CheckpointMeta {
-        kind: luminome_engine::checkpoint::CHECKPOINT_KIND.into(),
-        format_version: luminome_engine::checkpoint::CHECKPOINT_VERSION,
-        model: config,
-        tokenizer: nucleotide_tokenizer(),
-        step: 0,
-        metrics: Default::default(),
-        sources: vec![],
-        tool: "test".into(),
-        tool_version: "0".into(),
-        command_line: String::new(),
-    };
+    let meta = CheckpointMeta::new(
+        config,
+        InputSpec::Tokens(nucleotide_tokenizer()),
+        vec![],
+        "test",
+        "",
+    );
     save_checkpoint(dest, &meta, &built.varmap).unwrap();
 }
 

@@ -1,0 +1,136 @@
+//! What every Luminome binary repeats, in one place: the runtime flags shared by the model tools
+//! (`--threads`, `--device`, `--quiet`), setting up the thread pool, progress bars on stderr, run
+//! folders, and the command line and version recorded in every output's metadata.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// The version every tool reports and records (one for the whole workspace).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Where and how a model runs: shared by luminome-train, luminome-predict and luminome-importance.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RuntimeArgs {
+    /// Threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+
+    /// cpu, cuda, cuda:N or metal (CUDA/Metal need a build with --features cuda / metal).
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+
+    /// No progress or summary on stderr (errors are still reported).
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+impl RuntimeArgs {
+    /// Sets up the thread pool (see [`set_threads`]).
+    pub fn apply_threads(&self) {
+        set_threads(self.threads);
+    }
+}
+
+/// Sets the thread count for rayon and candle's matrix multiplications (both read
+/// `RAYON_NUM_THREADS`); must run before either starts its pool.
+pub fn set_threads(threads: Option<usize>) {
+    if let Some(n) = threads.filter(|&n| n > 0) {
+        std::env::set_var("RAYON_NUM_THREADS", n.to_string());
+        // The global pool may already exist (in tests); the variable still governs candle.
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global();
+    }
+}
+
+/// A progress bar over `len` records on stderr, drawn only when stderr is a terminal and not
+/// `quiet`.
+pub fn progress_bar(len: u64, quiet: bool) -> indicatif::ProgressBar {
+    if quiet {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(len),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} records ({per_sec})",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar
+}
+
+/// Creates a run's output folder if it does not exist (its parent must).
+pub fn prepare_output_dir(dir: &Path) -> Result<()> {
+    if dir.is_file() {
+        bail!("output {} is a file; -o names a folder", dir.display());
+    }
+    if !dir.exists() {
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if !parent.is_dir() {
+            bail!(
+                "output folder {} does not exist (for output {}); create it first",
+                parent.display(),
+                dir.display()
+            );
+        }
+        std::fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// The command line as a shell would take it back (arguments with other characters quoted).
+pub fn command_line() -> String {
+    quote_args(std::env::args())
+}
+
+fn quote_args(args: impl Iterator<Item = String>) -> String {
+    args.map(|a| {
+        if a.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+".contains(c))
+        {
+            a
+        } else {
+            format!("'{}'", a.replace('\'', r"'\''"))
+        }
+    })
+    .collect::<Vec<_>>()
+    .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lines_quote_what_a_shell_would_split() {
+        let args = ["luminome-train", "-o", "my run", "--classes", "0,1", "it's"];
+        assert_eq!(
+            quote_args(args.iter().map(|s| s.to_string())),
+            r"luminome-train -o 'my run' --classes 0,1 'it'\''s'"
+        );
+    }
+
+    #[test]
+    fn a_run_folder_is_created_once_and_a_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        prepare_output_dir(&run).unwrap();
+        prepare_output_dir(&run).unwrap();
+        assert!(run.is_dir());
+        let file = dir.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        assert!(prepare_output_dir(&file).is_err());
+        let err = prepare_output_dir(&dir.path().join("no/run"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("does not exist"), "{err}");
+    }
+}

@@ -1,0 +1,103 @@
+//! Backbones: what turns a sequence into per-position hidden states. Heads such as the four
+//! classification adapters sit on any [`Backbone`] (they need hidden states `[B, L, D]` and the
+//! padding mask `[B, L]`, nothing else), so a new backbone serves every head at once.
+
+pub mod transformer;
+
+use std::sync::Arc;
+
+use anyhow::Result;
+use candle_core::Tensor;
+use candle_nn::VarBuilder;
+use serde::{Deserialize, Serialize};
+
+use crate::nn::DropoutRng;
+pub use transformer::{Encoder, EncoderArgs, EncoderConfig, PositionEncoding};
+
+/// Anything that yields per-position hidden states and respects a padding mask.
+pub trait Backbone: std::fmt::Debug + Send + Sync {
+    /// Width D of the hidden states.
+    fn hidden_size(&self) -> usize;
+
+    /// Input embeddings `[B, L, E]` of token ids `[B, L]` (u32): the input that gradient
+    /// methods (gradient × input, integrated gradients) attribute to.
+    fn embed(&self, ids: &Tensor) -> candle_core::Result<Tensor>;
+
+    /// Hidden states `[B, L, D]` from input embeddings and the mask `[B, L]` (1 = token,
+    /// 0 = padding); `rng` applies dropout (training).
+    fn forward_from_embeddings(
+        &self,
+        emb: &Tensor,
+        mask: &Tensor,
+        rng: Option<&DropoutRng>,
+    ) -> candle_core::Result<Tensor>;
+
+    /// Hidden states `[B, L, D]` of token ids `[B, L]`.
+    fn forward(
+        &self,
+        ids: &Tensor,
+        mask: &Tensor,
+        rng: Option<&DropoutRng>,
+    ) -> candle_core::Result<Tensor> {
+        self.forward_from_embeddings(&self.embed(ids)?, mask, rng)
+    }
+}
+
+/// Which backbone a model uses and its sizes. Serialised as one key naming the backbone
+/// (`"encoder": {...}` for the transformer), which is also the prefix of its parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum BackboneConfig {
+    /// The transformer encoder; parameters under `encoder.*`.
+    #[serde(rename = "encoder")]
+    Transformer(EncoderConfig),
+}
+
+impl BackboneConfig {
+    /// The prefix of the backbone's parameter names (without the dot).
+    pub fn prefix(&self) -> &'static str {
+        match self {
+            Self::Transformer(_) => "encoder",
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        match self {
+            Self::Transformer(c) => c.validate(),
+        }
+    }
+
+    pub fn hidden_size(&self) -> usize {
+        match self {
+            Self::Transformer(c) => c.d_model,
+        }
+    }
+
+    /// Longest input (positions, specials included) the backbone accepts.
+    pub fn max_length(&self) -> usize {
+        match self {
+            Self::Transformer(c) => c.max_length,
+        }
+    }
+
+    /// The epsilon of layer norms in heads that sit on this backbone.
+    pub fn layer_norm_eps(&self) -> f64 {
+        match self {
+            Self::Transformer(c) => c.layer_norm_eps,
+        }
+    }
+
+    /// Dropout probability used in training.
+    pub fn dropout(&self) -> f64 {
+        match self {
+            Self::Transformer(c) => c.dropout,
+        }
+    }
+
+    /// Builds the backbone under `vb.pp(prefix)`.
+    pub fn build(&self, vb: VarBuilder) -> candle_core::Result<Arc<dyn Backbone>> {
+        let vb = vb.pp(self.prefix());
+        Ok(match self {
+            Self::Transformer(c) => Arc::new(Encoder::new(c, vb)?),
+        })
+    }
+}

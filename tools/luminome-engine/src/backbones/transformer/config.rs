@@ -1,0 +1,74 @@
+//! The transformer encoder's configuration.
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+/// How token positions enter the encoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PositionEncoding {
+    /// A learned absolute position embedding added to the token embedding.
+    Learned,
+    /// Rotary position embedding applied to queries and keys in every attention layer.
+    Rotary,
+}
+
+impl std::str::FromStr for PositionEncoding {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "learned" => Ok(Self::Learned),
+            "rotary" => Ok(Self::Rotary),
+            _ => bail!("unknown position encoding {s:?} (expected learned or rotary)"),
+        }
+    }
+}
+
+/// The transformer encoder (pre-LN).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EncoderConfig {
+    pub vocab_size: usize,
+    pub d_model: usize,
+    pub num_layers: usize,
+    pub num_heads: usize,
+    pub ffn_dim: usize,
+    pub dropout: f64,
+    pub max_length: usize,
+    pub position: PositionEncoding,
+    pub layer_norm_eps: f64,
+    /// Token id of padding: its embedding row is still learned, but padded positions are masked
+    /// out of attention and of every pooling.
+    pub pad_id: u32,
+}
+
+impl EncoderConfig {
+    pub fn validate(&self) -> Result<()> {
+        if self.vocab_size == 0 || self.d_model == 0 || self.num_layers == 0 || self.ffn_dim == 0 {
+            bail!("vocab size, d_model, layers and FFN width must be positive");
+        }
+        if self.num_heads == 0 || self.d_model % self.num_heads != 0 {
+            bail!(
+                "d_model ({}) must be a multiple of the number of heads ({})",
+                self.d_model,
+                self.num_heads
+            );
+        }
+        if self.position == PositionEncoding::Rotary && (self.d_model / self.num_heads) % 2 != 0 {
+            bail!(
+                "rotary positions need an even head width (d_model / heads = {})",
+                self.d_model / self.num_heads
+            );
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            bail!("dropout must be in [0, 1), got {}", self.dropout);
+        }
+        if self.max_length == 0 {
+            bail!("max length must be positive");
+        }
+        Ok(())
+    }
+
+    pub fn head_dim(&self) -> usize {
+        self.d_model / self.num_heads
+    }
+}

@@ -1,0 +1,157 @@
+//! The transformer encoder: token (+ learned position) embedding, pre-LN blocks of multi-head
+//! self-attention (learned or rotary positions) and a GELU feed-forward, final layer norm.
+//! Padding is masked out of every attention score.
+
+use candle_core::{Module, Result, Tensor};
+use candle_nn::{Embedding, VarBuilder};
+
+use super::attention::{Rotary, SelfAttention};
+use super::config::{EncoderConfig, PositionEncoding};
+use crate::nn::{attention_bias, maybe_dropout, DropoutRng, LayerNorm, Linear};
+
+/// Position-wise feed-forward: Linear → GELU → dropout → Linear.
+#[derive(Debug, Clone)]
+pub struct FeedForward {
+    up: Linear,
+    down: Linear,
+    dropout: f64,
+}
+
+impl FeedForward {
+    pub fn new(cfg: &EncoderConfig, vb: VarBuilder) -> Result<Self> {
+        Ok(Self {
+            up: Linear::new(cfg.d_model, cfg.ffn_dim, vb.pp("up"))?,
+            down: Linear::new(cfg.ffn_dim, cfg.d_model, vb.pp("down"))?,
+            dropout: cfg.dropout,
+        })
+    }
+
+    fn forward(&self, x: &Tensor, rng: Option<&DropoutRng>) -> Result<Tensor> {
+        let h = self.up.forward(x)?.gelu_erf()?;
+        let h = maybe_dropout(&h, self.dropout, rng)?;
+        self.down.forward(&h)
+    }
+}
+
+/// One pre-LN block: x + Drop(Attn(LN(x))), then + Drop(FFN(LN(·))).
+#[derive(Debug, Clone)]
+pub struct EncoderLayer {
+    ln1: LayerNorm,
+    attn: SelfAttention,
+    ln2: LayerNorm,
+    ffn: FeedForward,
+    dropout: f64,
+}
+
+impl EncoderLayer {
+    pub fn new(cfg: &EncoderConfig, vb: VarBuilder) -> Result<Self> {
+        Ok(Self {
+            ln1: LayerNorm::new(cfg.d_model, cfg.layer_norm_eps, vb.pp("ln1"))?,
+            attn: SelfAttention::new(cfg, vb.pp("attn"))?,
+            ln2: LayerNorm::new(cfg.d_model, cfg.layer_norm_eps, vb.pp("ln2"))?,
+            ffn: FeedForward::new(cfg, vb.pp("ffn"))?,
+            dropout: cfg.dropout,
+        })
+    }
+
+    fn forward(
+        &self,
+        x: &Tensor,
+        bias: &Tensor,
+        rotary: Option<&Rotary>,
+        rng: Option<&DropoutRng>,
+    ) -> Result<Tensor> {
+        let a = self
+            .attn
+            .forward(&self.ln1.forward(x)?, bias, rotary, rng)?;
+        let x = (x + maybe_dropout(&a, self.dropout, rng)?)?;
+        let f = self.ffn.forward(&self.ln2.forward(&x)?, rng)?;
+        x + maybe_dropout(&f, self.dropout, rng)?
+    }
+}
+
+/// The encoder. Parameter names: `tok_emb.weight`, `pos_emb.weight` (learned positions only),
+/// `layers.{i}.{ln1,attn.qkv,attn.out,ln2,ffn.up,ffn.down}.*`, `final_norm.*`.
+#[derive(Debug, Clone)]
+pub struct Encoder {
+    cfg: EncoderConfig,
+    tok_emb: Embedding,
+    pos_emb: Option<Tensor>,
+    rotary: Option<Rotary>,
+    layers: Vec<EncoderLayer>,
+    final_norm: LayerNorm,
+}
+
+impl Encoder {
+    pub fn new(cfg: &EncoderConfig, vb: VarBuilder) -> Result<Self> {
+        let tok_emb = candle_nn::embedding(cfg.vocab_size, cfg.d_model, vb.pp("tok_emb"))?;
+        let (pos_emb, rotary) = match cfg.position {
+            PositionEncoding::Learned => (
+                Some(vb.pp("pos_emb").get_with_hints(
+                    (cfg.max_length, cfg.d_model),
+                    "weight",
+                    candle_nn::Init::Randn {
+                        mean: 0.0,
+                        stdev: 0.02,
+                    },
+                )?),
+                None,
+            ),
+            PositionEncoding::Rotary => (None, Some(Rotary::new(cfg, vb.dtype(), vb.device())?)),
+        };
+        let layers = (0..cfg.num_layers)
+            .map(|i| EncoderLayer::new(cfg, vb.pp(format!("layers.{i}"))))
+            .collect::<Result<Vec<_>>>()?;
+        let final_norm = LayerNorm::new(cfg.d_model, cfg.layer_norm_eps, vb.pp("final_norm"))?;
+        Ok(Self {
+            cfg: cfg.clone(),
+            tok_emb,
+            pos_emb,
+            rotary,
+            layers,
+            final_norm,
+        })
+    }
+
+    pub fn config(&self) -> &EncoderConfig {
+        &self.cfg
+    }
+
+    /// Token embeddings `[B, L, D]` of ids `[B, L]` (no positions): the "input" of
+    /// gradient × input and integrated gradients.
+    pub fn embed(&self, ids: &Tensor) -> Result<Tensor> {
+        self.tok_emb.forward(ids)
+    }
+
+    /// Runs the encoder on token embeddings `[B, L, D]` with mask `[B, L]` (1 = token,
+    /// 0 = padding; any dtype). Returns hidden states `[B, L, D]`. `rng`: dropout when training.
+    pub fn forward_from_embeddings(
+        &self,
+        emb: &Tensor,
+        mask: &Tensor,
+        rng: Option<&DropoutRng>,
+    ) -> Result<Tensor> {
+        let (_, l, _) = emb.dims3()?;
+        if l > self.cfg.max_length {
+            candle_core::bail!(
+                "sequence length {l} exceeds the model's max length {}",
+                self.cfg.max_length
+            );
+        }
+        let mut x = match &self.pos_emb {
+            Some(p) => emb.broadcast_add(&p.narrow(0, 0, l)?)?,
+            None => emb.clone(),
+        };
+        x = maybe_dropout(&x, self.cfg.dropout, rng)?;
+        let bias = attention_bias(mask, emb.dtype())?;
+        for layer in &self.layers {
+            x = layer.forward(&x, &bias, self.rotary.as_ref(), rng)?;
+        }
+        self.final_norm.forward(&x)
+    }
+
+    /// Token ids `[B, L]` (u32) → hidden states `[B, L, D]`.
+    pub fn forward(&self, ids: &Tensor, mask: &Tensor, rng: Option<&DropoutRng>) -> Result<Tensor> {
+        self.forward_from_embeddings(&self.embed(ids)?, mask, rng)
+    }
+}

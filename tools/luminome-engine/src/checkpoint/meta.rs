@@ -1,0 +1,179 @@
+//! A checkpoint's metadata: what the model is (its full config), what it reads, and where it came
+//! from.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use luminome_io::token_dataset::TokenizerInfo;
+use serde::{Deserialize, Serialize};
+
+use crate::input::InputSpec;
+use crate::models::ModelConfig;
+
+pub const CHECKPOINT_KIND: &str = "luminome.checkpoint";
+pub const CHECKPOINT_VERSION: u32 = 1;
+
+/// The JSON stored in a checkpoint's `__metadata__["luminome"]` and in `<name>.config.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckpointMeta {
+    pub kind: String,
+    pub format_version: u32,
+    /// The model: kind (`mlm` / `classifier`) and every size that rebuilds it.
+    pub model: ModelConfig,
+    /// Token models: the tokenizer of the dataset the model was trained on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<TokenizerInfo>,
+    /// Region models: the names of the features each region carries, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feature_names: Option<Vec<String>>,
+    /// Optimizer step the weights are from.
+    pub step: u64,
+    /// Dev metrics at that step (when evaluated).
+    pub metrics: BTreeMap<String, f64>,
+    pub sources: Vec<String>,
+    pub tool: String,
+    pub tool_version: String,
+    pub command_line: String,
+}
+
+impl CheckpointMeta {
+    /// The metadata of a new checkpoint at step 0, without metrics.
+    pub fn new(
+        model: ModelConfig,
+        input: InputSpec,
+        sources: Vec<String>,
+        tool: &str,
+        command_line: &str,
+    ) -> Self {
+        let (tokenizer, feature_names) = match input {
+            InputSpec::Tokens(t) => (Some(t), None),
+            InputSpec::RegionFeatures(f) => (None, Some(f)),
+        };
+        Self {
+            kind: CHECKPOINT_KIND.into(),
+            format_version: CHECKPOINT_VERSION,
+            model,
+            tokenizer,
+            feature_names,
+            step: 0,
+            metrics: BTreeMap::new(),
+            sources,
+            tool: tool.into(),
+            tool_version: luminome_cli::VERSION.into(),
+            command_line: command_line.into(),
+        }
+    }
+
+    /// What the model reads.
+    pub fn input(&self, ckpt: &Path) -> Result<InputSpec> {
+        match (&self.tokenizer, &self.feature_names) {
+            (Some(t), None) => Ok(InputSpec::Tokens(t.clone())),
+            (None, Some(f)) => Ok(InputSpec::RegionFeatures(f.clone())),
+            _ => bail!(
+                "{}: the checkpoint metadata must record either a tokenizer or feature names",
+                ckpt.display()
+            ),
+        }
+    }
+
+    /// The tokenizer a token model was trained with, or an error naming what the model reads.
+    pub fn tokenizer(&self, ckpt: &Path) -> Result<&TokenizerInfo> {
+        match &self.tokenizer {
+            Some(t) => Ok(t),
+            None => bail!(
+                "{}: this model reads {}, not token ids",
+                ckpt.display(),
+                self.input(ckpt)?.describe()
+            ),
+        }
+    }
+
+    /// Checks that a dataset's tokenizer is the one the model was trained with.
+    pub fn check_tokenizer(&self, ckpt: &Path, dataset: &Path, tok: &TokenizerInfo) -> Result<()> {
+        let mine = self.tokenizer(ckpt)?;
+        if tok.vocab != mine.vocab || tok.pad_id != mine.pad_id {
+            bail!(
+                "{}: vocabulary differs from the checkpoint's ({}: {} tokens [{}], checkpoint {}: {} tokens [{}]); tokenize with the same settings as the training data",
+                dataset.display(),
+                dataset.display(),
+                tok.vocab.len(),
+                preview(&tok.vocab),
+                ckpt.display(),
+                mine.vocab.len(),
+                preview(&mine.vocab)
+            );
+        }
+        Ok(())
+    }
+}
+
+fn preview(v: &[String]) -> String {
+    let mut s = v.iter().take(12).cloned().collect::<Vec<_>>().join(" ");
+    if v.len() > 12 {
+        s.push_str(" ...");
+    }
+    s
+}
+
+/// Reads only a checkpoint's metadata.
+pub fn read_checkpoint_meta(path: &Path) -> Result<CheckpointMeta> {
+    let f = std::fs::File::open(path)
+        .with_context(|| format!("{}: cannot open the checkpoint", path.display()))?;
+    let mut len = [0u8; 8];
+    use std::io::Read;
+    let mut r = std::io::BufReader::new(f);
+    r.read_exact(&mut len)
+        .with_context(|| format!("{}: not a safetensors file (too short)", path.display()))?;
+    let n = u64::from_le_bytes(len);
+    if n > 100_000_000 {
+        bail!(
+            "{}: not a safetensors file (header length {n})",
+            path.display()
+        );
+    }
+    let mut header = vec![0u8; n as usize];
+    r.read_exact(&mut header).with_context(|| {
+        format!(
+            "{}: not a safetensors file (truncated header)",
+            path.display()
+        )
+    })?;
+    let v: serde_json::Value = serde_json::from_slice(&header).with_context(|| {
+        format!(
+            "{}: not a safetensors file (unreadable header)",
+            path.display()
+        )
+    })?;
+    let md = v.get("__metadata__").cloned().unwrap_or_default();
+    parse_meta(path, &md)
+}
+
+fn parse_meta(path: &Path, md: &serde_json::Value) -> Result<CheckpointMeta> {
+    let kind = md.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+    if kind != CHECKPOINT_KIND {
+        bail!(
+            "{}: not a Luminome checkpoint (kind {kind:?}, expected {CHECKPOINT_KIND:?})",
+            path.display()
+        );
+    }
+    let json = md
+        .get("luminome")
+        .and_then(|k| k.as_str())
+        .with_context(|| {
+            format!(
+                "{}: checkpoint metadata has no `luminome` entry",
+                path.display()
+            )
+        })?;
+    let meta: CheckpointMeta = serde_json::from_str(json)
+        .with_context(|| format!("{}: unreadable checkpoint metadata", path.display()))?;
+    if meta.format_version > CHECKPOINT_VERSION {
+        bail!(
+            "{}: checkpoint format version {} is newer than this tool reads ({CHECKPOINT_VERSION})",
+            path.display(),
+            meta.format_version
+        );
+    }
+    Ok(meta)
+}

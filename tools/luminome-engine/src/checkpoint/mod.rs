@@ -1,0 +1,73 @@
+//! Checkpoints: `<name>.safetensors` holds the weights, with `__metadata__` =
+//! `{kind: "luminome.checkpoint", format_version, luminome: <CheckpointMeta JSON>}`; the same
+//! JSON is written beside it as `<name>.config.json` for people and workflow engines. The
+//! metadata alone rebuilds the model (the `model` field is the full [`ModelConfig`], whose `kind`
+//! names the family) and records what the model reads (the dataset's tokenizer, or the region
+//! features), so a mismatched dataset is caught before training or prediction. Training state
+//! (optimizer moments, step, data-order position) lives in `<name>.state.safetensors` (see
+//! `train::state`); it is only needed to resume.
+//!
+//! Files are written under temporary names and renamed, the weights last, so a checkpoint at
+//! its final path is always complete.
+//!
+//! - [`meta`]: [`CheckpointMeta`]; [`files`]: reading and writing the files.
+
+pub mod files;
+pub mod meta;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use candle_core::{DType, Device};
+use candle_nn::{VarBuilder, VarMap};
+
+pub use files::{
+    config_path, load_into, prepare_checkpoint, read_safetensors, save_checkpoint, state_path,
+    varmap_tensors, write_safetensors,
+};
+pub use meta::{read_checkpoint_meta, CheckpointMeta, CHECKPOINT_KIND, CHECKPOINT_VERSION};
+
+use crate::models::{downcast, FamilyConfig, Model, ModelConfig};
+
+/// A loaded checkpoint: metadata, the parameter map and the rebuilt model.
+pub struct Checkpoint {
+    pub path: PathBuf,
+    pub meta: CheckpointMeta,
+    pub varmap: VarMap,
+    pub model: Box<dyn Model>,
+}
+
+impl Checkpoint {
+    /// Loads a checkpoint onto `device` and rebuilds its model, whatever its family.
+    pub fn load(path: &Path, device: &Device) -> Result<Self> {
+        let meta = read_checkpoint_meta(path)?;
+        meta.model
+            .validate()
+            .with_context(|| format!("{}: invalid model config", path.display()))?;
+        let (_, tensors) = read_safetensors(path, device)?;
+        let varmap = VarMap::new();
+        let vb = VarBuilder::from_varmap(&varmap, DType::F32, device);
+        let model = meta.model.build(vb)?;
+        load_into(&varmap, &tensors, path, None)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            meta,
+            varmap,
+            model,
+        })
+    }
+
+    /// The model as family `C`'s model, or an error naming the file and both families.
+    pub fn get<C: FamilyConfig>(&self) -> Result<&C::Model> {
+        downcast::<C>(
+            self.model.as_ref(),
+            &self.meta.model,
+            &self.path.display().to_string(),
+        )
+    }
+
+    /// The model's config.
+    pub fn config(&self) -> &ModelConfig {
+        &self.meta.model
+    }
+}

@@ -1,0 +1,80 @@
+//! The sequence-classifier family's config: a backbone, an adapter and the classes.
+
+use anyhow::{bail, Result};
+use candle_nn::VarBuilder;
+use serde::{Deserialize, Serialize};
+
+use super::model::Classifier;
+use crate::backbones::BackboneConfig;
+use crate::models::FamilyConfig;
+
+/// Which sequence-classification adapter sits on the backbone (the adapters spec; docs/engine.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AdapterKind {
+    /// LinearCLS: y = W h_[CLS].
+    Cls,
+    /// LinearMeanPool: y = W (Σ h_i m_i / (Σ m_i + ε)).
+    Mean,
+    /// LinearMaxPool: y = W max_{m_i = 1} h_i.
+    Max,
+    /// DynamicGated: gates from [h_CLS; h_i] and q_CLSᵀ k_i, gated masked sum, LayerNorm, linear.
+    Gated,
+}
+
+impl AdapterKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Cls => "cls",
+            Self::Mean => "mean",
+            Self::Max => "max",
+            Self::Gated => "gated",
+        }
+    }
+}
+
+impl std::str::FromStr for AdapterKind {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "cls" => Ok(Self::Cls),
+            "mean" => Ok(Self::Mean),
+            "max" => Ok(Self::Max),
+            "gated" => Ok(Self::Gated),
+            _ => bail!("unknown adapter {s:?} (expected cls, mean, max or gated)"),
+        }
+    }
+}
+
+/// A sequence classifier: a backbone and an adapter. Serialised with the backbone as one key
+/// (`"encoder": {...}` for the transformer) beside the adapter and classes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassifierConfig {
+    #[serde(flatten)]
+    pub backbone: BackboneConfig,
+    pub adapter: AdapterKind,
+    pub num_classes: usize,
+    /// The dataset label value of each class index (class i ↔ label_values[i]).
+    pub label_values: Vec<i64>,
+}
+
+impl FamilyConfig for ClassifierConfig {
+    const FAMILY: &'static str = "sequence classifier";
+    type Model = Classifier;
+
+    fn validate(&self) -> Result<()> {
+        self.backbone.validate()?;
+        if self.num_classes < 2 || self.label_values.len() != self.num_classes {
+            bail!(
+                "a classifier needs at least two classes and one label value per class ({} classes, label values {:?})",
+                self.num_classes,
+                self.label_values
+            );
+        }
+        Ok(())
+    }
+
+    fn build(&self, vb: VarBuilder) -> candle_core::Result<Classifier> {
+        Classifier::new(self, vb)
+    }
+}

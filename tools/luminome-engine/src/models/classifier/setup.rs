@@ -1,0 +1,298 @@
+//! `luminome-train classify`: from arguments (or a checkpoint to resume) to a built sequence
+//! classifier and its task; and the opening of labelled datasets that every token-classification
+//! family shares ([`ClassificationData`]).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use candle_core::Device;
+use clap::Args;
+use luminome_io::token_dataset::TokenDataset;
+
+use super::config::{AdapterKind, ClassifierConfig};
+use super::task::{ClassifierTask, LabelledSet};
+use super::token_classifier::TokenClassifier;
+use crate::backbones::{BackboneConfig, EncoderArgs};
+use crate::checkpoint::{load_into, read_checkpoint_meta, read_safetensors, Checkpoint};
+use crate::input::tokens::{check_length, check_same_vocab, open_dataset};
+use crate::input::InputSpec;
+use crate::models::mlm::MlmConfig;
+use crate::models::{parameter_names, BuiltModel, FamilyConfig, ModelConfig};
+use crate::train::{TrainArgs, TrainCommand, TrainingSetup};
+
+pub const EXAMPLE: &str = "Example (fine-tune the DynamicGated adapter on a pretrained encoder):
+  luminome-train classify --train train.safetensors --dev dev.safetensors -o gated/ \\
+      --adapter gated --init mlm/best.safetensors --steps 3000 --eval-every 250 --metric dev_mcc
+Writes gated/best.safetensors (best dev MCC), gated/last.safetensors (+ state, for --resume) and
+gated/metrics.tsv (step, epoch, loss, lr, grad_norm, examples_per_s, dev_loss, dev_accuracy,
+dev_auroc, dev_f1, dev_mcc). Labels: the training set's label values are the classes (or --classes).";
+
+/// Sequence classification: encoder + LinearCLS / LinearMeanPool / LinearMaxPool / DynamicGated
+/// adapter, from scratch or from an MLM checkpoint.
+#[derive(Args, Debug)]
+#[command(after_long_help = EXAMPLE)]
+pub struct ClassifyArgs {
+    #[command(flatten)]
+    pub train: TrainArgs,
+    #[command(flatten)]
+    pub encoder: EncoderArgs,
+    /// Adapter: cls (LinearCLS), mean (LinearMeanPool), max (LinearMaxPool) or gated
+    /// (DynamicGated).
+    #[arg(long)]
+    pub adapter: AdapterKind,
+    /// Initialise the encoder from a masked-LM checkpoint (its encoder settings are used).
+    #[arg(long)]
+    pub init: Option<PathBuf>,
+    /// Train the adapter only; the encoder stays as initialised.
+    #[arg(long)]
+    pub freeze_encoder: bool,
+    #[command(flatten)]
+    pub classification: ClassificationArgs,
+}
+
+/// Flags of every token-classification command.
+#[derive(Args, Debug, Clone)]
+pub struct ClassificationArgs {
+    /// Label values that are the classes, comma-separated [default: those in the training set].
+    #[arg(long, value_delimiter = ',')]
+    pub classes: Option<Vec<i64>>,
+    /// Test token dataset: after training, the best checkpoint is scored on it and the metrics
+    /// written to <output>/test_metrics.tsv (metric, value).
+    #[arg(long)]
+    pub test: Option<PathBuf>,
+    /// Dev metric that selects the best checkpoint and drives early stopping: dev_mcc,
+    /// dev_accuracy, dev_auroc, dev_f1 (higher is better) or dev_loss (lower is better).
+    #[arg(long, default_value = "dev_mcc")]
+    pub metric: String,
+}
+
+impl ClassificationArgs {
+    /// Whether higher is better for `--metric`.
+    pub fn maximize(&self) -> Result<bool> {
+        match self.metric.as_str() {
+            "dev_mcc" | "dev_accuracy" | "dev_auroc" | "dev_f1" => Ok(true),
+            "dev_loss" => Ok(false),
+            m => bail!(
+                "--metric {m}: expected dev_mcc, dev_accuracy, dev_auroc, dev_f1 or dev_loss"
+            ),
+        }
+    }
+}
+
+/// The labelled token datasets of a classification run, opened and checked against each other.
+pub struct ClassificationData {
+    pub train: TokenDataset,
+    pub dev: Option<TokenDataset>,
+    pub test: Option<TokenDataset>,
+}
+
+impl ClassificationData {
+    /// Opens the training, dev and test sets; each must have labels and share the training
+    /// set's vocabulary. `command` names the subcommand in messages.
+    pub fn open(
+        train: &Path,
+        dev: Option<&Path>,
+        test: Option<&Path>,
+        command: &str,
+    ) -> Result<Self> {
+        let train_ds = open_dataset(train, "training")?;
+        if !train_ds.has_labels() {
+            bail!(
+                "{}: the training dataset has no labels; `{command}` needs a labelled dataset (tokenize a sequence,label table)",
+                train.display()
+            );
+        }
+        let other = |p: Option<&Path>, what: &str| -> Result<Option<TokenDataset>> {
+            let Some(p) = p else { return Ok(None) };
+            let d = open_dataset(p, what)?;
+            check_same_vocab(&train_ds, &d)?;
+            if !d.has_labels() {
+                bail!("{}: the {what} dataset has no labels", d.path().display());
+            }
+            Ok(Some(d))
+        };
+        let dev = other(dev, "dev")?;
+        let test = other(test, "test")?;
+        Ok(Self {
+            train: train_ds,
+            dev,
+            test,
+        })
+    }
+
+    /// The classes of a new model: `declared` (sorted, duplicates removed) or the label values
+    /// of the training set; at least two.
+    pub fn label_values(&self, declared: Option<&[i64]>) -> Result<Vec<i64>> {
+        let values = match declared {
+            Some(c) => {
+                let mut c = c.to_vec();
+                c.sort();
+                c.dedup();
+                c
+            }
+            None => {
+                let mut v = self.train.meta().label_values.clone();
+                if v.is_empty() {
+                    let all: Vec<usize> = (0..self.train.len()).collect();
+                    v = self.train.batch(&all)?.labels.unwrap_or_default();
+                    v.sort();
+                    v.dedup();
+                }
+                v
+            }
+        };
+        if values.len() < 2 {
+            bail!(
+                "{}: classification needs at least two classes, the labels are {:?}",
+                self.train.path().display(),
+                values
+            );
+        }
+        Ok(values)
+    }
+
+    /// Checks every set against the model (row lengths, labels) and makes the task.
+    pub fn into_task<C: FamilyConfig>(
+        self,
+        model: C::Model,
+        device: &Device,
+        eval_batch_size: usize,
+    ) -> Result<ClassifierTask<C>>
+    where
+        C::Model: TokenClassifier,
+    {
+        let max = model.max_length();
+        let values = model.label_values().to_vec();
+        let set = |ds: TokenDataset, what: &str| -> Result<LabelledSet> {
+            check_length(&ds, max, what)?;
+            LabelledSet::new(ds, &values)
+        };
+        let train = set(self.train, "training set")?;
+        let dev = self.dev.map(|d| set(d, "dev set")).transpose()?;
+        let test = self.test.map(|d| set(d, "test set")).transpose()?;
+        Ok(ClassifierTask {
+            model,
+            train,
+            dev,
+            test,
+            device: device.clone(),
+            eval_batch_size,
+        })
+    }
+}
+
+impl TrainCommand for ClassifyArgs {
+    const NAME: &'static str = "classify";
+    const WHAT: &'static str = "classifier";
+
+    fn train_args(&self) -> &TrainArgs {
+        &self.train
+    }
+
+    fn setup(&self, device: &Device) -> Result<TrainingSetup> {
+        let t = &self.train;
+        let maximize = self.classification.maximize()?;
+        let data = ClassificationData::open(
+            &t.train,
+            t.dev.as_deref(),
+            self.classification.test.as_deref(),
+            Self::NAME,
+        )?;
+        let (varmap, mut model, config) = match &t.resume {
+            Some(r) => {
+                let ck = Checkpoint::load(r, device)?;
+                let model = ck.get::<ClassifierConfig>()?.clone();
+                ck.meta
+                    .check_tokenizer(r, &t.train, data.train.tokenizer())?;
+                if model.config.adapter != self.adapter {
+                    bail!(
+                        "--adapter {} differs from the resumed checkpoint's adapter {}",
+                        self.adapter.name(),
+                        model.config.adapter.name()
+                    );
+                }
+                (ck.varmap, model, ck.meta.model)
+            }
+            None => self.new_model(&data, device)?,
+        };
+        model.frozen_backbone = self.freeze_encoder;
+        let freeze = self.freeze_encoder;
+        let trainable: Vec<String> = parameter_names(&varmap)
+            .into_iter()
+            .filter(|n| !freeze || n.starts_with("adapter."))
+            .collect();
+        let n: usize = varmap.all_vars().iter().map(|v| v.elem_count()).sum();
+        let description = format!(
+            "adapter {}, {n} parameters{}, {} training records, classes {:?}",
+            model.config.adapter.name(),
+            if freeze { " (encoder frozen)" } else { "" },
+            data.train.len(),
+            model.config.label_values
+        );
+        let input = InputSpec::Tokens(data.train.tokenizer().clone());
+        let task = data.into_task::<ClassifierConfig>(model, device, t.eval_batch_size)?;
+        let mut sources = t.sources();
+        sources.extend(self.init.iter().map(|p| p.display().to_string()));
+        Ok(TrainingSetup {
+            config,
+            varmap,
+            task: Box::new(task),
+            trainable,
+            input,
+            sources,
+            metric: if t.dev.is_some() {
+                self.classification.metric.clone()
+            } else {
+                String::new()
+            },
+            maximize,
+            description,
+        })
+    }
+}
+
+impl ClassifyArgs {
+    /// A new classifier: classes from the data, the encoder from --init (an MLM checkpoint,
+    /// whose encoder weights are loaded) or from the encoder flags.
+    fn new_model(
+        &self,
+        data: &ClassificationData,
+        device: &Device,
+    ) -> Result<(candle_nn::VarMap, super::Classifier, ModelConfig)> {
+        let t = &self.train;
+        let label_values = data.label_values(self.classification.classes.as_deref())?;
+        let tok = data.train.tokenizer();
+        let encoder = match &self.init {
+            Some(init) => {
+                let m = read_checkpoint_meta(init)?;
+                let Some(mc) = m.model.get::<MlmConfig>() else {
+                    bail!(
+                        "{}: --init needs a masked-LM checkpoint (kind mlm), this one is a {}",
+                        init.display(),
+                        m.model.kind()
+                    );
+                };
+                m.check_tokenizer(init, &t.train, tok)?;
+                let mut e = mc.encoder.clone();
+                e.dropout = self.encoder.dropout;
+                e
+            }
+            None => self
+                .encoder
+                .config(tok.vocab_size(), tok.pad_id, data.train.max_length())?,
+        };
+        let config = ModelConfig::from(ClassifierConfig {
+            backbone: BackboneConfig::Transformer(encoder),
+            adapter: self.adapter,
+            num_classes: label_values.len(),
+            label_values,
+        });
+        let b = BuiltModel::new(&config, device, t.seed)?;
+        if let Some(init) = &self.init {
+            let (_, tensors) = read_safetensors(init, device)?;
+            load_into(&b.varmap, &tensors, init, Some("encoder."))?;
+        }
+        let model = b.get::<ClassifierConfig>()?.clone();
+        Ok((b.varmap, model, b.config))
+    }
+}

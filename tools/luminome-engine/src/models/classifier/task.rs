@@ -1,0 +1,205 @@
+//! Classification of token sequences as a training task (cross-entropy; dev loss, accuracy,
+//! AUROC, F1 and MCC), shared by every family whose model is a [`TokenClassifier`]; and the
+//! class probabilities both training evaluation and `luminome-predict` report.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use anyhow::{bail, Result};
+use candle_core::{DType, Device, Tensor};
+use luminome_io::token_dataset::TokenDataset;
+use luminome_metrics::ClassificationMetrics;
+
+use super::token_classifier::TokenClassifier;
+use crate::checkpoint::Checkpoint;
+use crate::input::batch_tensors;
+use crate::models::FamilyConfig;
+use crate::nn::DropoutRng;
+use crate::train::task::{chunks, TrainTask};
+use crate::train::RunPaths;
+
+/// Class index of each label (position in `label_values`); an error names the first label
+/// that is not a declared class.
+pub fn class_indices(
+    labels: &[i64],
+    label_values: &[i64],
+) -> std::result::Result<Vec<u32>, (usize, i64)> {
+    labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            label_values
+                .iter()
+                .position(|v| v == l)
+                .map(|p| p as u32)
+                .ok_or((i, *l))
+        })
+        .collect()
+}
+
+/// Checks a labelled dataset against the classifier's classes; returns class indices.
+pub fn dataset_classes(ds: &TokenDataset, label_values: &[i64]) -> Result<Vec<u32>> {
+    if !ds.has_labels() {
+        bail!(
+            "{}: the dataset has no labels; tokenize the table with its label column",
+            ds.path().display()
+        );
+    }
+    let all: Vec<usize> = (0..ds.len()).collect();
+    let labels = ds.batch(&all)?.labels.unwrap_or_default();
+    class_indices(&labels, label_values).map_err(|(i, l)| {
+        anyhow::anyhow!(
+            "{}: record {}: label {l} is not one of the declared classes {:?}",
+            ds.path().display(),
+            i + 1,
+            label_values
+        )
+    })
+}
+
+/// Class probabilities of every record of a dataset, row-major `[N, C]`
+/// (`luminome_metrics::softmax` of the logits).
+pub fn predict_probs<M: TokenClassifier>(
+    model: &M,
+    ds: &TokenDataset,
+    batch_size: usize,
+    device: &Device,
+) -> Result<Vec<f64>> {
+    let mut probs = Vec::with_capacity(ds.len() * model.label_values().len());
+    for records in chunks(ds.len(), batch_size) {
+        let t = batch_tensors(&ds.batch(&records)?, device)?;
+        let logits = model.logits(&t.ids, &t.mask, None)?;
+        for row in logits.to_dtype(DType::F32)?.to_vec2::<f32>()? {
+            probs.extend(luminome_metrics::softmax(&row));
+        }
+    }
+    Ok(probs)
+}
+
+/// A labelled dataset with its records' class indices.
+pub struct LabelledSet {
+    pub dataset: TokenDataset,
+    pub classes: Vec<u32>,
+}
+
+impl LabelledSet {
+    pub fn new(dataset: TokenDataset, label_values: &[i64]) -> Result<Self> {
+        let classes = dataset_classes(&dataset, label_values)?;
+        Ok(Self { dataset, classes })
+    }
+
+    /// Cross-entropy and the classification metrics of `model` on this set.
+    fn score<M: TokenClassifier>(
+        &self,
+        model: &M,
+        batch_size: usize,
+        device: &Device,
+    ) -> Result<(f64, ClassificationMetrics)> {
+        let c = model.label_values().len();
+        let probs = predict_probs(model, &self.dataset, batch_size, device)?;
+        let labels: Vec<usize> = self.classes.iter().map(|&k| k as usize).collect();
+        let loss = labels
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| -(probs[i * c + k].max(1e-12)).ln())
+            .sum::<f64>()
+            / labels.len().max(1) as f64;
+        let m = ClassificationMetrics::compute(&labels, &probs, c).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: cannot compute metrics: {e}",
+                self.dataset.path().display()
+            )
+        })?;
+        Ok((loss, m))
+    }
+}
+
+/// Training a [`TokenClassifier`] of family `C`: cross-entropy on the training set, metrics on
+/// the dev set, and the best checkpoint scored on a test set at the end.
+pub struct ClassifierTask<C: FamilyConfig>
+where
+    C::Model: TokenClassifier,
+{
+    pub model: C::Model,
+    pub train: LabelledSet,
+    pub dev: Option<LabelledSet>,
+    pub test: Option<LabelledSet>,
+    pub device: Device,
+    pub eval_batch_size: usize,
+}
+
+impl<C: FamilyConfig> TrainTask for ClassifierTask<C>
+where
+    C::Model: TokenClassifier,
+{
+    fn train_len(&self) -> usize {
+        self.train.dataset.len()
+    }
+
+    fn train_loss(&self, records: &[usize], seed: u64) -> Result<Tensor> {
+        let t = batch_tensors(&self.train.dataset.batch(records)?, &self.device)?;
+        let targets: Vec<u32> = records.iter().map(|&r| self.train.classes[r]).collect();
+        let targets = Tensor::from_vec(targets, records.len(), &self.device)?;
+        let rng = DropoutRng::new(seed);
+        let logits = self.model.logits(&t.ids, &t.mask, Some(&rng))?;
+        Ok(candle_nn::loss::cross_entropy(&logits, &targets)?)
+    }
+
+    fn metric_names(&self) -> Vec<String> {
+        if self.dev.is_none() {
+            return Vec::new();
+        }
+        ["dev_loss", "dev_accuracy", "dev_auroc", "dev_f1", "dev_mcc"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    fn evaluate(&self) -> Result<BTreeMap<String, f64>> {
+        let Some(dev) = &self.dev else {
+            return Ok(BTreeMap::new());
+        };
+        let (loss, m) = dev.score(&self.model, self.eval_batch_size, &self.device)?;
+        let mut out = BTreeMap::new();
+        out.insert("dev_loss".into(), loss);
+        out.insert("dev_accuracy".into(), m.accuracy);
+        out.insert("dev_auroc".into(), m.auroc.unwrap_or(f64::NAN));
+        out.insert("dev_f1".into(), m.f1);
+        out.insert("dev_mcc".into(), m.mcc);
+        Ok(out)
+    }
+
+    /// Scores the run's best checkpoint on the test set; writes `test_metrics.tsv`.
+    fn after_training(&self, paths: &RunPaths, quiet: bool) -> Result<()> {
+        let Some(test) = &self.test else {
+            return Ok(());
+        };
+        let best = if paths.best().exists() {
+            paths.best()
+        } else {
+            paths.last()
+        };
+        let ck = Checkpoint::load(&best, &self.device)?;
+        let model = ck.get::<C>()?;
+        let (_, m) = test.score(model, self.eval_batch_size, &self.device)?;
+        let dest = paths.dir.join("test_metrics.tsv");
+        let mut w = luminome_io::atomic::AtomicWriter::create(&dest)?;
+        writeln!(w, "metric\tvalue")?;
+        writeln!(w, "checkpoint_step\t{}", ck.meta.step)?;
+        for (k, v) in m.rows() {
+            writeln!(w, "{k}\t{v}")?;
+        }
+        w.commit()?;
+        if !quiet {
+            eprintln!(
+                "test ({} records, best checkpoint step {}): accuracy {:.4} auroc {} f1 {:.4} mcc {:.4}",
+                test.classes.len(),
+                ck.meta.step,
+                m.accuracy,
+                m.auroc.map(|v| format!("{v:.4}")).unwrap_or_else(|| "NA".into()),
+                m.f1,
+                m.mcc
+            );
+        }
+        Ok(())
+    }
+}

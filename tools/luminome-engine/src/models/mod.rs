@@ -1,0 +1,85 @@
+//! Model families, each in its own folder (config, model, training task, the input it reads,
+//! its command-line setup and, where `luminome-predict` runs it, its predictor), and the one
+//! place that maps a config to a built model: the registry below. Adding a family is its folder
+//! plus one line here (and one in luminome-train and luminome-predict); see docs/engine.md,
+//! "Adding a model family".
+
+mod family;
+
+pub use family::{downcast, parameter_names, AsAny, BuiltModel, FamilyConfig, Model, Registered};
+
+use std::any::Any;
+
+/// Declares the families: their modules, the `kind` each writes into checkpoints, and the
+/// [`ModelConfig`] enum that dispatches on it (serialised with the kind as a `kind` tag, the
+/// family config's fields beside it).
+macro_rules! model_families {
+    ($($module:ident: $kind:literal => $variant:ident($config:ident),)+) => {
+        $(pub mod $module;)+
+
+        /// What a checkpoint holds: the family (`kind`) and every size that rebuilds the model.
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(tag = "kind")]
+        pub enum ModelConfig {
+            $(#[serde(rename = $kind)] $variant($module::$config),)+
+        }
+
+        $(
+            impl Registered for $module::$config {
+                const KIND: &'static str = $kind;
+            }
+
+            impl From<$module::$config> for ModelConfig {
+                fn from(c: $module::$config) -> Self {
+                    Self::$variant(c)
+                }
+            }
+        )+
+
+        impl ModelConfig {
+            /// The `kind` stored in checkpoints.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(Self::$variant(_) => $kind,)+
+                }
+            }
+
+            /// How people call this kind of model.
+            pub fn family(&self) -> &'static str {
+                match self {
+                    $(Self::$variant(_) => <$module::$config as FamilyConfig>::FAMILY,)+
+                }
+            }
+
+            pub fn validate(&self) -> anyhow::Result<()> {
+                match self {
+                    $(Self::$variant(c) => c.validate(),)+
+                }
+            }
+
+            /// Creates the model's parameters under `vb`.
+            pub fn build(&self, vb: candle_nn::VarBuilder) -> candle_core::Result<Box<dyn Model>> {
+                Ok(match self {
+                    $(Self::$variant(c) => Box::new(c.build(vb)?),)+
+                })
+            }
+
+            /// The family config, when it is of type `C`.
+            pub fn get<C: FamilyConfig>(&self) -> Option<&C> {
+                match self {
+                    $(Self::$variant(c) => (c as &dyn Any).downcast_ref::<C>(),)+
+                }
+            }
+
+            /// Every registered (kind, family).
+            pub fn families() -> &'static [(&'static str, &'static str)] {
+                &[$(($kind, <$module::$config as FamilyConfig>::FAMILY)),+]
+            }
+        }
+    };
+}
+
+model_families! {
+    mlm: "mlm" => Mlm(MlmConfig),
+    classifier: "classifier" => Classifier(ClassifierConfig),
+}

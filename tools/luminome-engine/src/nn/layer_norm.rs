@@ -1,0 +1,295 @@
+//! Layer normalisation with a backward pass: a fused CPU kernel for x̂ = (x − mean) / sqrt(var +
+//! eps) and its gradient, a fused affine part (γ, β) whose gradients are row sums in one pass,
+//! and the same maths from primitives on other devices. candle-nn's fast layer norm has no
+//! backward.
+
+use candle_core::{backend::BackendStorage, CpuStorage, DType, Layout, Result, Shape, Tensor, D};
+use rayon::prelude::*;
+
+use super::kernels::{contiguous_slice, cpu_fused, num_traits_float};
+
+/// x̂ = (x − mean) / sqrt(var + eps), per row (no affine part).
+struct Normalize {
+    eps: f64,
+}
+
+fn normalize_rows<T: num_traits_float::Float>(src: &[T], dst: &mut [T], n: usize, eps: f64) {
+    let nn = T::from_usize(n);
+    let eps = T::from(eps).unwrap_or_else(T::zero);
+    src.par_chunks(n)
+        .zip(dst.par_chunks_mut(n))
+        .for_each(|(s, d)| {
+            let mean = s.iter().fold(T::zero(), |a, &b| a + b) / nn;
+            let var = s
+                .iter()
+                .fold(T::zero(), |a, &b| a + (b - mean) * (b - mean))
+                / nn;
+            let inv = (var + eps).sqrt().recip();
+            for (o, &i) in d.iter_mut().zip(s) {
+                *o = (i - mean) * inv;
+            }
+        });
+}
+
+impl candle_core::CustomOp1 for Normalize {
+    fn name(&self) -> &'static str {
+        "luminome-normalize"
+    }
+
+    fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
+        let n = layout.dims().last().copied().unwrap_or(1);
+        let storage = match storage {
+            CpuStorage::F32(s) => {
+                let s = contiguous_slice(s, layout, "layer norm")?;
+                let mut d = vec![0f32; s.len()];
+                normalize_rows(s, &mut d, n, self.eps);
+                CpuStorage::F32(d)
+            }
+            CpuStorage::F64(s) => {
+                let s = contiguous_slice(s, layout, "layer norm")?;
+                let mut d = vec![0f64; s.len()];
+                normalize_rows(s, &mut d, n, self.eps);
+                CpuStorage::F64(d)
+            }
+            _ => candle_core::bail!("layer norm: unsupported dtype {:?}", storage.dtype()),
+        };
+        Ok((storage, layout.shape().clone()))
+    }
+
+    fn bwd(&self, arg: &Tensor, res: &Tensor, grad_res: &Tensor) -> Result<Option<Tensor>> {
+        // dx = (g − mean(g) − x̂ ⊙ mean(g ⊙ x̂)) / sqrt(var + eps)
+        let arg = arg.contiguous()?;
+        let res = res.contiguous()?;
+        let grad = grad_res.contiguous()?;
+        Ok(Some(arg.apply_op3_no_bwd(
+            &res,
+            &grad,
+            &NormalizeBackward { eps: self.eps },
+        )?))
+    }
+}
+
+struct NormalizeBackward {
+    eps: f64,
+}
+
+fn normalize_bwd_rows<T: num_traits_float::Float>(
+    x: &[T],
+    y: &[T],
+    g: &[T],
+    dst: &mut [T],
+    n: usize,
+    eps: f64,
+) {
+    let nn = T::from_usize(n);
+    let eps = T::from(eps).unwrap_or_else(T::zero);
+    dst.par_chunks_mut(n)
+        .zip(x.par_chunks(n).zip(y.par_chunks(n).zip(g.par_chunks(n))))
+        .for_each(|(d, (x, (y, g)))| {
+            let mean = x.iter().fold(T::zero(), |a, &b| a + b) / nn;
+            let var = x
+                .iter()
+                .fold(T::zero(), |a, &b| a + (b - mean) * (b - mean))
+                / nn;
+            let inv = (var + eps).sqrt().recip();
+            let mut mg = T::zero();
+            let mut mgy = T::zero();
+            for (&gi, &yi) in g.iter().zip(y) {
+                mg = mg + gi;
+                mgy = mgy + gi * yi;
+            }
+            mg = mg / nn;
+            mgy = mgy / nn;
+            for ((o, &gi), &yi) in d.iter_mut().zip(g).zip(y) {
+                *o = (gi - mg - yi * mgy) * inv;
+            }
+        });
+}
+
+impl candle_core::CustomOp3 for NormalizeBackward {
+    fn name(&self) -> &'static str {
+        "luminome-normalize-backward"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let n = l1.dims().last().copied().unwrap_or(1);
+        let storage = match (s1, s2, s3) {
+            (CpuStorage::F32(x), CpuStorage::F32(y), CpuStorage::F32(g)) => {
+                let x = contiguous_slice(x, l1, "layer norm bwd")?;
+                let y = contiguous_slice(y, l2, "layer norm bwd")?;
+                let g = contiguous_slice(g, l3, "layer norm bwd")?;
+                let mut d = vec![0f32; x.len()];
+                normalize_bwd_rows(x, y, g, &mut d, n, self.eps);
+                CpuStorage::F32(d)
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(y), CpuStorage::F64(g)) => {
+                let x = contiguous_slice(x, l1, "layer norm bwd")?;
+                let y = contiguous_slice(y, l2, "layer norm bwd")?;
+                let g = contiguous_slice(g, l3, "layer norm bwd")?;
+                let mut d = vec![0f64; x.len()];
+                normalize_bwd_rows(x, y, g, &mut d, n, self.eps);
+                CpuStorage::F64(d)
+            }
+            _ => candle_core::bail!("layer norm backward: unsupported dtypes"),
+        };
+        Ok((storage, l1.shape().clone()))
+    }
+}
+
+/// Normalises the last dimension to zero mean and unit variance, with a backward pass.
+pub fn normalize_last_dim(x: &Tensor, eps: f64) -> Result<Tensor> {
+    if cpu_fused(x) {
+        x.contiguous()?.apply_op1(Normalize { eps })
+    } else {
+        normalize_last_dim_primitive(x, eps)
+    }
+}
+
+/// The same normalisation from autograd-capable primitives.
+pub fn normalize_last_dim_primitive(x: &Tensor, eps: f64) -> Result<Tensor> {
+    let n = x.dim(D::Minus1)? as f64;
+    let centered = x.broadcast_sub(&(x.sum_keepdim(D::Minus1)? / n)?)?;
+    let var = (centered.sqr()?.sum_keepdim(D::Minus1)? / n)?;
+    centered.broadcast_div(&(var + eps)?.sqrt()?)
+}
+
+/// A layer norm with learned scale γ and shift β.
+#[derive(Debug, Clone)]
+pub struct LayerNorm {
+    pub weight: Tensor,
+    pub bias: Tensor,
+    pub eps: f64,
+}
+
+impl LayerNorm {
+    pub fn new(dim: usize, eps: f64, vb: candle_nn::VarBuilder) -> Result<Self> {
+        let weight = vb.get_with_hints(dim, "weight", candle_nn::Init::Const(1.0))?;
+        let bias = vb.get_with_hints(dim, "bias", candle_nn::Init::Const(0.0))?;
+        Ok(Self { weight, bias, eps })
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let xhat = normalize_last_dim(x, self.eps)?;
+        if cpu_fused(x) && x.dtype() == DType::F32 {
+            let dims = x.dims().to_vec();
+            let c = *dims.last().unwrap_or(&1);
+            let flat = xhat.reshape((x.elem_count() / c.max(1), c))?;
+            flat.apply_op3(
+                &self.weight.contiguous()?,
+                &self.bias.contiguous()?,
+                ScaleShift,
+            )?
+            .reshape(dims)
+        } else {
+            xhat.broadcast_mul(&self.weight)?.broadcast_add(&self.bias)
+        }
+    }
+}
+
+/// y = x̂ ⊙ γ + β over rows of `[R, C]`; the γ and β gradients are row sums in one pass.
+struct ScaleShift;
+
+impl candle_core::CustomOp3 for ScaleShift {
+    fn name(&self) -> &'static str {
+        "luminome-scale-shift"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (CpuStorage::F32(x), CpuStorage::F32(g), CpuStorage::F32(b)) = (s1, s2, s3) else {
+            candle_core::bail!("layer norm affine: f32 only")
+        };
+        let x = contiguous_slice(x, l1, "layer norm affine")?;
+        let g = contiguous_slice(g, l2, "layer norm affine")?;
+        let b = contiguous_slice(b, l3, "layer norm affine")?;
+        let c = g.len();
+        let mut out = vec![0f32; x.len()];
+        out.par_chunks_mut(c * 64)
+            .zip(x.par_chunks(c * 64))
+            .for_each(|(o, x)| {
+                for (orow, xrow) in o.chunks_mut(c).zip(x.chunks(c)) {
+                    for (((o, &x), &g), &b) in orow.iter_mut().zip(xrow).zip(g).zip(b) {
+                        *o = x * g + b;
+                    }
+                }
+            });
+        Ok((CpuStorage::F32(out), l1.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        gamma: &Tensor,
+        _beta: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let dx = grad.broadcast_mul(gamma)?;
+        let dgamma = crate::nn::linear::sum_rows(&(grad * x)?)?;
+        let dbeta = crate::nn::linear::sum_rows(grad)?;
+        Ok((Some(dx), Some(dgamma), Some(dbeta)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nn::gradcheck::max_grad_error;
+    use crate::nn::kernels::test_support::{randn, weights};
+
+    #[test]
+    fn layer_norm_gradient_matches_finite_differences() {
+        let x = randn(&[3, 5, 8], 3);
+        let w = weights(&[3, 5, 8]);
+        let err = max_grad_error(&x, 1e-6, &|x| {
+            normalize_last_dim(x, 1e-5)?.mul(&w)?.sum_all()
+        })
+        .unwrap();
+        assert!(err < 1e-6, "layer norm gradient error {err}");
+        let primitive = normalize_last_dim_primitive(&x, 1e-5).unwrap();
+        let fused = normalize_last_dim(&x, 1e-5).unwrap();
+        let d = (primitive - fused)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f64>()
+            .unwrap();
+        assert!(d < 1e-10, "{d}");
+    }
+
+    #[test]
+    fn layer_norm_with_affine_parameters_has_their_gradients() {
+        let x = randn(&[4, 6], 4);
+        let gamma = randn(&[6], 5);
+        let beta = randn(&[6], 6);
+        let w = weights(&[4, 6]);
+        let ln = |x: &Tensor, g: &Tensor, b: &Tensor| {
+            LayerNorm {
+                weight: g.clone(),
+                bias: b.clone(),
+                eps: 1e-5,
+            }
+            .forward(x)
+        };
+        let e1 = max_grad_error(&gamma, 1e-6, &|g| ln(&x, g, &beta)?.mul(&w)?.sum_all()).unwrap();
+        let e2 = max_grad_error(&beta, 1e-6, &|b| ln(&x, &gamma, b)?.mul(&w)?.sum_all()).unwrap();
+        assert!(e1 < 1e-6 && e2 < 1e-6, "{e1} {e2}");
+    }
+}

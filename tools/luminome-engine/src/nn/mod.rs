@@ -1,0 +1,28 @@
+//! Building blocks every model family shares.
+//!
+//! candle-nn's fast softmax and layer-norm kernels have no backward pass: training through them
+//! silently stops the gradient. The ops here have one. On the CPU they are fused custom ops
+//! (forward and backward each one pass over the data, rows in parallel); on other devices they
+//! fall back to compositions of autograd-capable candle primitives. Both paths are checked
+//! against finite differences ([`gradcheck`]).
+//!
+//! - [`linear`]: a linear layer whose bias add (and its row-sum backward) is one fused op.
+//! - [`layer_norm`], [`softmax`]: the differentiable kernels above.
+//! - [`masking`]: padding masks (attention bias, masked mean and max).
+//! - [`dropout`]: seeded dropout; [`init`]: seeded initialisation.
+
+mod kernels;
+
+pub mod dropout;
+pub mod gradcheck;
+pub mod init;
+pub mod layer_norm;
+pub mod linear;
+pub mod masking;
+pub mod softmax;
+
+pub use dropout::{maybe_dropout, DropoutRng};
+pub use layer_norm::{normalize_last_dim, normalize_last_dim_primitive, LayerNorm};
+pub use linear::{add_bias, sum_rows, Linear};
+pub use masking::{attention_bias, masked_max, masked_mean, MASK_BIAS};
+pub use softmax::{softmax_last_dim, softmax_last_dim_primitive};

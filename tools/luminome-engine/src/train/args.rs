@@ -1,0 +1,100 @@
+//! The training flags every `luminome-train` subcommand shares.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use luminome_cli::RuntimeArgs;
+
+use super::optim::AdamWConfig;
+use super::trainer::TrainConfig;
+
+#[derive(Args, Debug, Clone)]
+pub struct TrainArgs {
+    /// Training dataset.
+    #[arg(long)]
+    pub train: PathBuf,
+    /// Dev dataset: evaluated every --eval-every steps; selects the best checkpoint.
+    #[arg(long)]
+    pub dev: Option<PathBuf>,
+    /// Output folder (created if missing): best.safetensors, last.safetensors (+ .config.json,
+    /// last.state.safetensors for resuming) and metrics.tsv.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Examples per micro-batch.
+    #[arg(long, default_value_t = 32)]
+    pub batch_size: usize,
+    /// Micro-batches per optimizer step (gradient accumulation).
+    #[arg(long, default_value_t = 1)]
+    pub grad_accum: usize,
+    /// Optimizer steps.
+    #[arg(long, default_value_t = 1000)]
+    pub steps: u64,
+    /// Peak learning rate.
+    #[arg(long, default_value_t = 5e-4)]
+    pub lr: f64,
+    /// Linear warmup steps.
+    #[arg(long, default_value_t = 100)]
+    pub warmup: u64,
+    /// Final learning rate of the cosine decay, as a fraction of the peak.
+    #[arg(long, default_value_t = 0.1)]
+    pub min_lr_ratio: f64,
+    /// AdamW decoupled weight decay (matrices and embeddings only).
+    #[arg(long, default_value_t = 0.01)]
+    pub weight_decay: f64,
+    /// Clip the global gradient norm to this value (0: no clipping).
+    #[arg(long, default_value_t = 1.0)]
+    pub clip_norm: f64,
+    /// Evaluate on --dev and write checkpoints every this many steps.
+    #[arg(long, default_value_t = 200)]
+    pub eval_every: u64,
+    /// Stop when the selection metric has not improved for this many evaluations.
+    #[arg(long)]
+    pub patience: Option<u64>,
+    /// Batch size for evaluation.
+    #[arg(long, default_value_t = 128)]
+    pub eval_batch_size: usize,
+    /// Random seed: weights, data order, dropout and masking (same seed, same numbers on CPU).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Resume from a run's last.safetensors (its .state.safetensors beside it): continues the
+    /// same run exactly, with the training settings stored in the state.
+    #[arg(long)]
+    pub resume: Option<PathBuf>,
+    /// Pause after this many optimizer steps with a resumable checkpoint (for time-limited
+    /// jobs; continue with --resume).
+    #[arg(long)]
+    pub stop_after_steps: Option<u64>,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+}
+
+impl TrainArgs {
+    /// The loop's settings for a new run selecting checkpoints on `metric`.
+    pub fn train_config(&self, metric: &str, maximize: bool) -> TrainConfig {
+        TrainConfig {
+            batch_size: self.batch_size,
+            grad_accum: self.grad_accum,
+            max_steps: self.steps,
+            lr: self.lr,
+            warmup_steps: self.warmup,
+            min_lr_ratio: self.min_lr_ratio,
+            adamw: AdamWConfig {
+                weight_decay: self.weight_decay,
+                ..Default::default()
+            },
+            clip_norm: self.clip_norm,
+            eval_every: self.eval_every,
+            patience: self.patience,
+            metric: metric.to_string(),
+            maximize,
+            seed: self.seed,
+        }
+    }
+
+    /// The input files a checkpoint names as its sources: training and dev sets.
+    pub fn sources(&self) -> Vec<String> {
+        let mut s = vec![self.train.display().to_string()];
+        s.extend(self.dev.iter().map(|p| p.display().to_string()));
+        s
+    }
+}

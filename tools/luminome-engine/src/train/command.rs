@@ -1,0 +1,113 @@
+//! One training run of any family: the family's setup turns its arguments into a built model and
+//! the task that trains it; everything else (threads, device, run folder, checkpoint metadata,
+//! resume, the loop, the summary) is the same for every family and lives here.
+
+use anyhow::{Context, Result};
+use candle_core::Device;
+use candle_nn::VarMap;
+
+use super::args::TrainArgs;
+use super::state::read_state;
+use super::task::TrainTask;
+use super::trainer::{RunPaths, Trainer};
+use crate::checkpoint::CheckpointMeta;
+use crate::device::parse_device;
+use crate::input::InputSpec;
+use crate::models::ModelConfig;
+
+/// A family's model, built (or loaded to resume) and ready to train, with its task.
+pub struct TrainingSetup {
+    /// The model's config, as checkpoints store it.
+    pub config: ModelConfig,
+    pub varmap: VarMap,
+    pub task: Box<dyn TrainTask>,
+    /// Parameters the optimizer updates, sorted (a frozen part is left out).
+    pub trainable: Vec<String>,
+    /// What the model reads, as checkpoints store it.
+    pub input: InputSpec,
+    /// Input files named in the checkpoints' metadata.
+    pub sources: Vec<String>,
+    /// The dev metric that selects the best checkpoint of a new run ("" without a dev set), and
+    /// whether higher is better.
+    pub metric: String,
+    pub maximize: bool,
+    /// What the run is, for the log ("adapter gated, 12345 parameters, ...").
+    pub description: String,
+}
+
+/// A `luminome-train` subcommand.
+pub trait TrainCommand {
+    /// The subcommand's name (`classify`).
+    const NAME: &'static str;
+    /// What is trained, for messages ("classifier").
+    const WHAT: &'static str;
+
+    fn train_args(&self) -> &TrainArgs;
+
+    /// Opens and checks the data and builds the model and its task (for `--resume`, the model
+    /// of the checkpoint). Runs before anything is written.
+    fn setup(&self, device: &Device) -> Result<TrainingSetup>;
+}
+
+/// Runs a subcommand end to end.
+pub fn run<C: TrainCommand>(cmd: &C, command_line: &str) -> Result<()> {
+    let t = cmd.train_args();
+    t.runtime.apply_threads();
+    let device = parse_device(&t.runtime.device)?;
+    let setup = cmd.setup(&device)?;
+    luminome_cli::prepare_output_dir(&t.output)?;
+    let tool = format!("luminome-train {}", C::NAME);
+    let meta = CheckpointMeta::new(
+        setup.config.clone(),
+        setup.input.clone(),
+        setup.sources.clone(),
+        &tool,
+        command_line,
+    );
+    let train_config = match &t.resume {
+        Some(r) => read_state(r, &Device::Cpu)?.0.config,
+        None => t.train_config(&setup.metric, setup.maximize),
+    };
+    let metric = train_config.metric.clone();
+    let trainer = Trainer {
+        config: train_config,
+        varmap: &setup.varmap,
+        trainable: setup.trainable.clone(),
+        meta,
+        paths: RunPaths {
+            dir: t.output.clone(),
+        },
+        stop_after: t.stop_after_steps,
+        verbose: !t.runtime.quiet,
+    };
+    let quiet = t.runtime.quiet;
+    if !quiet {
+        eprintln!("{tool}: {}", setup.description);
+    }
+    let s = trainer
+        .run(setup.task.as_ref(), t.resume.as_deref())
+        .with_context(|| format!("{} training failed", C::WHAT))?;
+    if !quiet {
+        eprintln!(
+            "done: {} steps in {:.1} s; best step {}{}{}{}",
+            s.steps,
+            s.seconds,
+            s.best_step,
+            match s.best_value {
+                Some(v) => format!(" ({metric} {v})"),
+                None => String::new(),
+            },
+            if s.early_stopped {
+                "; early stopped"
+            } else {
+                ""
+            },
+            if s.paused {
+                "; paused, continue with --resume"
+            } else {
+                ""
+            }
+        );
+    }
+    setup.task.after_training(&trainer.paths, quiet)
+}

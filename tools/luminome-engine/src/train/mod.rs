@@ -1,0 +1,20 @@
+//! Training, shared by every model family: the loop ([`trainer`]), its resumable state
+//! ([`state`]), AdamW ([`optim`]), the learning-rate schedule ([`schedule`]), the [`TrainTask`]
+//! a family implements, the flags every subcommand shares ([`args`]) and the run of a
+//! subcommand from its setup to the end ([`command`]).
+
+pub mod args;
+pub mod command;
+pub mod optim;
+pub mod schedule;
+pub mod state;
+pub mod task;
+pub mod trainer;
+
+pub use args::TrainArgs;
+pub use command::{run, TrainCommand, TrainingSetup};
+pub use optim::{AdamW, AdamWConfig};
+pub use schedule::WarmupCosine;
+pub use state::{read_state, TrainerState};
+pub use task::TrainTask;
+pub use trainer::{epoch_order, RunPaths, TrainConfig, TrainSummary, Trainer};

@@ -1,0 +1,400 @@
+//! The training loop shared by every model family: micro-batches with gradient accumulation,
+//! global-norm clipping, AdamW, warmup + cosine schedule, evaluation every N steps, early
+//! stopping on a chosen dev metric, best/last checkpoints, a per-step TSV log, NaN stop, and
+//! exact resume.
+//!
+//! Exact resume: every random choice is a pure function of (seed, position): the data order of
+//! epoch e comes from (seed, e), the dropout and masking draws of micro-batch k of step s from
+//! (seed, s, k). The saved state (step, epoch, cursor, optimizer moments, early-stopping
+//! counters) is therefore all that is needed to continue the same sequence of numbers.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use candle_core::{Tensor, Var};
+use candle_nn::VarMap;
+use luminome_io::atomic::AtomicWriter;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::optim::{clip_grad_norm, AdamW, AdamWConfig};
+use super::schedule::WarmupCosine;
+use super::state::{read_state, write_state, TrainerState};
+use super::task::TrainTask;
+use crate::checkpoint::{prepare_checkpoint, state_path, CheckpointMeta};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainConfig {
+    pub batch_size: usize,
+    pub grad_accum: usize,
+    /// Optimizer steps in the whole run (the schedule's length).
+    pub max_steps: u64,
+    pub lr: f64,
+    pub warmup_steps: u64,
+    pub min_lr_ratio: f64,
+    pub adamw: AdamWConfig,
+    /// Global gradient-norm clip (0 = none).
+    pub clip_norm: f64,
+    pub eval_every: u64,
+    /// Stop after this many evaluations without improvement (None: never).
+    pub patience: Option<u64>,
+    /// Metric that selects the best checkpoint and drives early stopping (e.g. `dev_mcc`).
+    pub metric: String,
+    pub maximize: bool,
+    pub seed: u64,
+}
+
+/// Where a run writes: `<dir>/best.*`, `<dir>/last.*`, `<dir>/metrics.tsv`.
+pub struct RunPaths {
+    pub dir: PathBuf,
+}
+
+impl RunPaths {
+    pub fn best(&self) -> PathBuf {
+        self.dir.join("best.safetensors")
+    }
+    pub fn last(&self) -> PathBuf {
+        self.dir.join("last.safetensors")
+    }
+    pub fn metrics(&self) -> PathBuf {
+        self.dir.join("metrics.tsv")
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct TrainSummary {
+    pub steps: u64,
+    pub best_step: u64,
+    pub best_value: Option<f64>,
+    pub early_stopped: bool,
+    /// Stopped by `stop_after` (resumable).
+    pub paused: bool,
+    pub seconds: f64,
+}
+
+fn mix(seed: u64, a: u64, b: u64) -> u64 {
+    // SplitMix64 over the three numbers: independent-looking streams per (step, micro-batch).
+    let mut z = seed ^ a.wrapping_mul(0x9E3779B97F4A7C15) ^ b.wrapping_mul(0xD1B54A32D192ED03);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
+    z ^ (z >> 31)
+}
+
+/// The training-record order of epoch `epoch`.
+pub fn epoch_order(n: usize, seed: u64, epoch: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut ChaCha8Rng::seed_from_u64(mix(seed, epoch, 0x5eed)));
+    order
+}
+
+pub struct Trainer<'a> {
+    pub config: TrainConfig,
+    pub varmap: &'a VarMap,
+    /// Names of the parameters the optimizer updates (a frozen encoder's are left out).
+    pub trainable: Vec<String>,
+    /// Metadata template of the checkpoints written (step and metrics are filled in).
+    pub meta: CheckpointMeta,
+    pub paths: RunPaths,
+    /// Pause (with a resumable checkpoint) after this many optimizer steps.
+    pub stop_after: Option<u64>,
+    /// Progress lines on stderr.
+    pub verbose: bool,
+}
+
+struct LogRow {
+    text: String,
+}
+
+impl Trainer<'_> {
+    fn vars(&self) -> Result<Vec<(String, Var)>> {
+        let data = self.varmap.data().lock().expect("var map lock");
+        self.trainable
+            .iter()
+            .map(|n| {
+                Ok((
+                    n.clone(),
+                    data.get(n)
+                        .with_context(|| format!("internal: no parameter {n}"))?
+                        .clone(),
+                ))
+            })
+            .collect()
+    }
+
+    /// Runs (or resumes, from `resume` = a `last.safetensors` whose weights are already loaded
+    /// into the var map) the training loop.
+    pub fn run(&self, task: &dyn TrainTask, resume: Option<&Path>) -> Result<TrainSummary> {
+        let cfg = &self.config;
+        if cfg.batch_size == 0 || cfg.grad_accum == 0 || cfg.max_steps == 0 || cfg.eval_every == 0 {
+            bail!("batch size, gradient accumulation, steps and eval interval must be positive");
+        }
+        let n = task.train_len();
+        if n == 0 {
+            bail!("the training set is empty");
+        }
+        let metric_names = task.metric_names();
+        if !metric_names.is_empty() && !metric_names.contains(&cfg.metric) {
+            bail!(
+                "--metric {}: not a metric of this task (choose from {})",
+                cfg.metric,
+                metric_names.join(", ")
+            );
+        }
+        let vars = self.vars()?;
+        let var_ids: Vec<(String, Var)> = vars.clone();
+        let mut opt = AdamW::new(vars, cfg.adamw)?;
+        let schedule = WarmupCosine {
+            peak_lr: cfg.lr,
+            warmup_steps: cfg.warmup_steps,
+            total_steps: cfg.max_steps,
+            min_lr_ratio: cfg.min_lr_ratio,
+        };
+        let mut state = TrainerState {
+            config: cfg.clone(),
+            step: 0,
+            epoch: 0,
+            cursor: 0,
+            best_value: None,
+            best_step: 0,
+            evals_since_best: 0,
+            optimizer_steps: 0,
+        };
+        let mut log: Vec<LogRow> = Vec::new();
+        if let Some(r) = resume {
+            state = self.load_state(r, &mut opt)?;
+            log = read_log(&self.paths.metrics(), state.step)
+                .or_else(|_| read_log(&r.with_file_name("metrics.tsv"), state.step))
+                .unwrap_or_default();
+        }
+        let header = {
+            let mut h = vec!["step", "epoch", "loss", "lr", "grad_norm", "examples_per_s"]
+                .into_iter()
+                .map(String::from)
+                .collect::<Vec<_>>();
+            h.extend(metric_names.iter().cloned());
+            h.join("\t")
+        };
+        let start = Instant::now();
+        let mut order = epoch_order(n, cfg.seed, state.epoch);
+        let mut early_stopped = false;
+        let mut paused = false;
+        while state.step < cfg.max_steps {
+            if self.stop_after.is_some_and(|s| state.step >= s) {
+                paused = true;
+                break;
+            }
+            let t0 = Instant::now();
+            let mut acc: HashMap<String, Tensor> = HashMap::new();
+            let mut loss_sum = 0f64;
+            let mut examples = 0usize;
+            for micro in 0..cfg.grad_accum {
+                if state.cursor >= n {
+                    state.epoch += 1;
+                    state.cursor = 0;
+                    order = epoch_order(n, cfg.seed, state.epoch);
+                }
+                let end = (state.cursor + cfg.batch_size).min(n);
+                let records = &order[state.cursor..end];
+                state.cursor = end;
+                let loss = task.train_loss(records, mix(cfg.seed, state.step, micro as u64 + 1))?;
+                let value = loss.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?;
+                if !value.is_finite() {
+                    self.write_log(&header, &log)?;
+                    bail!("{}", self.nan_message(state.step + 1, "loss"));
+                }
+                loss_sum += value;
+                examples += records.len();
+                let grads = (loss / cfg.grad_accum as f64)?.backward()?;
+                for (name, var) in &var_ids {
+                    if let Some(g) = grads.get(var.as_tensor()) {
+                        let g = match acc.remove(name) {
+                            Some(prev) => (prev + g)?,
+                            None => g.clone(),
+                        };
+                        acc.insert(name.clone(), g);
+                    }
+                }
+            }
+            let grad_norm = clip_grad_norm(&mut acc, cfg.clip_norm)?;
+            if !grad_norm.is_finite() {
+                self.write_log(&header, &log)?;
+                bail!("{}", self.nan_message(state.step + 1, "gradient norm"));
+            }
+            let lr = schedule.lr(state.step + 1);
+            opt.step(&acc, lr)?;
+            state.step += 1;
+            state.optimizer_steps = opt.steps();
+            let secs = t0.elapsed().as_secs_f64();
+            let loss = loss_sum / cfg.grad_accum as f64;
+            let mut row = format!(
+                "{}\t{}\t{:.6}\t{:.6e}\t{:.4}\t{:.1}",
+                state.step,
+                state.epoch,
+                loss,
+                lr,
+                grad_norm,
+                examples as f64 / secs.max(1e-9)
+            );
+            let evaluate = state.step % cfg.eval_every == 0 || state.step == cfg.max_steps;
+            let mut metrics = BTreeMap::new();
+            if evaluate {
+                metrics = task.evaluate()?;
+                for m in &metric_names {
+                    match metrics.get(m) {
+                        Some(v) => row.push_str(&format!("\t{v:.6}")),
+                        None => row.push_str("\tNA"),
+                    }
+                }
+            } else {
+                for _ in &metric_names {
+                    row.push('\t');
+                }
+            }
+            log.push(LogRow { text: row });
+            if self.verbose && (evaluate || state.step % 50 == 0) {
+                let shown: Vec<String> =
+                    metrics.iter().map(|(k, v)| format!("{k} {v:.4}")).collect();
+                eprintln!(
+                    "step {}/{} loss {loss:.4} lr {lr:.2e} {:.0} ex/s {}",
+                    state.step,
+                    cfg.max_steps,
+                    examples as f64 / secs.max(1e-9),
+                    shown.join(" ")
+                );
+            }
+            if !evaluate && self.stop_after == Some(state.step) {
+                // Pausing between evaluations: a resumable checkpoint, without an evaluation
+                // that the uninterrupted run would not have made.
+                self.save(&self.paths.last(), &state, &metrics, Some(&opt))?;
+                self.write_log(&header, &log)?;
+            }
+            if evaluate {
+                let value = metrics.get(&cfg.metric).copied().filter(|v| v.is_finite());
+                let improved = match (value, state.best_value) {
+                    (Some(v), Some(b)) => {
+                        if cfg.maximize {
+                            v > b
+                        } else {
+                            v < b
+                        }
+                    }
+                    (Some(_), None) => true,
+                    // No dev metric: the latest weights are the best we know.
+                    (None, _) => metric_names.is_empty(),
+                };
+                if improved {
+                    state.best_value = value;
+                    state.best_step = state.step;
+                    state.evals_since_best = 0;
+                } else {
+                    state.evals_since_best += 1;
+                }
+                if improved {
+                    self.save(&self.paths.best(), &state, &metrics, None)?;
+                }
+                self.save(&self.paths.last(), &state, &metrics, Some(&opt))?;
+                self.write_log(&header, &log)?;
+                if cfg.patience.is_some_and(|p| state.evals_since_best >= p) {
+                    early_stopped = true;
+                    if self.verbose {
+                        eprintln!(
+                            "early stop at step {}: {} has not improved for {} evaluations (best {:?} at step {})",
+                            state.step, cfg.metric, state.evals_since_best, state.best_value, state.best_step
+                        );
+                    }
+                    break;
+                }
+            }
+        }
+        self.write_log(&header, &log)?;
+        Ok(TrainSummary {
+            steps: state.step,
+            best_step: state.best_step,
+            best_value: state.best_value,
+            early_stopped,
+            paused,
+            seconds: start.elapsed().as_secs_f64(),
+        })
+    }
+
+    fn nan_message(&self, step: u64, what: &str) -> String {
+        let last = self.paths.last();
+        let kept = match crate::checkpoint::read_checkpoint_meta(&last) {
+            Ok(m) => format!(
+                "the last good checkpoint is {} (step {})",
+                last.display(),
+                m.step
+            ),
+            Err(_) => "no checkpoint had been written yet".to_string(),
+        };
+        format!(
+            "training stopped: the {what} became NaN or infinite at step {step}; {kept}. Try a lower --lr, stronger --clip-norm or a longer --warmup"
+        )
+    }
+
+    fn save(
+        &self,
+        dest: &Path,
+        state: &TrainerState,
+        metrics: &BTreeMap<String, f64>,
+        opt: Option<&AdamW>,
+    ) -> Result<()> {
+        let mut meta = self.meta.clone();
+        meta.step = state.step;
+        meta.metrics = metrics.clone();
+        let mut files = Vec::new();
+        if let Some(opt) = opt {
+            files.push(write_state(&state_path(dest), state, opt)?);
+        }
+        files.extend(prepare_checkpoint(dest, &meta, self.varmap)?);
+        for f in files {
+            f.commit()?;
+        }
+        Ok(())
+    }
+
+    fn load_state(&self, ckpt: &Path, opt: &mut AdamW) -> Result<TrainerState> {
+        let (state, tensors, sp) = read_state(ckpt, &self.varmap_device()?)?;
+        opt.load_state(&tensors, state.optimizer_steps, &sp)?;
+        Ok(state)
+    }
+
+    fn varmap_device(&self) -> Result<candle_core::Device> {
+        let vars = self.varmap.all_vars();
+        Ok(vars
+            .first()
+            .context("internal: the model has no parameters")?
+            .device()
+            .clone())
+    }
+
+    fn write_log(&self, header: &str, log: &[LogRow]) -> Result<()> {
+        let mut w = AtomicWriter::create(self.paths.metrics())?;
+        writeln!(w, "{header}")?;
+        for r in log {
+            writeln!(w, "{}", r.text)?;
+        }
+        w.commit()
+    }
+}
+
+/// The log rows of an earlier run up to `step` (to continue its log on resume).
+fn read_log(path: &Path, step: u64) -> Result<Vec<LogRow>> {
+    let text = std::fs::read_to_string(path)?;
+    Ok(text
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let s: u64 = l.split('\t').next()?.parse().ok()?;
+            (s <= step).then(|| LogRow {
+                text: l.to_string(),
+            })
+        })
+        .collect())
+}

@@ -1,0 +1,276 @@
+//! Reading a region dataset (memory-mapped) and its samples table.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::meta::{RegionDatasetMeta, REGION_DATASET_KIND, REGION_DATASET_VERSION};
+use crate::tensorfile::{ElemType, TensorFile};
+
+/// The header of the samples table.
+pub const SAMPLES_HEADER: &str =
+    "sample\tgene\tgene_id\tcell_type\tchrom\ttss\tstrand\tregions_used\ttss_region\texpression";
+
+/// One row of the samples table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleRow {
+    /// 0-based sample (row of the tensors).
+    pub sample: u64,
+    pub gene: String,
+    pub gene_id: String,
+    pub cell_type: String,
+    pub chrom: String,
+    /// 0-based TSS position.
+    pub tss: u64,
+    pub strand: char,
+    pub regions_used: usize,
+    /// Regions-table row of the TSS region (`.` in the file when no region holds the TSS).
+    pub tss_region: Option<usize>,
+    /// `NA` in the file when missing.
+    pub expression: Option<f64>,
+}
+
+/// Samples `[batch]` read from a region dataset: features `[batch, N, F]` row-major, masks
+/// `[batch, N]`.
+#[derive(Debug, Clone, Default)]
+pub struct RegionBatch {
+    pub batch: usize,
+    pub n_regions: usize,
+    pub n_features: usize,
+    pub features: Vec<f32>,
+    pub region_mask: Vec<u8>,
+    /// −1 where no region holds the TSS.
+    pub tss_index: Vec<i64>,
+    /// NaN where missing.
+    pub expression: Option<Vec<f32>>,
+}
+
+/// A region dataset opened for reading, its shapes checked against each other and its metadata.
+pub struct RegionDataset {
+    path: PathBuf,
+    file: TensorFile,
+    meta: RegionDatasetMeta,
+    samples: usize,
+}
+
+impl RegionDataset {
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = TensorFile::open(path)?;
+        let md = file.metadata();
+        let kind = md.get("kind").map(String::as_str).unwrap_or("");
+        if kind != REGION_DATASET_KIND {
+            bail!(
+                "{}: not a Luminome region dataset (kind {kind:?}, expected {REGION_DATASET_KIND:?}; luminome-regions writes them)",
+                path.display()
+            );
+        }
+        let version: u32 = md
+            .get("format_version")
+            .and_then(|v| v.parse().ok())
+            .with_context(|| {
+                format!(
+                    "{}: region dataset without a format version",
+                    path.display()
+                )
+            })?;
+        if version > REGION_DATASET_VERSION {
+            bail!(
+                "{}: region dataset format version {version} is newer than this tool reads ({REGION_DATASET_VERSION})",
+                path.display()
+            );
+        }
+        let meta: RegionDatasetMeta =
+            serde_json::from_str(md.get("luminome").map(String::as_str).unwrap_or(""))
+                .with_context(|| {
+                    format!("{}: unreadable region dataset metadata", path.display())
+                })?;
+        let (n, f) = (meta.n_regions, meta.feature_names.len());
+        let features = file.require("features")?;
+        let samples = features.shape.first().copied().unwrap_or(0);
+        let expect = |name: &str, elem: ElemType, shape: &[usize], required: bool| -> Result<()> {
+            match file.tensor(name) {
+                None if !required => Ok(()),
+                None => file.require(name).map(|_| ()),
+                Some(t) if t.elem == elem && t.shape == shape => Ok(()),
+                Some(t) => bail!(
+                    "{}: tensor {name} is {:?} {:?}, expected {elem:?} {shape:?} ({samples} samples, {n} regions, {f} features in the metadata)",
+                    path.display(),
+                    t.elem,
+                    t.shape
+                ),
+            }
+        };
+        expect("features", ElemType::F32, &[samples, n, f], true)?;
+        expect("region_mask", ElemType::U8, &[samples, n], true)?;
+        expect("tss_index", ElemType::I64, &[samples], true)?;
+        expect("region_index", ElemType::I64, &[samples, n], true)?;
+        expect("expression", ElemType::F32, &[samples], false)?;
+        let ds = Self {
+            path: path.to_path_buf(),
+            file,
+            meta,
+            samples,
+        };
+        let mut tss = Vec::with_capacity(samples);
+        let t = ds.file.require("tss_index")?;
+        for r in 0..samples {
+            t.extend_i64(r, &mut tss);
+        }
+        if let Some((i, &v)) = tss
+            .iter()
+            .enumerate()
+            .find(|(_, &v)| v < -1 || v >= n as i64)
+        {
+            bail!(
+                "{}: sample {}: tss_index {v} is outside -1..{n}",
+                path.display(),
+                i + 1
+            );
+        }
+        Ok(ds)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn meta(&self) -> &RegionDatasetMeta {
+        &self.meta
+    }
+
+    /// Samples (gene × cell type).
+    pub fn len(&self) -> usize {
+        self.samples
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.samples == 0
+    }
+
+    /// Region slots per sample (N).
+    pub fn n_regions(&self) -> usize {
+        self.meta.n_regions
+    }
+
+    /// Features per region (F), accessibility included.
+    pub fn n_features(&self) -> usize {
+        self.meta.feature_names.len()
+    }
+
+    pub fn feature_names(&self) -> &[String] {
+        &self.meta.feature_names
+    }
+
+    pub fn cell_types(&self) -> &[String] {
+        &self.meta.cell_types
+    }
+
+    pub fn has_expression(&self) -> bool {
+        self.file.tensor("expression").is_some()
+    }
+
+    /// Reads the given samples into one batch.
+    pub fn batch(&self, records: &[usize]) -> Result<RegionBatch> {
+        let (n, f) = (self.n_regions(), self.n_features());
+        let mut b = RegionBatch {
+            batch: records.len(),
+            n_regions: n,
+            n_features: f,
+            features: Vec::with_capacity(records.len() * n * f),
+            region_mask: Vec::with_capacity(records.len() * n),
+            tss_index: Vec::with_capacity(records.len()),
+            expression: self.has_expression().then(Vec::new),
+        };
+        let features = self.file.require("features")?;
+        let mask = self.file.require("region_mask")?;
+        let tss = self.file.require("tss_index")?;
+        let expression = self.file.tensor("expression");
+        for &r in records {
+            if r >= self.samples {
+                bail!(
+                    "{}: sample {r} is out of range (the dataset has {})",
+                    self.path.display(),
+                    self.samples
+                );
+            }
+            features.extend_f32(r, &mut b.features);
+            b.region_mask.extend_from_slice(mask.row_bytes(r));
+            tss.extend_i64(r, &mut b.tss_index);
+            if let (Some(e), Some(out)) = (&expression, b.expression.as_mut()) {
+                e.extend_f32(r, out);
+            }
+        }
+        Ok(b)
+    }
+
+    /// The samples table beside the dataset (the file name its metadata records).
+    pub fn samples_path(&self) -> Result<PathBuf> {
+        let name = self.meta.samples_table.as_deref().with_context(|| {
+            format!(
+                "{}: the metadata names no samples table",
+                self.path.display()
+            )
+        })?;
+        Ok(self.path.with_file_name(name))
+    }
+
+    /// Reads the samples table beside the dataset and checks it has one row per sample.
+    pub fn read_samples(&self) -> Result<Vec<SampleRow>> {
+        let path = self.samples_path()?;
+        let rows = read_samples(&path)?;
+        if rows.len() != self.samples {
+            bail!(
+                "{}: {} rows, but {} has {} samples",
+                path.display(),
+                rows.len(),
+                self.path.display(),
+                self.samples
+            );
+        }
+        Ok(rows)
+    }
+}
+
+/// Reads a samples table.
+pub fn read_samples(path: &Path) -> Result<Vec<SampleRow>> {
+    let (reader, _) = crate::compress::open(path, 1)?;
+    let mut rows = Vec::new();
+    for (i, line) in reader.lines().enumerate() {
+        let line =
+            line.with_context(|| format!("{}: line {}: cannot read", path.display(), i + 1))?;
+        if i == 0 {
+            if line.trim_end() != SAMPLES_HEADER {
+                bail!(
+                    "{}: line 1: not a Luminome samples table header",
+                    path.display()
+                );
+            }
+            continue;
+        }
+        let f: Vec<&str> = line.split('\t').collect();
+        let bad = || anyhow::anyhow!("{}: line {}: malformed samples row", path.display(), i + 1);
+        if f.len() != 10 {
+            return Err(bad());
+        }
+        rows.push(SampleRow {
+            sample: f[0].parse().map_err(|_| bad())?,
+            gene: f[1].to_string(),
+            gene_id: f[2].to_string(),
+            cell_type: f[3].to_string(),
+            chrom: f[4].to_string(),
+            tss: f[5].parse().map_err(|_| bad())?,
+            strand: f[6].chars().next().ok_or_else(bad)?,
+            regions_used: f[7].parse().map_err(|_| bad())?,
+            tss_region: match f[8] {
+                "." => None,
+                v => Some(v.parse().map_err(|_| bad())?),
+            },
+            expression: match f[9] {
+                "NA" => None,
+                v => Some(v.parse().map_err(|_| bad())?),
+            },
+        });
+    }
+    Ok(rows)
+}

@@ -1,0 +1,187 @@
+//! The run's inputs before any scanning: the regions (from peaks, or called from coverage) with
+//! their raw accessibility per cell type, and the genes on the reference.
+
+use anyhow::{bail, Result};
+use luminome_io::reference::Reference;
+use luminome_io::tss::{read_tss, GeneTss};
+use luminome_io::InputError;
+
+use crate::accessibility::{self, AccessibilitySource, CountOptions};
+use crate::pipeline::{log, Config};
+use crate::regions::{add_peaks, PeakReport, RegionSet};
+
+/// Regions, their raw accessibility per cell type and (when reused) their motif scores.
+pub(crate) struct RegionInputs {
+    pub set: RegionSet,
+    pub cell_types: Vec<String>,
+    pub raw: Vec<Vec<f64>>,
+    pub features: Vec<String>,
+    /// Reused motif scores, row-major `[regions × features]` (None: scan).
+    pub scores: Option<Vec<f32>>,
+    pub sources: serde_json::Value,
+    pub too_wide: usize,
+}
+
+pub(crate) fn build_regions(cfg: &Config, reference: &Reference) -> Result<RegionInputs> {
+    if cfg.accessibility.is_empty() {
+        bail!("at least one --accessibility CELLTYPE=PATH is needed (or --reuse-regions)");
+    }
+    let mut set = RegionSet::for_reference(reference.sequences());
+    let mut report = PeakReport::default();
+    if cfg.peaks.is_empty() {
+        let coverage: Vec<&AccessibilitySource> = cfg
+            .accessibility
+            .iter()
+            .filter(|s| s.kind.is_coverage())
+            .collect();
+        if coverage.is_empty() {
+            bail!("no --peaks given and no bigWig/bedGraph accessibility to call peaks from");
+        }
+        for src in coverage {
+            let mut reader = accessibility::CoverageReader::open(src, cfg.rename)?;
+            reader.check_names(&RegionSet {
+                chroms: set
+                    .chroms
+                    .iter()
+                    .map(|c| crate::regions::ChromRegions {
+                        name: c.name.clone(),
+                        length: c.length,
+                        regions: vec![(0, 1)],
+                    })
+                    .collect(),
+            })?;
+            let mut called = 0;
+            for c in &mut set.chroms {
+                let iv = reader.intervals(&c.name)?;
+                let peaks = accessibility::call_peaks(
+                    &iv,
+                    c.length,
+                    cfg.call.fold,
+                    cfg.call.merge_gap,
+                    cfg.call.min_width,
+                );
+                called += peaks.len();
+                c.regions
+                    .extend(peaks.into_iter().map(|(s, e)| (s, e.min(c.length))));
+            }
+            log(format!(
+                "called {called} peaks on {} ({})",
+                src.cell_type,
+                src.path.display()
+            ));
+        }
+    } else {
+        for p in &cfg.peaks {
+            add_peaks(&mut set, p, cfg.max_region_width, &mut report)?;
+        }
+        for (path, line, chrom, s, e) in report.too_wide.iter().take(10) {
+            log(format!(
+                "left out {}: line {line}: peak {chrom}:{s}-{e} is {} bp wide (> --max-region-width {})",
+                path.display(),
+                e - s,
+                cfg.max_region_width
+            ));
+        }
+        if report.too_wide.len() > 10 {
+            log(format!(
+                "... and {} more peaks wider than {} bp",
+                report.too_wide.len() - 10,
+                cfg.max_region_width
+            ));
+        }
+    }
+    set.merge(cfg.merge_gap);
+    if set.is_empty() {
+        bail!("no regions left (after reading/calling peaks and filtering by width)");
+    }
+    let opts = CountOptions {
+        rename: cfg.rename,
+        fragment_mode: cfg.fragment_mode,
+        bam: cfg.bam,
+    };
+    let mut raw = Vec::new();
+    let mut cell_types = Vec::new();
+    for src in &cfg.accessibility {
+        if cell_types.contains(&src.cell_type) {
+            bail!(
+                "cell type {:?} is given twice in --accessibility",
+                src.cell_type
+            );
+        }
+        let counts = accessibility::count(src, &set, &opts)?;
+        log(format!(
+            "{}: {} ({}), total {:.0} over {} regions",
+            src.cell_type,
+            src.path.display(),
+            src.kind.name(),
+            counts.iter().sum::<f64>(),
+            counts.len()
+        ));
+        raw.push(counts);
+        cell_types.push(src.cell_type.clone());
+    }
+    let sources = serde_json::json!({
+        "peaks": cfg.peaks.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+        "accessibility": cfg.accessibility.iter().map(|s| serde_json::json!({
+            "cell_type": s.cell_type, "kind": s.kind.name(), "path": s.path.display().to_string()})).collect::<Vec<_>>(),
+    });
+    Ok(RegionInputs {
+        set,
+        cell_types,
+        raw,
+        features: Vec::new(),
+        scores: None,
+        sources,
+        too_wide: report.too_wide.len(),
+    })
+}
+
+pub(crate) fn read_genes(
+    cfg: &Config,
+    reference: &Reference,
+    set: &RegionSet,
+) -> Result<(Vec<(usize, GeneTss)>, usize)> {
+    let genes = read_tss(
+        &cfg.genes,
+        cfg.genes_format,
+        &cfg.tss_feature,
+        cfg.bed_tss_mode,
+    )?;
+    let mut kept = Vec::new();
+    let mut off_reference = 0;
+    for g in genes {
+        if !cfg.gene_types.is_empty()
+            && !g
+                .gene_type
+                .as_ref()
+                .is_some_and(|t| cfg.gene_types.contains(t))
+        {
+            continue;
+        }
+        let Some(ci) = set.chrom_index(&g.chrom) else {
+            off_reference += 1;
+            continue;
+        };
+        let len = reference.length(&g.chrom).unwrap_or(0);
+        if g.tss >= len {
+            return Err(InputError::line(
+                &cfg.genes,
+                g.line,
+                format!(
+                    "TSS of {} ({}:{}) is past the end of {} (length {len})",
+                    g.name, g.chrom, g.tss, g.chrom
+                ),
+            )
+            .into());
+        }
+        kept.push((ci, g));
+    }
+    if kept.is_empty() {
+        bail!(InputError::file(
+            &cfg.genes,
+            "no gene left on the reference's sequences (check --gene-type and chromosome names)"
+        ));
+    }
+    kept.sort_by(|a, b| (a.0, a.1.tss, &a.1.name).cmp(&(b.0, b.1.tss, &b.1.name)));
+    Ok((kept, off_reference))
+}

@@ -1,0 +1,121 @@
+//! Bad input refused with the file and line named, and nothing written.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn peaks_on_unknown_contigs_or_past_the_end_are_refused() {
+    assert_refused(
+        with(
+            base_args(),
+            "--peaks",
+            Some(&data("chr22_slice/bad_unknown_chrom.bed")),
+        ),
+        "bad_unknown_chrom.bed: line 1",
+        "not a sequence of the reference",
+    );
+    assert_refused(
+        with(
+            base_args(),
+            "--peaks",
+            Some(&data("chr22_slice/bad_past_end.bed")),
+        ),
+        "bad_past_end.bed: line 1",
+        "past the end",
+    );
+}
+
+#[test]
+fn inverted_peak_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = temp_file(
+        dir.path(),
+        "inv.bed",
+        "chr22_slice\t100\t200\nchr22_slice\t500\t400\n",
+    );
+    assert_refused(
+        with(base_args(), "--peaks", Some(p.to_str().unwrap())),
+        "inv.bed: line 2",
+        "less than end",
+    );
+}
+
+#[test]
+fn accessibility_chromosome_names_are_checked_and_mapped_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(data("chr22_slice/acc.K562.bedgraph")).unwrap();
+    let p = temp_file(
+        dir.path(),
+        "renamed.bedgraph",
+        &text.replace("chr22_slice", "22_slice"),
+    );
+    let args = with(
+        base_args(),
+        "--accessibility",
+        Some(&format!("K562={}", p.display())),
+    );
+    assert_refused(
+        args.clone(),
+        "renamed.bedgraph",
+        "--acc-chrom-names add-chr",
+    );
+    let mut mapped = args;
+    mapped.extend(["--acc-chrom-names".to_string(), "add-chr".to_string()]);
+    // GM12878's file keeps chr names, so map only makes sense with one cell type here.
+    let mapped = with(
+        mapped,
+        "--accessibility",
+        Some(&format!("K562={}", p.display())),
+    );
+    let i = mapped.iter().rposition(|a| a == "--accessibility").unwrap();
+    let mut mapped = mapped;
+    mapped.drain(i..i + 2);
+    let ei = mapped.iter().rposition(|a| a == "--expression").unwrap();
+    mapped.drain(ei..ei + 2);
+    let out = dir.path().join("d.safetensors");
+    let o = run(&mapped, &out);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let regions = read_tsv(&dir.path().join("d.regions.tsv"));
+    assert_ne!(regions[0]["acc_raw:K562"], "0");
+}
+
+#[test]
+fn bad_motif_files_are_refused_with_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let zero = temp_file(
+        dir.path(),
+        "zero.meme",
+        "MEME version 4\n\nALPHABET= ACGT\n\nMOTIF Z1\nletter-probability matrix: alength= 4 w= 2\n0.25 0.25 0.25 0.25\n0 0 0 0\n",
+    );
+    let args = with(base_args(), "--motifs", Some(zero.to_str().unwrap()));
+    assert_refused(
+        with(args, "--motif-clusters", None),
+        "zero.meme: line 8",
+        "sums to zero",
+    );
+    let protein = temp_file(
+        dir.path(),
+        "protein.meme",
+        "MEME version 4\n\nALPHABET= ACDEFGHIKLMNPQRSTVWY\n",
+    );
+    let args = with(base_args(), "--motifs", Some(protein.to_str().unwrap()));
+    assert_refused(
+        with(args, "--motif-clusters", None),
+        "protein.meme: line 3",
+        "not DNA",
+    );
+}
+
+#[test]
+fn duplicate_genes_in_the_expression_table_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = temp_file(dir.path(), "dup.tsv", "GCAT\t1.0\nEIF3L\t2.0\nGCAT\t3.0\n");
+    let mut args = base_args();
+    let i = args
+        .iter()
+        .position(|a| a.starts_with("K562=") && a.contains("tpm"))
+        .unwrap();
+    args[i] = format!("K562={}", p.display());
+    assert_refused(args, "dup.tsv: line 3", "appears twice");
+}

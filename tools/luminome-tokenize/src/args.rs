@@ -1,0 +1,213 @@
+//! The `luminome-tokenize` command line.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use luminome_io::seqtable::SeqTableOptions;
+
+use crate::bases::NonAcgtPolicy;
+use crate::pipeline::{InputFormat, Overflow, RcMode, Summary, TokenizeJob};
+use luminome_io::token_dataset::TokenizerScheme;
+
+use crate::scheme::{KmerMode, Scheme};
+use crate::source::{Cut, SourceOptions};
+
+const EXAMPLES: &str = "\
+Examples:
+  # GUE-style CSV (sequence,label) → single-nucleotide ids with [CLS]/[SEP], padded to 72
+  luminome-tokenize test-data/gue_prom_core_all/train.csv --max-length 72 -o prom_train.safetensors
+
+  # a chromosome in 512-base windows every 256 bases, 6-mers, with soft-mask flags
+  luminome-tokenize chr22.fa.gz --scheme kmer -k 6 --window 512 --stride 256 --overflow window \\
+      --soft-mask -o chr22_6mer.safetensors
+
+  # peaks, centred to 200 bp, strand-aware, plus reverse complements
+  luminome-tokenize peaks.narrowPeak --reference chr22.fa --width 200 --rc both -o peaks.safetensors
+
+Outputs: OUTPUT (safetensors: input_ids, attention_mask, [labels], [soft_mask]) and, beside it,
+OUTPUT minus .safetensors + .index.tsv (record, shard, name, coords chr:start-end(strand) 0-based
+half-open, seq_length, window_offset, window_length, strand). In Python:
+  from safetensors.numpy import load_file; d = load_file('prom_train.safetensors')";
+
+/// DNA → token ids, written as a safetensors token dataset with a record index.
+#[derive(Debug, Parser)]
+#[command(name = "luminome-tokenize", version, about, after_help = EXAMPLES)]
+pub struct Args {
+    /// Input: FASTA/FASTQ (plain, gzip, BGZF, zstd, bzip2), CSV/TSV table, or BED/narrowPeak (with --reference).
+    pub input: PathBuf,
+
+    /// Output token dataset (.safetensors); the record index is written beside it.
+    #[arg(short, long)]
+    pub output: PathBuf,
+
+    /// Input format.
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+    pub format: InputFormat,
+
+    /// Tokenization scheme.
+    #[arg(long, value_enum, default_value_t = TokenizerScheme::Nucleotide)]
+    pub scheme: TokenizerScheme,
+
+    /// k for --scheme kmer (1-8).
+    #[arg(short, default_value_t = 6)]
+    pub k: usize,
+
+    /// k-mer tiling for --scheme kmer.
+    #[arg(long, value_enum, default_value_t = KmerMode::Overlapping)]
+    pub kmer_mode: KmerMode,
+
+    /// tokenizer.json for --scheme hf.
+    #[arg(long)]
+    pub tokenizer: Option<PathBuf>,
+
+    /// Do not start records with [CLS].
+    #[arg(long)]
+    pub no_cls: bool,
+
+    /// Do not end records with [SEP].
+    #[arg(long)]
+    pub no_sep: bool,
+
+    /// Row length in tokens, specials included; rows are padded to it. Without it, rows are
+    /// padded to the longest.
+    #[arg(long)]
+    pub max_length: Option<usize>,
+
+    /// What to do with records longer than --max-length / --window.
+    #[arg(long, value_enum, default_value_t = Overflow::Truncate)]
+    pub overflow: Overflow,
+
+    /// Window size in bases (for --overflow window; default: as many bases as --max-length holds).
+    #[arg(long)]
+    pub window: Option<usize>,
+
+    /// Step between window starts in bases (default: the window size, i.e. no overlap).
+    #[arg(long)]
+    pub stride: Option<usize>,
+
+    /// Reverse-complement augmentation.
+    #[arg(long, value_enum, default_value_t = RcMode::None)]
+    pub rc: RcMode,
+
+    /// IUPAC codes and letters other than A, C, G, T, N: map to N (counted in the log) or refuse.
+    #[arg(long, value_enum, default_value_t = NonAcgtPolicy::N)]
+    pub non_acgt: NonAcgtPolicy,
+
+    /// Also write soft_mask: 1 for tokens covering lowercase (repeat-masked) bases.
+    #[arg(long)]
+    pub soft_mask: bool,
+
+    /// Table input: the sequence column.
+    #[arg(long, default_value = "sequence")]
+    pub sequence_column: String,
+
+    /// Table input: the integer label column.
+    #[arg(long, default_value = "label")]
+    pub label_column: String,
+
+    /// Table input: read no labels.
+    #[arg(long)]
+    pub no_labels: bool,
+
+    /// Table input: a column naming each row (default: row1, row2, ...).
+    #[arg(long)]
+    pub name_column: Option<String>,
+
+    /// FASTA/FASTQ/BED input: give every record this integer label.
+    #[arg(long)]
+    pub label: Option<i64>,
+
+    /// Reference FASTA for BED input (indexed with .fai, or indexable).
+    #[arg(long)]
+    pub reference: Option<PathBuf>,
+
+    /// BED input: add this many bases on each side of every interval.
+    #[arg(long, default_value_t = 0)]
+    pub flank: u64,
+
+    /// BED input: resize intervals to this many bases around their centre (narrowPeak: summit).
+    #[arg(long)]
+    pub width: Option<u64>,
+
+    /// Write numbered shards (OUTPUT stem + .00000.safetensors, ...) of this many rows each.
+    #[arg(long)]
+    pub shard_records: Option<u64>,
+
+    /// Worker threads (BGZF decompression and tokenizing); default: all cores.
+    #[arg(long)]
+    pub threads: Option<usize>,
+
+    /// No progress or summary on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+impl Args {
+    /// Builds the job this command line asks for.
+    pub fn job(&self) -> Result<TokenizeJob> {
+        let (scheme, hf_json) = match self.scheme {
+            TokenizerScheme::Nucleotide => (Scheme::Nucleotide, None),
+            TokenizerScheme::Kmer => (Scheme::kmer(self.k, self.kmer_mode)?, None),
+            TokenizerScheme::Hf => {
+                let path = self
+                    .tokenizer
+                    .as_ref()
+                    .context("--scheme hf needs --tokenizer tokenizer.json")?;
+                let json = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                (Scheme::hf(path)?, Some(json))
+            }
+        };
+        let threads = self
+            .threads
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+            })
+            .max(1);
+        if self.shard_records == Some(0) {
+            anyhow::bail!("--shard-records must be at least 1");
+        }
+        Ok(TokenizeJob {
+            input: self.input.clone(),
+            format: self.format,
+            output: self.output.clone(),
+            scheme,
+            hf_json,
+            add_cls: !self.no_cls,
+            add_sep: !self.no_sep,
+            max_length: self.max_length,
+            overflow: self.overflow,
+            window: self.window,
+            stride: self.stride,
+            rc: self.rc,
+            soft_mask: self.soft_mask,
+            source: SourceOptions {
+                cut: Cut::Whole,
+                policy: self.non_acgt,
+                threads,
+                constant_label: self.label,
+                table: SeqTableOptions {
+                    sequence_column: self.sequence_column.clone(),
+                    label_column: (!self.no_labels).then(|| self.label_column.clone()),
+                    name_column: self.name_column.clone(),
+                    delimiter: None,
+                },
+                reference: self.reference.clone(),
+                flank: self.flank,
+                width: self.width,
+            },
+            shard_records: self.shard_records,
+            threads,
+            command_line: luminome_cli::command_line(),
+            quiet: self.quiet,
+        })
+    }
+}
+
+/// Parses nothing: runs the job for already-parsed arguments.
+pub fn run(args: &Args) -> Result<Summary> {
+    crate::pipeline::run(&args.job()?)
+}

@@ -1,0 +1,286 @@
+//! Bad input refused (clear message, non-zero exit, nothing half-written), and runs that stop
+//! cleanly: divergence, a device the build lacks.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn classify_refuses_a_dataset_without_labels() {
+    let d = data();
+    let o = run_s(&with(
+        &[
+            "classify",
+            "--adapter",
+            "mean",
+            "--train",
+            &d.path("unlabelled.safetensors"),
+            "-o",
+            &d.path("out"),
+        ],
+        TINY,
+    ));
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("unlabelled.safetensors") && stderr(&o).contains("no labels"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!d.root.join("out").exists());
+}
+
+#[test]
+fn labels_outside_the_declared_classes_are_refused_with_the_record() {
+    let d = data();
+    let o = run_s(&with(
+        &[
+            "classify",
+            "--adapter",
+            "mean",
+            "--train",
+            &d.path("train.safetensors"),
+            "--dev",
+            &d.path("three.safetensors"),
+            "-o",
+            &d.path("out"),
+        ],
+        TINY,
+    ));
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("three.safetensors") && e.contains("record 6") && e.contains("label 2"),
+        "{e}"
+    );
+    assert!(!d.root.join("out").exists());
+}
+
+#[test]
+fn init_from_a_classifier_checkpoint_is_refused() {
+    let d = data();
+    let o = run_s(&with(
+        &[
+            "classify",
+            "--adapter",
+            "cls",
+            "--train",
+            &d.path("train.safetensors"),
+            "-o",
+            &d.path("clf"),
+        ],
+        TINY,
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run_s(&with(
+        &[
+            "classify",
+            "--adapter",
+            "cls",
+            "--init",
+            &d.path("clf/best.safetensors"),
+            "--train",
+            &d.path("train.safetensors"),
+            "-o",
+            &d.path("out"),
+        ],
+        TINY,
+    ));
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("masked-LM checkpoint") && stderr(&o).contains("classifier"),
+        "{}",
+        stderr(&o)
+    );
+    nothing_written(&d.root.join("out"));
+    // A dataset is not a checkpoint either.
+    let o = run_s(&with(
+        &[
+            "classify",
+            "--adapter",
+            "cls",
+            "--init",
+            &d.path("train.safetensors"),
+            "--train",
+            &d.path("train.safetensors"),
+            "-o",
+            &d.path("out"),
+        ],
+        TINY,
+    ));
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("not a Luminome checkpoint"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_checkpoint_with_another_vocabulary_is_refused() {
+    let d = data();
+    let o = run_s(&with(
+        &[
+            "mlm",
+            "--train",
+            &d.path("train.safetensors"),
+            "-o",
+            &d.path("mlm"),
+        ],
+        TINY,
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The same records under a vocabulary with one more token.
+    let mut tok = nucleotide_tokenizer();
+    tok.vocab.push("X".into());
+    let dest = d.root.join("other_vocab.safetensors");
+    let mut w = TokenDatasetWriter::new(TokenDatasetWriterOptions {
+        dest: dest.clone(),
+        tokenizer: tok,
+        max_length: Some(24),
+        has_labels: true,
+        has_soft_mask: false,
+        shard_records: None,
+        rc: "none".into(),
+        sources: vec![],
+        tool: "test".into(),
+        tool_version: "0".into(),
+        command_line: String::new(),
+    })
+    .unwrap();
+    for i in 0..8u64 {
+        let mut ids = encode(b"ACGTACGT");
+        ids.resize(24, 0);
+        w.push(TokenRow {
+            ids: &ids,
+            soft_mask: None,
+            label: Some((i % 2) as i64),
+            index: IndexRow {
+                record: i,
+                shard: 0,
+                name: format!("r{i}"),
+                coords: ".".into(),
+                seq_length: 8,
+                window_offset: 0,
+                window_length: 8,
+                strand: '+',
+            },
+        })
+        .unwrap();
+    }
+    w.finish().unwrap();
+    let o = run_s(&with(
+        &[
+            "classify",
+            "--adapter",
+            "gated",
+            "--init",
+            &d.path("mlm/best.safetensors"),
+            "--train",
+            &dest.display().to_string(),
+            "-o",
+            &d.path("out"),
+        ],
+        TINY,
+    ));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("vocabulary differs"), "{}", stderr(&o));
+    nothing_written(&d.root.join("out"));
+}
+
+#[test]
+fn rows_longer_than_the_model_are_refused() {
+    let d = data();
+    let o = run_s(&with(
+        &[
+            "mlm",
+            "--train",
+            &d.path("train.safetensors"),
+            "-o",
+            &d.path("mlm"),
+        ],
+        TINY,
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run_s(&with(
+        &[
+            "classify",
+            "--adapter",
+            "max",
+            "--init",
+            &d.path("mlm/best.safetensors"),
+            "--train",
+            &d.path("long.safetensors"),
+            "-o",
+            &d.path("out"),
+        ],
+        TINY,
+    ));
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("long.safetensors") && e.contains("40 tokens") && e.contains("max length 24"),
+        "{e}"
+    );
+    assert!(!d.root.join("out").exists());
+}
+
+#[test]
+fn a_diverging_run_stops_on_nan_with_a_clear_message() {
+    let d = data();
+    let o = run_s(&with(
+        &[
+            "classify",
+            "--adapter",
+            "mean",
+            "--train",
+            &d.path("train.safetensors"),
+            "-o",
+            &d.path("out"),
+            "--lr",
+            "1e38",
+            "--clip-norm",
+            "0",
+        ],
+        &[
+            "--d-model",
+            "16",
+            "--layers",
+            "1",
+            "--heads",
+            "2",
+            "--ffn",
+            "32",
+            "--steps",
+            "6",
+            "--eval-every",
+            "3",
+            "--warmup",
+            "0",
+            "--quiet",
+        ],
+    ));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("NaN"), "{}", stderr(&o));
+}
+
+#[test]
+fn cuda_in_a_cpu_build_is_a_clear_error() {
+    if cfg!(feature = "cuda") {
+        return;
+    }
+    let d = data();
+    let o = run(&[
+        "classify",
+        "--adapter",
+        "cls",
+        "--train",
+        &d.path("train.safetensors"),
+        "-o",
+        &d.path("out"),
+        "--device",
+        "cuda",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("no CUDA support"), "{}", stderr(&o));
+    assert!(!d.root.join("out").exists());
+}
