@@ -36,6 +36,7 @@ macro_rules! predict_families {
 
 predict_families! {
     luminome_engine::models::classifier::ClassifierConfig,
+    luminome_engine::models::bag_of_tokens::BagOfTokensConfig,
 }
 
 /// Reads the checkpoint's model kind and opens the matching predictor on `dataset`.

@@ -34,6 +34,7 @@ macro_rules! train_commands {
 train_commands! {
     Mlm(luminome_engine::models::mlm::MlmArgs),
     Classify(luminome_engine::models::classifier::ClassifyArgs),
+    BagOfTokens(luminome_engine::models::bag_of_tokens::BagOfTokensArgs),
 }
 
 pub fn run_cli(cli: Cli) -> Result<()> {

@@ -82,4 +82,5 @@ macro_rules! model_families {
 model_families! {
     mlm: "mlm" => Mlm(MlmConfig),
     classifier: "classifier" => Classifier(ClassifierConfig),
+    bag_of_tokens: "bag_of_tokens" => BagOfTokens(BagOfTokensConfig),
 }
