@@ -106,7 +106,7 @@ class LinearHead(nn.Module):
 
 
 class DynamicGated(nn.Module):
-    """specs/adapters-dynamic-gated.md §2: g_base = σ(W_g [h_CLS; h_i]), α_i = σ(q_CLSᵀ k_i),
+    """The adapters spec, §2 (docs/engine.md): g_base = σ(W_g [h_CLS; h_i]), α_i = σ(q_CLSᵀ k_i),
     g_final = g_base ⊙ α, z = Σ g_final ⊙ h_i ⊙ m_i (m_0 = 0 for CLS), y = W LayerNorm(z)."""
 
     def __init__(self, d_model, num_classes, eps):

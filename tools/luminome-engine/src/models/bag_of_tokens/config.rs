@@ -5,6 +5,7 @@ use candle_nn::VarBuilder;
 use serde::{Deserialize, Serialize};
 
 use super::model::BagOfTokens;
+use crate::models::classifier::config::check_classes;
 use crate::models::FamilyConfig;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -26,14 +27,7 @@ impl FamilyConfig for BagOfTokensConfig {
         if self.vocab_size == 0 || self.max_length == 0 {
             bail!("the vocabulary and the max length must be positive");
         }
-        if self.num_classes < 2 || self.label_values.len() != self.num_classes {
-            bail!(
-                "a classifier needs at least two classes and one label value per class ({} classes, label values {:?})",
-                self.num_classes,
-                self.label_values
-            );
-        }
-        Ok(())
+        check_classes(self.num_classes, &self.label_values)
     }
 
     fn build(&self, vb: VarBuilder) -> candle_core::Result<BagOfTokens> {

@@ -64,17 +64,20 @@ impl FamilyConfig for ClassifierConfig {
 
     fn validate(&self) -> Result<()> {
         self.backbone.validate()?;
-        if self.num_classes < 2 || self.label_values.len() != self.num_classes {
-            bail!(
-                "a classifier needs at least two classes and one label value per class ({} classes, label values {:?})",
-                self.num_classes,
-                self.label_values
-            );
-        }
-        Ok(())
+        check_classes(self.num_classes, &self.label_values)
     }
 
     fn build(&self, vb: VarBuilder) -> candle_core::Result<Classifier> {
         Classifier::new(self, vb)
     }
+}
+
+/// Every classifier's classes: at least two, one label value each.
+pub fn check_classes(num_classes: usize, label_values: &[i64]) -> Result<()> {
+    if num_classes < 2 || label_values.len() != num_classes {
+        bail!(
+            "a classifier needs at least two classes and one label value per class ({num_classes} classes, label values {label_values:?})"
+        );
+    }
+    Ok(())
 }
