@@ -124,6 +124,24 @@ impl Write for AtomicWriter {
     }
 }
 
+/// An output written under a temporary name and moved into place by `commit`, whatever its
+/// writer: lets a tool collect the outputs of a run and commit them together at the end.
+pub trait Commit {
+    fn commit_boxed(self: Box<Self>) -> Result<()>;
+}
+
+impl Commit for AtomicFile {
+    fn commit_boxed(self: Box<Self>) -> Result<()> {
+        (*self).commit()
+    }
+}
+
+impl Commit for AtomicWriter {
+    fn commit_boxed(self: Box<Self>) -> Result<()> {
+        (*self).commit()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -77,6 +77,12 @@ impl BedGraphWriter {
     }
 }
 
+impl crate::atomic::Commit for BedGraphWriter {
+    fn commit_boxed(self: Box<Self>) -> Result<()> {
+        (*self).commit()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

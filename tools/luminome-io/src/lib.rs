@@ -16,11 +16,14 @@ pub mod fragments;
 pub mod masking;
 pub mod motif;
 pub mod npz;
+pub mod pair_dataset;
 pub mod reference;
 pub mod region_dataset;
 pub mod seqtable;
 pub mod tensorfile;
 pub mod token_dataset;
 pub mod tss;
+pub mod variant_scores;
+pub mod variants;
 
 pub use error::InputError;

@@ -7,6 +7,7 @@
 use anyhow::{bail, Result};
 use rand::Rng;
 
+use crate::pair_dataset::IGNORE_INDEX;
 use crate::token_dataset::{TokenBatch, TokenizerInfo};
 
 /// Masking settings.
@@ -94,6 +95,110 @@ pub fn mask_batch(
     }
     if out.positions.is_empty() {
         bail!("no maskable tokens in the batch (every row is empty or special tokens only)");
+    }
+    Ok(out)
+}
+
+/// How a pair of strands is masked: the same positions on both strands.
+#[derive(Debug, Clone, Copy)]
+pub struct PairMasking {
+    pub mode: crate::pair_dataset::MaskMode,
+    /// Fraction of the positions where both strands carry A/C/G/T (random mode); at least one
+    /// position of a row that has any is chosen.
+    pub fraction: f64,
+    /// 80 % [MASK], 10 % a random base, 10 % kept — decided once per position for both strands.
+    pub bert_replacement: bool,
+    /// B is A's complement: a random replacement base on A gets its complement on B.
+    pub complement: bool,
+}
+
+/// The labels and masked positions of one masked pair of rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MaskedPair {
+    /// The original id at masked positions, [`IGNORE_INDEX`] elsewhere.
+    pub labels_a: Vec<i64>,
+    pub labels_b: Vec<i64>,
+    pub mask_positions: Vec<u8>,
+}
+
+/// The id of each base of the vocabulary, `[A, C, G, T]`, when all four are single tokens.
+pub fn base_ids(tok: &TokenizerInfo) -> Option<[u32; 4]> {
+    let id = |b: &str| tok.vocab.iter().position(|t| t == b).map(|i| i as u32);
+    Some([id("A")?, id("C")?, id("G")?, id("T")?])
+}
+
+/// Masks a pair of rows in place (`a`, `b`: token ids of the same length, `attention`: 1 for a
+/// base). The same positions are chosen on both strands, only where both carry A/C/G/T; in
+/// variant-site mode exactly `site`. Returns the labels and masked positions.
+pub fn mask_pair(
+    a: &mut [u32],
+    b: &mut [u32],
+    attention: &[u8],
+    site: Option<usize>,
+    tok: &TokenizerInfo,
+    cfg: &PairMasking,
+    rng: &mut impl Rng,
+) -> Result<MaskedPair> {
+    let Some(mask_id) = tok.mask_id else {
+        bail!("the vocabulary has no [MASK] token");
+    };
+    let Some(bases) = base_ids(tok) else {
+        bail!("the vocabulary has no single-base A, C, G, T tokens");
+    };
+    let l = a.len();
+    if b.len() != l || attention.len() != l {
+        bail!("internal: strands of different lengths");
+    }
+    let is_base = |id: u32| bases.contains(&id);
+    let maskable = |i: usize| attention[i] != 0 && is_base(a[i]) && is_base(b[i]);
+    let chosen: Vec<usize> = match cfg.mode {
+        crate::pair_dataset::MaskMode::VariantSite => {
+            let s = site.filter(|&s| s < l && maskable(s)).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "internal: the variant site is not an A/C/G/T position of both strands"
+                )
+            })?;
+            vec![s]
+        }
+        crate::pair_dataset::MaskMode::Random => {
+            let candidates: Vec<usize> = (0..l).filter(|&i| maskable(i)).collect();
+            if candidates.is_empty() {
+                Vec::new()
+            } else {
+                let k = ((cfg.fraction * candidates.len() as f64).round() as usize)
+                    .clamp(1, candidates.len());
+                let mut picked: Vec<usize> = rand::seq::index::sample(rng, candidates.len(), k)
+                    .into_iter()
+                    .map(|j| candidates[j])
+                    .collect();
+                picked.sort_unstable();
+                picked
+            }
+        }
+    };
+    let mut out = MaskedPair {
+        labels_a: vec![IGNORE_INDEX; l],
+        labels_b: vec![IGNORE_INDEX; l],
+        mask_positions: vec![0; l],
+    };
+    let bert = cfg.bert_replacement && cfg.mode == crate::pair_dataset::MaskMode::Random;
+    for i in chosen {
+        out.labels_a[i] = i64::from(a[i]);
+        out.labels_b[i] = i64::from(b[i]);
+        out.mask_positions[i] = 1;
+        let r: f64 = if bert { rng.random() } else { 0.0 };
+        if r < 0.8 {
+            a[i] = mask_id;
+            b[i] = mask_id;
+        } else if r < 0.9 {
+            let k = rng.random_range(0..4);
+            a[i] = bases[k];
+            b[i] = if cfg.complement {
+                bases[3 - k]
+            } else {
+                bases[k]
+            };
+        }
     }
     Ok(out)
 }
@@ -215,5 +320,104 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("[MASK]"), "{err}");
+    }
+
+    fn pair_cfg(bert: bool) -> PairMasking {
+        PairMasking {
+            mode: crate::pair_dataset::MaskMode::Random,
+            fraction: 0.15,
+            bert_replacement: bert,
+            complement: true,
+        }
+    }
+
+    #[test]
+    fn a_pair_is_masked_at_the_same_positions_on_both_strands() {
+        let tok = TokenizerInfo::nucleotide(false, false);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let comp = |id: u32| match id {
+            5 => 8,
+            6 => 7,
+            7 => 6,
+            8 => 5,
+            x => x,
+        };
+        let (mut masked, mut total) = (0usize, 0usize);
+        for row in 0..200 {
+            // 60 bases, an N at 7, three padding positions.
+            let mut a: Vec<u32> = (0..63).map(|i| 5 + ((i * 7 + row) % 4) as u32).collect();
+            a[7] = 9;
+            a[60..].fill(0);
+            let mut b: Vec<u32> = a.iter().map(|&x| comp(x)).collect();
+            let attention: Vec<u8> = a.iter().map(|&x| u8::from(x != 0)).collect();
+            let (a0, b0) = (a.clone(), b.clone());
+            let m = mask_pair(
+                &mut a,
+                &mut b,
+                &attention,
+                None,
+                &tok,
+                &pair_cfg(true),
+                &mut rng,
+            )
+            .unwrap();
+            let chosen: Vec<usize> = (0..63).filter(|&i| m.mask_positions[i] == 1).collect();
+            assert_eq!(chosen.len(), 9, "round(0.15 * 59 maskable)");
+            for i in 0..63 {
+                let is_chosen = m.mask_positions[i] == 1;
+                // Labels on both strands exactly at the chosen positions, with the originals.
+                assert_eq!(m.labels_a[i] != IGNORE_INDEX, is_chosen);
+                assert_eq!(m.labels_b[i] != IGNORE_INDEX, is_chosen);
+                if is_chosen {
+                    assert!(i != 7 && i < 60, "never N or padding");
+                    assert_eq!((m.labels_a[i], m.labels_b[i]), (a0[i] as i64, b0[i] as i64));
+                    // Neither strand shows the original pair while the other hides it.
+                    assert_eq!(
+                        a[i] == 3,
+                        b[i] == 3,
+                        "position {i}: masked on one strand only"
+                    );
+                    if a[i] != 3 {
+                        assert_eq!(
+                            b[i],
+                            comp(a[i]),
+                            "a replacement keeps the pair complementary"
+                        );
+                    }
+                    masked += usize::from(a[i] == 3);
+                    total += 1;
+                } else {
+                    assert_eq!((a[i], b[i]), (a0[i], b0[i]));
+                }
+            }
+        }
+        let share = masked as f64 / total as f64;
+        assert!((share - 0.8).abs() < 0.04, "[MASK] share {share}");
+    }
+
+    #[test]
+    fn variant_site_mode_masks_exactly_the_site() {
+        let tok = TokenizerInfo::nucleotide(false, false);
+        let mut a = vec![5, 6, 7, 8, 5];
+        let mut b = vec![5, 6, 5, 8, 5];
+        let cfg = PairMasking {
+            mode: crate::pair_dataset::MaskMode::VariantSite,
+            fraction: 0.15,
+            bert_replacement: true,
+            complement: false,
+        };
+        let m = mask_pair(
+            &mut a,
+            &mut b,
+            &[1; 5],
+            Some(2),
+            &tok,
+            &cfg,
+            &mut rand_chacha::ChaCha8Rng::seed_from_u64(1),
+        )
+        .unwrap();
+        assert_eq!(m.mask_positions, [0, 0, 1, 0, 0]);
+        assert_eq!((a[2], b[2]), (3, 3));
+        assert_eq!((m.labels_a[2], m.labels_b[2]), (7, 5));
     }
 }

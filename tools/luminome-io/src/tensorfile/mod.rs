@@ -24,6 +24,8 @@ pub use writer::{write_tensors, ColumnSpec, RowShape, StreamingTensorWriter};
 pub enum ElemType {
     U8,
     U16,
+    /// Signed bytes: small labels with a negative ignore value (-100).
+    I8,
     U32,
     I32,
     I64,
@@ -34,6 +36,7 @@ impl ElemType {
     pub fn size(self) -> usize {
         match self {
             ElemType::U8 => 1,
+            ElemType::I8 => 1,
             ElemType::U16 => 2,
             ElemType::U32 | ElemType::I32 | ElemType::F32 => 4,
             ElemType::I64 => 8,
@@ -43,6 +46,7 @@ impl ElemType {
     pub(crate) fn dtype(self) -> Dtype {
         match self {
             ElemType::U8 => Dtype::U8,
+            ElemType::I8 => Dtype::I8,
             ElemType::U16 => Dtype::U16,
             ElemType::U32 => Dtype::U32,
             ElemType::I32 => Dtype::I32,
@@ -54,6 +58,7 @@ impl ElemType {
     pub(crate) fn from_dtype(d: Dtype) -> Option<Self> {
         Some(match d {
             Dtype::U8 => ElemType::U8,
+            Dtype::I8 => ElemType::I8,
             Dtype::U16 => ElemType::U16,
             Dtype::U32 => ElemType::U32,
             Dtype::I32 => ElemType::I32,

@@ -42,6 +42,7 @@ impl<'a> TensorRef<'a> {
         let b = self.row_bytes(row);
         match self.elem {
             ElemType::U8 => out.extend(b.iter().map(|&v| v as u32)),
+            ElemType::I8 => out.extend(b.iter().map(|&v| v as i8 as u32)),
             ElemType::U16 => out.extend(
                 b.chunks_exact(2)
                     .map(|c| u16::from_le_bytes([c[0], c[1]]) as u32),
@@ -73,6 +74,7 @@ impl<'a> TensorRef<'a> {
                 b.chunks_exact(4)
                     .map(|c| i32::from_le_bytes(c.try_into().unwrap()) as i64),
             ),
+            ElemType::I8 => out.extend(b.iter().map(|&v| v as i8 as i64)),
             _ => {
                 let mut tmp = Vec::new();
                 self.extend_u32(row, &mut tmp);
@@ -93,6 +95,7 @@ impl<'a> TensorRef<'a> {
                 b.chunks_exact(8)
                     .map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f32),
             ),
+            ElemType::I8 => out.extend(b.iter().map(|&v| v as i8 as f32)),
             _ => {
                 let mut tmp = Vec::new();
                 self.extend_u32(row, &mut tmp);

@@ -64,6 +64,7 @@ fn encode_into(elem: ElemType, values: impl Iterator<Item = u64>, out: &mut Vec<
     for v in values {
         match elem {
             ElemType::U8 => out.push(v as u8),
+            ElemType::I8 => out.push(v as i64 as i8 as u8),
             ElemType::U16 => out.extend_from_slice(&(v as u16).to_le_bytes()),
             ElemType::U32 => out.extend_from_slice(&(v as u32).to_le_bytes()),
             ElemType::I32 => out.extend_from_slice(&(v as i64 as i32).to_le_bytes()),

@@ -1,0 +1,296 @@
+//! Variant-effect scores written back as a VCF (noodles): every record of the input, in input
+//! order, with INFO fields added for the alleles that were scored and declared in the header.
+//! A headerless `CHROM POS ID REF ALT` table becomes a VCF with a header of its own (contigs from
+//! the reference). The output is BGZF-compressed (indexable with tabix or bcftools) when its
+//! name ends in `.gz`, plain text otherwise.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Read, Write};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use noodles::bcf;
+use noodles::core::Position;
+use noodles::vcf;
+use noodles::vcf::header::record::value::map::info::{Number, Type};
+use noodles::vcf::header::record::value::map::{Contig, Info, Map};
+use noodles::vcf::variant::io::Write as _;
+use noodles::vcf::variant::record_buf::info::field::value::Array;
+use noodles::vcf::variant::record_buf::info::field::Value;
+use noodles::vcf::variant::RecordBuf;
+
+use crate::atomic::AtomicFile;
+use crate::variants::VariantReader;
+
+/// The scores of one ALT allele.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlleleScore {
+    /// ln P(ALT) − ln P(REF), the mean of the two strands'.
+    pub llr: f32,
+    pub llr_a: f32,
+    pub llr_b: f32,
+}
+
+/// Scores keyed by the input record's line (or BCF record number) and ALT allele.
+#[derive(Debug, Default, Clone)]
+pub struct VariantScores {
+    pub alleles: HashMap<(u64, String), AlleleScore>,
+    /// Whether each scored record's REF equals the reference FASTA's base.
+    pub ref_match: HashMap<u64, bool>,
+}
+
+/// The INFO fields added, with their header descriptions.
+pub const SCORE_FIELDS: [(&str, &str); 3] = [
+    ("LLR", "ln P(ALT) - ln P(REF) at the masked site, mean of the two strands' heads (negative: the model finds ALT less likely)"),
+    ("LLR_A", "ln P(ALT) - ln P(REF) from strand A's head"),
+    ("LLR_B", "ln P(ALT) - ln P(REF) from strand B's head"),
+];
+pub const REF_MATCH_FIELD: &str = "REF_MATCH";
+
+fn add_definitions(header: &mut vcf::Header) {
+    for (key, description) in SCORE_FIELDS {
+        header.infos_mut().insert(
+            key.into(),
+            Map::<Info>::new(Number::AlternateBases, Type::Float, description),
+        );
+    }
+    header.infos_mut().insert(
+        REF_MATCH_FIELD.into(),
+        Map::<Info>::new(
+            Number::Count(1),
+            Type::Integer,
+            "1 if REF equals the reference FASTA's base at POS, 0 if not (the scores then compare the VCF's REF and ALT)",
+        ),
+    );
+}
+
+/// Adds the scores of record `line` to its INFO (nothing when none of its alleles was scored).
+fn annotate(record: &mut RecordBuf, line: u64, scores: &VariantScores) {
+    let alts: Vec<String> = record.alternate_bases().as_ref().to_vec();
+    let per_alt: Vec<Option<&AlleleScore>> = alts
+        .iter()
+        .map(|a| scores.alleles.get(&(line, a.clone())))
+        .collect();
+    if per_alt.iter().all(Option::is_none) {
+        return;
+    }
+    let fields: [fn(&AlleleScore) -> f32; 3] = [|s| s.llr, |s| s.llr_a, |s| s.llr_b];
+    for ((key, _), f) in SCORE_FIELDS.iter().zip(fields) {
+        let values: Vec<Option<f32>> = per_alt.iter().map(|s| s.map(f)).collect();
+        record
+            .info_mut()
+            .insert(key.to_string(), Some(Value::Array(Array::Float(values))));
+    }
+    if let Some(&m) = scores.ref_match.get(&line) {
+        record
+            .info_mut()
+            .insert(REF_MATCH_FIELD.into(), Some(Value::Integer(i32::from(m))));
+    }
+}
+
+/// Where records go: plain text or BGZF.
+enum Sink {
+    Plain(vcf::io::Writer<AtomicFile>),
+    Bgzf(vcf::io::Writer<noodles::bgzf::io::Writer<AtomicFile>>),
+}
+
+impl Sink {
+    fn create(dest: &Path) -> Result<Self> {
+        let file = AtomicFile::create(dest)?;
+        Ok(if dest.to_string_lossy().ends_with(".gz") {
+            Sink::Bgzf(vcf::io::Writer::new(noodles::bgzf::io::Writer::new(file)))
+        } else {
+            Sink::Plain(vcf::io::Writer::new(file))
+        })
+    }
+
+    fn header(&mut self, h: &vcf::Header) -> std::io::Result<()> {
+        match self {
+            Sink::Plain(w) => w.write_header(h),
+            Sink::Bgzf(w) => w.write_header(h),
+        }
+    }
+
+    fn record(&mut self, h: &vcf::Header, r: &RecordBuf) -> std::io::Result<()> {
+        match self {
+            Sink::Plain(w) => w.write_variant_record(h, r),
+            Sink::Bgzf(w) => w.write_variant_record(h, r),
+        }
+    }
+
+    fn finish(self) -> Result<AtomicFile> {
+        Ok(match self {
+            Sink::Plain(w) => {
+                let mut f = w.into_inner();
+                f.flush()?;
+                f
+            }
+            Sink::Bgzf(w) => w.into_inner().finish()?,
+        })
+    }
+}
+
+/// Writes `source`'s records with the scores added to `dest` (uncommitted). `contigs`: the
+/// reference's sequences, declared in the header of a VCF made from a table.
+pub fn write_scored_vcf(
+    source: &Path,
+    dest: &Path,
+    scores: &VariantScores,
+    contigs: &[(String, u64)],
+) -> Result<AtomicFile> {
+    let context = || format!("cannot write the scored VCF {}", dest.display());
+    let (mut reader, _) = crate::compress::open(source, 1)?;
+    let head = reader.fill_buf()?.to_vec();
+    let mut sink = Sink::create(dest)?;
+    if head.starts_with(b"BCF") {
+        let mut r = bcf::io::Reader::from(reader);
+        let mut header = r
+            .read_header()
+            .with_context(|| format!("{}: unreadable header", source.display()))?;
+        add_definitions(&mut header);
+        sink.header(&header).with_context(context)?;
+        for (i, record) in r.record_bufs(&header).enumerate() {
+            let mut record = record
+                .with_context(|| format!("{}: record {}: unreadable", source.display(), i + 1))?;
+            annotate(&mut record, i as u64 + 1, scores);
+            sink.record(&header, &record).with_context(context)?;
+        }
+    } else if head.starts_with(b"##fileformat=VCF") {
+        let mut r = vcf::io::Reader::new(reader);
+        let mut raw = String::new();
+        r.header_reader().read_to_string(&mut raw)?;
+        let mut header: vcf::Header = raw
+            .parse()
+            .map_err(|e| anyhow::anyhow!("{}: unreadable header: {e}", source.display()))?;
+        let first_line = raw.lines().count() as u64 + 1;
+        let read_header = header.clone();
+        add_definitions(&mut header);
+        sink.header(&header).with_context(context)?;
+        for (i, record) in r.record_bufs(&read_header).enumerate() {
+            let line = first_line + i as u64;
+            let mut record = record
+                .with_context(|| format!("{}: line {line}: unreadable record", source.display()))?;
+            annotate(&mut record, line, scores);
+            sink.record(&header, &record).with_context(context)?;
+        }
+    } else {
+        let mut header = vcf::Header::builder()
+            .set_file_format(vcf::header::FileFormat::new(4, 4))
+            .build();
+        for (name, len) in contigs {
+            let mut contig = Map::<Contig>::default();
+            *contig.length_mut() = Some(*len as usize);
+            header.contigs_mut().insert(name.clone(), contig);
+        }
+        add_definitions(&mut header);
+        sink.header(&header).with_context(context)?;
+        drop(reader);
+        let mut table = VariantReader::open(source, 1, &[])?;
+        while let Some(v) = table.next()? {
+            let Ok(pos) = Position::try_from(v.pos as usize) else {
+                bail!("{}: line {}: POS 0", source.display(), v.line);
+            };
+            let mut record = RecordBuf::builder()
+                .set_reference_sequence_name(v.chrom.clone())
+                .set_variant_start(pos)
+                .set_ids([v.id.clone()].into_iter().filter(|i| i != ".").collect())
+                .set_reference_bases(v.reference.clone())
+                .set_alternate_bases(v.alternates.clone().into())
+                .build();
+            annotate(&mut record, v.line, scores);
+            sink.record(&header, &record).with_context(context)?;
+        }
+    }
+    sink.finish().with_context(context)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scores() -> VariantScores {
+        let mut s = VariantScores::default();
+        let score = |llr| AlleleScore {
+            llr,
+            llr_a: llr - 0.5,
+            llr_b: llr + 0.5,
+        };
+        s.alleles.insert((5, "T".into()), score(-2.0));
+        s.ref_match.insert(5, true);
+        s.alleles.insert((7, "G".into()), score(0.25));
+        s.ref_match.insert(7, false);
+        s
+    }
+
+    fn text(path: &Path) -> String {
+        let (mut r, _) = crate::compress::open(path, 1).unwrap();
+        let mut s = String::new();
+        r.read_to_string(&mut s).unwrap();
+        s
+    }
+
+    #[test]
+    fn a_vcf_keeps_every_record_with_scores_added_and_declared() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("in.vcf");
+        std::fs::write(
+            &src,
+            "##fileformat=VCFv4.3\n##contig=<ID=I>\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\nI\t5\trs1\tA\tT,AC\t.\tPASS\tDP=3\nI\t9\t.\tC\tG\t.\t.\t.\n",
+        )
+        .unwrap();
+        // The first record is line 4 (after 3 header lines); its indel ALT has no score.
+        let mut s = VariantScores::default();
+        let first = scores().alleles[&(5, "T".to_string())];
+        s.alleles.insert((4, "T".into()), first);
+        s.ref_match.insert(4, true);
+        for dest in ["out.vcf", "out.vcf.gz"] {
+            let dest = dir.path().join(dest);
+            write_scored_vcf(&src, &dest, &s, &[])
+                .unwrap()
+                .commit()
+                .unwrap();
+            let t = text(&dest);
+            assert!(t.contains("##INFO=<ID=LLR,Number=A,Type=Float"), "{t}");
+            assert!(
+                t.contains("##INFO=<ID=REF_MATCH,Number=1,Type=Integer"),
+                "{t}"
+            );
+            let records: Vec<&str> = t.lines().filter(|l| !l.starts_with('#')).collect();
+            assert_eq!(records.len(), 2);
+            assert!(
+                records[0].contains("DP=3;LLR=-2,.;LLR_A=-2.5,.;LLR_B=-1.5,.;REF_MATCH=1"),
+                "{}",
+                records[0]
+            );
+            assert!(records[1].ends_with("\t.\t.\t."), "{}", records[1]);
+        }
+        // BGZF, as tabix needs: the first bytes are a gzip member with the BC extra field.
+        let gz = std::fs::read(dir.path().join("out.vcf.gz")).unwrap();
+        assert_eq!(&gz[..4], &[0x1f, 0x8b, 8, 4]);
+        assert_eq!(&gz[12..14], b"BC");
+    }
+
+    #[test]
+    fn a_table_becomes_a_vcf_with_contigs() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("in.tsv");
+        std::fs::write(&src, "# c\n\n\n\nI\t3\tgk1\tA\tT\n\nI\t4\tgk2\tC\tG\n").unwrap();
+        let dest = dir.path().join("out.vcf");
+        write_scored_vcf(&src, &dest, &scores(), &[("I".into(), 100)])
+            .unwrap()
+            .commit()
+            .unwrap();
+        let t = text(&dest);
+        assert!(t.starts_with("##fileformat=VCFv4.4"), "{t}");
+        assert!(t.contains("##contig=<ID=I,length=100>"), "{t}");
+        let records: Vec<&str> = t.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            records[0],
+            "I\t3\tgk1\tA\tT\t.\t.\tLLR=-2;LLR_A=-2.5;LLR_B=-1.5;REF_MATCH=1"
+        );
+        assert_eq!(
+            records[1],
+            "I\t4\tgk2\tC\tG\t.\t.\tLLR=0.25;LLR_A=-0.25;LLR_B=0.75;REF_MATCH=0"
+        );
+    }
+}
