@@ -1,0 +1,186 @@
+//! `luminome-mask-pairs`: two-strand masked-LM examples with the same positions masked on both
+//! strands (the bi-strand model's input; `luminome_io::pair_dataset` is the format).
+//!
+//! - [`args`]: the command line.
+//! - [`sequences`]: a sequence and its complement; paired FASTA files or records.
+//! - [`variants`]: windows centred on the SNVs of a VCF/BCF or a CHROM POS ID REF ALT table.
+//! - [`encode`]: bases to ids, complements, masking and writing one pair.
+//!
+//! Memory is bounded by one window (one record pair for paired inputs); nothing appears at the
+//! output path unless the whole run succeeds.
+
+pub mod args;
+pub mod encode;
+pub mod sequences;
+pub mod variants;
+
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use luminome_io::masking::PairMasking;
+use luminome_io::pair_dataset::{
+    MaskMode, PairDatasetMeta, PairDatasetWriter, PairMaskingInfo, Pairing,
+};
+use luminome_io::token_dataset::TokenizerInfo;
+
+use crate::args::{Args, MaskArg};
+use crate::encode::PairSink;
+use crate::sequences::{Counts, WindowSpec};
+use crate::variants::VariantOptions;
+
+/// What a run wrote.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub records_written: u64,
+    pub counts: Counts,
+}
+
+fn check_args(a: &Args) -> Result<()> {
+    if a.fasta.is_none() && a.fasta_a.is_none() && a.paired.is_none() && a.variants.is_none() {
+        bail!("nothing to read: give --fasta, --fasta-a/--fasta-b, --paired or --reference with --variants");
+    }
+    if a.window < 2 || a.window > 1 << 20 {
+        bail!(
+            "--window must be between 2 and 1048576 bases, got {}",
+            a.window
+        );
+    }
+    if a.stride == Some(0) {
+        bail!("--stride must be at least 1");
+    }
+    if !(a.mask_fraction > 0.0 && a.mask_fraction < 1.0) {
+        bail!("--mask-fraction must be in (0, 1), got {}", a.mask_fraction);
+    }
+    if !(0.0..=1.0).contains(&a.max_n_fraction) {
+        bail!(
+            "--max-n-fraction must be in [0, 1], got {}",
+            a.max_n_fraction
+        );
+    }
+    if a.mask == Some(MaskArg::VariantSite) && a.variants.is_none() {
+        bail!("--mask variant-site needs variant windows (--reference with --variants)");
+    }
+    if !a.keep_info.is_empty() && a.variants.is_none() {
+        bail!("--keep-info needs --variants");
+    }
+    Ok(())
+}
+
+/// Runs the command.
+pub fn run(a: &Args) -> Result<Summary> {
+    let started = Instant::now();
+    check_args(a)?;
+    let threads = a
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let variants = a.variants.is_some();
+    let mode = match a.mask.unwrap_or(if variants {
+        MaskArg::VariantSite
+    } else {
+        MaskArg::Random
+    }) {
+        MaskArg::Random => MaskMode::Random,
+        MaskArg::VariantSite => MaskMode::VariantSite,
+    };
+    let pairing = if variants {
+        a.pairing
+    } else if a.fasta.is_some() {
+        Pairing::Complement
+    } else {
+        Pairing::Given
+    };
+    let tokenizer = TokenizerInfo::nucleotide(false, false);
+    let mut sink = PairSink {
+        writer: PairDatasetWriter::create(a.output.clone(), a.window, &a.keep_info)?,
+        tokenizer: tokenizer.clone(),
+        masking: PairMasking {
+            mode,
+            fraction: a.mask_fraction,
+            bert_replacement: a.bert_replacement,
+            complement: pairing == Pairing::Complement,
+        },
+        seed: a.seed,
+    };
+    let mut counts = Counts::new();
+    let spec = WindowSpec {
+        window: a.window,
+        stride: a.stride.unwrap_or(a.window),
+        max_n_fraction: a.max_n_fraction,
+    };
+    let mut sources = Vec::new();
+    if let Some(f) = &a.fasta {
+        sources.push(f.display().to_string());
+        sequences::complement_windows(f, threads, &spec, &mut sink, &mut counts)?;
+    } else if let (Some(fa), Some(fb)) = (&a.fasta_a, &a.fasta_b) {
+        sources.extend([fa.display().to_string(), fb.display().to_string()]);
+        sequences::paired_files(fa, fb, threads, &spec, &mut sink, &mut counts)?;
+    } else if let Some(p) = &a.paired {
+        sources.push(p.display().to_string());
+        sequences::paired_records(p, threads, &spec, &mut sink, &mut counts)?;
+    } else if let (Some(r), Some(v)) = (&a.reference, &a.variants) {
+        sources.extend([r.display().to_string(), v.display().to_string()]);
+        let opts = VariantOptions {
+            window: a.window,
+            pairing,
+            ref_mismatch: a.ref_mismatch,
+            contig_ends: a.contig_ends,
+            chrom_names: a.chrom_names,
+        };
+        variants::variant_windows(r, v, &a.keep_info, threads, &opts, &mut sink, &mut counts)?;
+    }
+    let written = sink.writer.len();
+    if written == 0 {
+        bail!(
+            "no pairs to write (counts: {})",
+            counts
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let meta = PairDatasetMeta {
+        kind: String::new(),
+        format_version: 0,
+        tokenizer,
+        pairing,
+        masking: PairMaskingInfo {
+            mode,
+            fraction: a.mask_fraction,
+            bert_replacement: a.bert_replacement,
+            seed: a.seed,
+        },
+        window: a.window,
+        num_records: 0,
+        coordinates: "0-based half-open".into(),
+        index_file: String::new(),
+        counts: counts.clone(),
+        info_keys: a.keep_info.clone(),
+        sources,
+        tool: "luminome-mask-pairs".into(),
+        tool_version: luminome_cli::VERSION.into(),
+        command_line: luminome_cli::command_line(),
+    };
+    sink.writer.finish(meta)?;
+    if !a.quiet {
+        eprintln!(
+            "luminome-mask-pairs: {written} pairs of {} bases ({} pairing, {} masking) -> {} in {:.1}s",
+            a.window,
+            pairing.name(),
+            match mode {
+                MaskMode::Random => format!("{} random", a.mask_fraction),
+                MaskMode::VariantSite => "variant-site".into(),
+            },
+            a.output.display(),
+            started.elapsed().as_secs_f64()
+        );
+        for (k, v) in &counts {
+            eprintln!("  {k}\t{v}");
+        }
+    }
+    Ok(Summary {
+        records_written: written,
+        counts,
+    })
+}

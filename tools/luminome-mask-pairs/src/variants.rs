@@ -1,0 +1,248 @@
+//! Pairs around variants: one window per SNV allele, centred on the variant (index window / 2),
+//! read from the reference FASTA. Multi-allelic records are split per ALT; indels, MNPs and
+//! symbolic alleles are left out and counted; a REF that disagrees with the FASTA is flagged,
+//! skipped or refused (--ref-mismatch); windows past a contig end are padded or skipped
+//! (--contig-ends); single-base alleles other than A/C/G/T and sites whose reference base is N
+//! are left out. Strand A is always the
+//! reference genome's bases (with the site masked it is the context the model sees); strand B is
+//! A's complement, or A with the ALT allele at the site (--pairing alleles).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use anyhow::{bail, Result};
+use luminome_io::pair_dataset::{PairIndexRow, Pairing, VariantSite};
+use luminome_io::reference::Reference;
+use luminome_io::token_dataset::special;
+use luminome_io::variants::{Variant, VariantReader};
+use luminome_io::InputError;
+
+use crate::args::{ChromNames, ContigEnds, RefMismatch};
+use crate::encode::{base_id, complement_id, PairSink, N_ID};
+use crate::sequences::Counts;
+
+pub struct VariantOptions {
+    pub window: usize,
+    pub pairing: Pairing,
+    pub ref_mismatch: RefMismatch,
+    pub contig_ends: ContigEnds,
+    pub chrom_names: ChromNames,
+}
+
+fn bump(counts: &mut Counts, key: &str) {
+    *counts.entry(key.to_string()).or_default() += 1;
+}
+
+/// The reference's name for a variant chromosome, if any.
+fn resolve<'a>(reference: &'a Reference, chrom: &str, mode: ChromNames) -> Option<&'a str> {
+    let seqs = reference.sequences();
+    let find = |name: &str| {
+        seqs.iter()
+            .find(|(n, _)| n == name)
+            .map(|(n, _)| n.as_str())
+    };
+    find(chrom).or_else(|| match mode {
+        ChromNames::Exact => None,
+        ChromNames::ToggleChr => match chrom.strip_prefix("chr") {
+            Some(bare) => find(bare),
+            None => find(&format!("chr{chrom}")),
+        },
+    })
+}
+
+/// The window's ids on strand A (reference bases, padded past contig ends) and how many bases
+/// were padded; `None` when the window must be skipped.
+fn reference_window(
+    reference: &mut Reference,
+    chrom: &str,
+    pos0: u64,
+    opts: &VariantOptions,
+) -> Result<Option<(Vec<u32>, u64, u64)>> {
+    let len = reference.length(chrom).unwrap_or(0);
+    let half = (opts.window / 2) as u64;
+    let start = pos0 as i64 - half as i64;
+    let end = start + opts.window as i64;
+    let (from, to) = (start.max(0) as u64, (end.max(0) as u64).min(len));
+    if (start < 0 || end as u64 > len) && opts.contig_ends == ContigEnds::Skip {
+        return Ok(None);
+    }
+    let bases = reference.fetch(chrom, from, to)?;
+    let mut ids = vec![special::PAD; opts.window];
+    let lead = (from as i64 - start) as usize;
+    for (i, &b) in bases.iter().enumerate() {
+        ids[lead + i] = base_id(b);
+    }
+    Ok(Some((ids, from, to)))
+}
+
+/// Reads every variant and writes one window pair per SNV allele.
+pub fn variant_windows(
+    reference_path: &Path,
+    variants_path: &Path,
+    info_keys: &[String],
+    threads: usize,
+    opts: &VariantOptions,
+    sink: &mut PairSink,
+    counts: &mut Counts,
+) -> Result<()> {
+    let mut reference = Reference::open(reference_path)?;
+    let mut reader = VariantReader::open(variants_path, threads, info_keys)?;
+    let mut missing: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut first_mismatch: Option<String> = None;
+    while let Some(v) = reader.next()? {
+        bump(counts, "records");
+        let Some(chrom) = resolve(&reference, &v.chrom, opts.chrom_names).map(str::to_string)
+        else {
+            let e = missing.entry(v.chrom.clone()).or_insert((v.line, 0));
+            e.1 += 1;
+            continue;
+        };
+        let len = reference.length(&chrom).unwrap_or(0);
+        if v.pos > len {
+            return Err(InputError::line(
+                variants_path,
+                v.line,
+                format!("POS {} is past the end of {chrom} (length {len})", v.pos),
+            )
+            .into());
+        }
+        let pos0 = v.pos - 1;
+        let fasta_base = reference.fetch(&chrom, pos0, pos0 + 1)?[0].to_ascii_uppercase();
+        for alt in &v.alternates {
+            bump(counts, "alleles");
+            if Variant::is_symbolic(alt) {
+                bump(counts, "symbolic_alleles_left_out");
+                continue;
+            }
+            if v.reference.len() != 1 || alt.len() != 1 {
+                bump(counts, "indel_or_mnp_alleles_left_out");
+                continue;
+            }
+            if !v.is_snv(alt) {
+                bump(counts, "non_acgt_alleles_left_out");
+                continue;
+            }
+            if base_id(fasta_base) == N_ID {
+                bump(counts, "reference_n_at_site_left_out");
+                continue;
+            }
+            let reference_allele = v.reference.to_ascii_uppercase();
+            let ref_match = reference_allele.as_bytes()[0] == fasta_base;
+            if !ref_match {
+                let what = format!(
+                    "REF {} of {}:{} is {} in {}",
+                    v.reference,
+                    v.chrom,
+                    v.pos,
+                    fasta_base as char,
+                    reference_path.display()
+                );
+                match opts.ref_mismatch {
+                    RefMismatch::Error => {
+                        return Err(InputError::line(
+                            variants_path,
+                            v.line,
+                            format!("{what}; use --ref-mismatch flag or skip to keep going"),
+                        )
+                        .into())
+                    }
+                    RefMismatch::Skip => {
+                        bump(counts, "ref_mismatch_left_out");
+                        continue;
+                    }
+                    RefMismatch::Flag => {
+                        bump(counts, "ref_mismatch_flagged");
+                        first_mismatch.get_or_insert_with(|| {
+                            format!("{}: line {}: {what}", variants_path.display(), v.line)
+                        });
+                    }
+                }
+            }
+            let Some((a, from, to)) = reference_window(&mut reference, &chrom, pos0, opts)? else {
+                bump(counts, "past_contig_end_left_out");
+                continue;
+            };
+            if to - from < opts.window as u64 {
+                bump(counts, "padded_windows");
+            }
+            let site = opts.window / 2;
+            let alt_id = base_id(alt.as_bytes()[0]);
+            let b: Vec<u32> = match opts.pairing {
+                Pairing::Complement => a.iter().map(|&i| complement_id(i)).collect(),
+                Pairing::Alleles | Pairing::Given => {
+                    let mut b = a.clone();
+                    b[site] = alt_id;
+                    b
+                }
+            };
+            let index = PairIndexRow {
+                record: 0,
+                name: if v.id == "." {
+                    format!("{}:{}:{}>{}", v.chrom, v.pos, v.reference, alt)
+                } else {
+                    v.id.clone()
+                },
+                coords: format!("{chrom}:{from}-{to}(+)"),
+                site: Some(site),
+                variant: Some(VariantSite {
+                    id: v.id.clone(),
+                    chrom: v.chrom.clone(),
+                    pos: v.pos,
+                    reference: v.reference.clone(),
+                    alternate: alt.clone(),
+                    ref_match,
+                    line: v.line,
+                }),
+                info: v
+                    .info
+                    .iter()
+                    .map(|x| x.clone().unwrap_or_else(|| ".".into()))
+                    .collect(),
+            };
+            sink.push(a, b, Some(site), index)?;
+            bump(counts, "alleles_written");
+        }
+    }
+    if !missing.is_empty() {
+        let names: BTreeSet<&str> = reference
+            .sequences()
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        let list: Vec<String> = missing
+            .iter()
+            .map(|(c, (line, n))| format!("{c} ({n} records, first at line {line})"))
+            .collect();
+        let toggles = missing.keys().all(|c| {
+            let t = c
+                .strip_prefix("chr")
+                .map(str::to_string)
+                .unwrap_or(format!("chr{c}"));
+            names.contains(t.as_str())
+        });
+        bail!(
+            "{}: chromosomes not in the reference {}: {}; the reference has {}{}",
+            variants_path.display(),
+            reference_path.display(),
+            list.join(", "),
+            names
+                .iter()
+                .take(10)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+            if toggles && opts.chrom_names == ChromNames::Exact {
+                ". They differ only by a 'chr' prefix: add --chrom-names toggle-chr"
+            } else {
+                ""
+            }
+        );
+    }
+    if let Some(m) = first_mismatch {
+        eprintln!(
+            "luminome-mask-pairs: {} REF alleles disagree with the reference and are flagged (ref_match 0); the first: {m}",
+            counts.get("ref_mismatch_flagged").copied().unwrap_or(0)
+        );
+    }
+    Ok(())
+}
