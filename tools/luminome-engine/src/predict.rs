@@ -2,12 +2,31 @@
 //! opened through [`PredictFamily`]. `luminome-predict` lists the families it runs, one
 //! [`PredictorEntry`] each; the run loop, outputs and metrics handling are its own.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use candle_core::Device;
+use luminome_io::atomic::Commit;
 
 use crate::models::FamilyConfig;
+
+/// Outputs beside the predictions TSV that only some families write.
+#[derive(Debug, Clone, Default)]
+pub struct ExtraOutputs {
+    /// Variant scores as a VCF (`.vcf`, or BGZF `.vcf.gz`).
+    pub vcf: Option<PathBuf>,
+    /// A bedGraph track of the scores on the genome.
+    pub bedgraph: Option<PathBuf>,
+    /// The variants file the VCF output copies its records from [default: the one the dataset
+    /// was built from].
+    pub variants: Option<PathBuf>,
+}
+
+impl ExtraOutputs {
+    pub fn any(&self) -> bool {
+        self.vcf.is_some() || self.bedgraph.is_some()
+    }
+}
 
 /// A model bound to the dataset it predicts on.
 pub trait Predictor {
@@ -30,6 +49,22 @@ pub trait Predictor {
 
     /// Metrics over everything predicted so far, as `(metric, value)` rows; `None` without truth.
     fn metrics(&self) -> Result<Option<Vec<(String, String)>>>;
+
+    /// Checks, before any output, that this predictor can write the extra outputs asked for.
+    fn check_extra(&self, extra: &ExtraOutputs) -> Result<()> {
+        if extra.any() {
+            bail!(
+                "--vcf and --bedgraph are written for variant datasets scored by a bi-strand model"
+            );
+        }
+        Ok(())
+    }
+
+    /// Writes the extra outputs after the last batch, uncommitted (they are committed with the
+    /// predictions).
+    fn write_extra(&mut self, _extra: &ExtraOutputs) -> Result<Vec<Box<dyn Commit>>> {
+        Ok(Vec::new())
+    }
 }
 
 /// One output line.

@@ -16,7 +16,16 @@ record is the 0-based row of the dataset, name comes from its .index.tsv, label 
 label value (only when the dataset has labels), predicted is the label value with the highest
 probability. With labels, metrics (accuracy, AUROC, AUPRC, F1, MCC, sensitivity, specificity,
 confusion matrix) go to stderr and, with --metrics, to a TSV (metric, value).
-In Python: pandas.read_csv('prom_test.predictions.tsv', sep='\\t')";
+In Python: pandas.read_csv('prom_test.predictions.tsv', sep='\\t')
+
+Variant effects (a bi-strand model; a luminome-mask-pairs --variants dataset):
+  luminome-predict --checkpoint bistrand/best.safetensors --dataset snv_pairs.safetensors \\
+      -o snv.scores.tsv --vcf snv.scores.vcf.gz --bedgraph snv.llr.bedgraph
+  TSV: record name chrom pos id ref alt ref_match llr llr_a llr_b [info_KEY...];
+  llr = ln P(ALT) - ln P(REF) at the masked site (A/C/G/T softmax), mean of the two strands' heads;
+  negative: the model finds ALT less likely. The VCF is the input's records with LLR, LLR_A,
+  LLR_B (Number=A) and REF_MATCH in INFO (BGZF when it ends in .gz); the bedGraph has the lowest
+  LLR per position.";
 
 /// Runs a trained Luminome model on a dataset and writes its predictions.
 #[derive(Debug, Clone, Parser)]
@@ -38,6 +47,19 @@ pub struct PredictArgs {
     /// Also write the metrics as a TSV (metric, value); needs a dataset with labels.
     #[arg(long)]
     pub metrics: Option<PathBuf>,
+
+    /// Variant datasets: the scores as a VCF (the input's records with INFO added; BGZF when
+    /// the name ends in .gz).
+    #[arg(long)]
+    pub vcf: Option<PathBuf>,
+
+    /// Variant datasets: a bedGraph of the lowest LLR per position.
+    #[arg(long)]
+    pub bedgraph: Option<PathBuf>,
+
+    /// The variants file --vcf copies records from [default: the one the dataset was built from].
+    #[arg(long)]
+    pub variants: Option<PathBuf>,
 
     /// Records per forward pass.
     #[arg(long, default_value_t = 64)]

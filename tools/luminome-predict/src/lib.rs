@@ -19,7 +19,7 @@ use candle_core::Device;
 use luminome_cli::progress_bar;
 use luminome_engine::checkpoint::read_checkpoint_meta;
 use luminome_engine::parse_device;
-use luminome_engine::predict::{Predictor, PredictorEntry};
+use luminome_engine::predict::{ExtraOutputs, Predictor, PredictorEntry};
 use luminome_io::atomic::{check_output_dir, AtomicWriter};
 
 use crate::args::PredictArgs;
@@ -37,6 +37,7 @@ macro_rules! predict_families {
 predict_families! {
     luminome_engine::models::classifier::ClassifierConfig,
     luminome_engine::models::bag_of_tokens::BagOfTokensConfig,
+    luminome_engine::models::bistrand::BiStrandConfig,
 }
 
 /// Reads the checkpoint's model kind and opens the matching predictor on `dataset`.
@@ -69,10 +70,22 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         bail!("--batch-size must be at least 1");
     }
     args.runtime.apply_threads();
-    check_output_dir(&args.output)?;
-    if let Some(m) = &args.metrics {
-        check_output_dir(m)?;
+    for out in [
+        Some(&args.output),
+        args.metrics.as_ref(),
+        args.vcf.as_ref(),
+        args.bedgraph.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        check_output_dir(out)?;
     }
+    let extra = ExtraOutputs {
+        vcf: args.vcf.clone(),
+        bedgraph: args.bedgraph.clone(),
+        variants: args.variants.clone(),
+    };
     let device = parse_device(&args.runtime.device)?;
     let mut predictor = open_predictor(&args.checkpoint, &args.dataset, device)?;
     if args.metrics.is_some() && !predictor.has_truth() {
@@ -81,6 +94,7 @@ pub fn run(args: &PredictArgs) -> Result<()> {
             args.dataset.display()
         );
     }
+    predictor.check_extra(&extra)?;
     let mut out = AtomicWriter::create(&args.output)?;
     let mut header = vec!["record".to_string(), "name".to_string()];
     header.extend(predictor.columns());
@@ -113,9 +127,13 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         }
         _ => None,
     };
+    let extra_files = predictor.write_extra(&extra)?;
     out.commit()?;
     if let Some(w) = metrics_file {
         w.commit()?;
+    }
+    for f in extra_files {
+        f.commit_boxed()?;
     }
     if !args.runtime.quiet {
         eprintln!("luminome-predict: {n} records → {}", args.output.display());
@@ -128,7 +146,9 @@ pub fn run(args: &PredictArgs) -> Result<()> {
                 .filter(|(k, _)| k.starts_with("confusion_"))
                 .map(|(k, v)| format!("{}={v}", k.trim_start_matches("confusion_")))
                 .collect();
-            eprintln!("  confusion\t{}", confusion.join(" "));
+            if !confusion.is_empty() {
+                eprintln!("  confusion\t{}", confusion.join(" "));
+            }
         }
     }
     Ok(())

@@ -35,6 +35,7 @@ train_commands! {
     Mlm(luminome_engine::models::mlm::MlmArgs),
     Classify(luminome_engine::models::classifier::ClassifyArgs),
     BagOfTokens(luminome_engine::models::bag_of_tokens::BagOfTokensArgs),
+    Bistrand(luminome_engine::models::bistrand::BiStrandArgs),
 }
 
 pub fn run_cli(cli: Cli) -> Result<()> {

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use luminome_io::pair_dataset::Pairing;
 use luminome_io::token_dataset::TokenizerInfo;
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +28,9 @@ pub struct CheckpointMeta {
     /// Region models: the names of the features each region carries, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feature_names: Option<Vec<String>>,
+    /// Paired-strand models: what strand B was relative to A in the training pairs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairing: Option<Pairing>,
     /// Optimizer step the weights are from.
     pub step: u64,
     /// Dev metrics at that step (when evaluated).
@@ -46,9 +50,10 @@ impl CheckpointMeta {
         tool: &str,
         command_line: &str,
     ) -> Self {
-        let (tokenizer, feature_names) = match input {
-            InputSpec::Tokens(t) => (Some(t), None),
-            InputSpec::RegionFeatures(f) => (None, Some(f)),
+        let (tokenizer, feature_names, pairing) = match input {
+            InputSpec::Tokens(t) => (Some(t), None, None),
+            InputSpec::RegionFeatures(f) => (None, Some(f), None),
+            InputSpec::TokenPairs(t, p) => (Some(t), None, Some(p)),
         };
         Self {
             kind: CHECKPOINT_KIND.into(),
@@ -56,6 +61,7 @@ impl CheckpointMeta {
             model,
             tokenizer,
             feature_names,
+            pairing,
             step: 0,
             metrics: BTreeMap::new(),
             sources,
@@ -67,9 +73,10 @@ impl CheckpointMeta {
 
     /// What the model reads.
     pub fn input(&self, ckpt: &Path) -> Result<InputSpec> {
-        match (&self.tokenizer, &self.feature_names) {
-            (Some(t), None) => Ok(InputSpec::Tokens(t.clone())),
-            (None, Some(f)) => Ok(InputSpec::RegionFeatures(f.clone())),
+        match (&self.tokenizer, &self.feature_names, self.pairing) {
+            (Some(t), None, None) => Ok(InputSpec::Tokens(t.clone())),
+            (None, Some(f), None) => Ok(InputSpec::RegionFeatures(f.clone())),
+            (Some(t), None, Some(p)) => Ok(InputSpec::TokenPairs(t.clone(), p)),
             _ => bail!(
                 "{}: the checkpoint metadata must record either a tokenizer or feature names",
                 ckpt.display()

@@ -36,6 +36,13 @@ pub trait FamilyConfig:
 
     /// Creates the model's parameters under `vb`.
     fn build(&self, vb: VarBuilder) -> candle_core::Result<Self::Model>;
+
+    /// Seeded initial values of a new model's parameters: by default matrices and embeddings
+    /// ~ N(0, 0.02²), layer-norm scales 1, biases 0 (`nn::init`); a family with parameters that
+    /// need their own (state-space decay rates, say) overrides it.
+    fn init(&self, varmap: &VarMap, seed: u64) -> Result<()> {
+        init_parameters(varmap, seed, None).map_err(Into::into)
+    }
 }
 
 /// The `kind` a family's checkpoints carry; implemented by the registry macro.
@@ -88,7 +95,7 @@ impl BuiltModel {
         let varmap = VarMap::new();
         let vb = VarBuilder::from_varmap(&varmap, DType::F32, device);
         let model = config.build(vb)?;
-        init_parameters(&varmap, seed, None)?;
+        config.init(&varmap, seed)?;
         Ok(Self {
             config: config.clone(),
             varmap,

@@ -64,6 +64,13 @@ macro_rules! model_families {
                 })
             }
 
+            /// Seeded initial values of a new model's parameters.
+            pub fn init(&self, varmap: &candle_nn::VarMap, seed: u64) -> anyhow::Result<()> {
+                match self {
+                    $(Self::$variant(c) => c.init(varmap, seed),)+
+                }
+            }
+
             /// The family config, when it is of type `C`.
             pub fn get<C: FamilyConfig>(&self) -> Option<&C> {
                 match self {
@@ -83,4 +90,5 @@ model_families! {
     mlm: "mlm" => Mlm(MlmConfig),
     classifier: "classifier" => Classifier(ClassifierConfig),
     bag_of_tokens: "bag_of_tokens" => BagOfTokens(BagOfTokensConfig),
+    bistrand: "bistrand" => BiStrand(BiStrandConfig),
 }

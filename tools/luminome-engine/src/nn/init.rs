@@ -10,7 +10,8 @@ use rand_chacha::ChaCha8Rng;
 /// Standard deviation of weight matrices and embeddings (BERT's 0.02).
 pub const INIT_STD: f64 = 0.02;
 
-fn name_hash(name: &str) -> u64 {
+/// A stable hash of a parameter name (seeds its own random stream).
+pub fn name_hash(name: &str) -> u64 {
     // FNV-1a: stable across runs and platforms.
     name.bytes().fold(0xcbf29ce484222325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x100000001b3)

@@ -29,6 +29,9 @@ pub(crate) mod num_traits_float {
         fn zero() -> Self;
         fn neg_infinity() -> Self;
         fn exp(self) -> Self;
+        /// exp for the hot loops: f32 uses a branch-free polynomial the compiler vectorises
+        /// (relative error below 3e-7, about 2 ulp; see `exp_f32`); f64 is the exact one.
+        fn fast_exp(self) -> Self;
         fn sqrt(self) -> Self;
         fn recip(self) -> Self;
         fn max(self, o: Self) -> Self;
@@ -47,6 +50,10 @@ pub(crate) mod num_traits_float {
                 }
                 fn exp(self) -> Self {
                     <$t>::exp(self)
+                }
+                #[inline(always)]
+                fn fast_exp(self) -> Self {
+                    FastExp::fast_exp_impl(self)
                 }
                 fn sqrt(self) -> Self {
                     <$t>::sqrt(self)
@@ -68,6 +75,70 @@ pub(crate) mod num_traits_float {
     }
     impl_float!(f32);
     impl_float!(f64);
+
+    impl FastExp for f32 {
+        fn fast_exp_impl(self) -> Self {
+            exp_f32(self)
+        }
+    }
+
+    impl FastExp for f64 {
+        fn fast_exp_impl(self) -> Self {
+            self.exp()
+        }
+    }
+
+    /// Dispatches `fast_exp` per type.
+    pub trait FastExp {
+        fn fast_exp_impl(self) -> Self;
+    }
+
+    /// e^x as 2^k · e^f: k = round(x / ln 2), f = x − k·ln 2 in two steps (Cody–Waite: ln 2
+    /// split into a part exact in few bits and a correction, so f keeps its precision), and e^f
+    /// for |f| ≤ ln 2 / 2 by its Taylor series to the 6th power (truncation (ln 2/2)^7 / 7! ≈
+    /// 1.2e-7). Branch-free, so a loop of them becomes AVX2 code; libm's expf is called one value
+    /// at a time. x is clamped to [−87, 88] (below, the result is ~1e−38 instead of 0).
+    #[inline(always)]
+    pub fn exp_f32(x: f32) -> f32 {
+        const LN2_HI: f32 = 0.693_359_4;
+        const LN2_LO: f32 = -2.121_944_4e-4;
+        // Round to nearest with the 1.5 · 2^23 trick: adding and removing it leaves an integer
+        // (exact for |y| < 2^22); no floor/round instruction needed, which baseline x86-64 lacks.
+        const ROUND: f32 = 12_582_912.0;
+        // 2^23 + 127: adding it to the integer k puts k + 127 in the low mantissa bits, which
+        // shifted by 23 are the exponent field of 2^k. No float-to-int conversion, whose
+        // saturating semantics would keep the loop scalar.
+        const BIAS: f32 = 8_388_735.0;
+        // max/min rather than clamp: they become vmaxps/vminps in the vectorised loops.
+        #[allow(clippy::manual_clamp)]
+        let x = x.max(-87.0).min(88.0);
+        let k = (x * std::f32::consts::LOG2_E + ROUND) - ROUND;
+        let f = (x - k * LN2_HI) - k * LN2_LO;
+        let p = 1.0
+            + f * (1.0
+                + f * (0.5
+                    + f * (1.0 / 6.0 + f * (1.0 / 24.0 + f * (1.0 / 120.0 + f * (1.0 / 720.0))))));
+        p * f32::from_bits((k + BIAS).to_bits() << 23)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::num_traits_float::exp_f32;
+
+    #[test]
+    fn the_fast_exp_is_within_3e7_of_exp_over_the_range_used() {
+        let mut worst = 0f64;
+        for i in 0..=200_000 {
+            let x = -87.0 + 175.0 * i as f32 / 200_000.0;
+            let exact = f64::from(x).exp();
+            let err = ((f64::from(exp_f32(x)) - exact) / exact).abs();
+            worst = worst.max(err);
+        }
+        assert!(worst < 3e-7, "relative error {worst}");
+        assert_eq!(exp_f32(0.0), 1.0);
+        assert!(exp_f32(-1000.0) < 1e-37 && exp_f32(-1000.0) >= 0.0);
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! - [`masking`]: padding masks (attention bias, masked mean and max).
 //! - [`dropout`]: seeded dropout; [`init`]: seeded initialisation.
 
-mod kernels;
+pub(crate) mod kernels;
 
 pub mod dropout;
 pub mod gradcheck;

@@ -11,6 +11,7 @@ use luminome_io::InputError;
 
 use super::token_classifier::TokenClassifier;
 use crate::checkpoint::{read_checkpoint_meta, Checkpoint};
+use crate::input::check_dataset_kind;
 use crate::input::tokens::{real_length, trim_batch};
 use crate::models::FamilyConfig;
 
@@ -49,6 +50,7 @@ where
             );
         };
         let config = config.clone();
+        check_dataset_kind(checkpoint, &meta, dataset)?;
         let ds = TokenDataset::open(dataset)?;
         meta.check_tokenizer(checkpoint, dataset, ds.tokenizer())?;
         if ds.is_empty() {

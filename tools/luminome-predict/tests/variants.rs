@@ -1,0 +1,272 @@
+//! Variant-effect scoring with a bi-strand model: the TSV, VCF and bedGraph outputs, the LLR
+//! convention, and the datasets and checkpoints that are refused.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use candle_core::Device;
+use clap::Parser;
+use common::*;
+use luminome_engine::checkpoint::{save_checkpoint, CheckpointMeta};
+use luminome_engine::input::InputSpec;
+use luminome_engine::models::bistrand::{BiStrandConfig, PairInput};
+use luminome_engine::{BuiltModel, ModelConfig};
+use luminome_io::pair_dataset::Pairing;
+use luminome_io::token_dataset::TokenizerInfo;
+
+fn predict(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_luminome-predict"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn mask_pairs(args: &[&str]) {
+    let mut all = vec!["luminome-mask-pairs", "--quiet"];
+    all.extend(args);
+    luminome_mask_pairs::run(&luminome_mask_pairs::args::Args::parse_from(all)).unwrap();
+}
+
+/// A reference, a VCF (a multi-allelic SNV, an indel, a REF mismatch, two SNVs on one position)
+/// and the variant dataset of its SNVs.
+fn inputs(dir: &Path, pairing: &str) -> (PathBuf, PathBuf) {
+    let reference = dir.join("ref.fa");
+    std::fs::write(&reference, ">I\nACGTACGTACGTACGTACGTGCATGCATGCATGCATGCAT\n").unwrap();
+    let vcf = dir.join("v.vcf");
+    std::fs::write(
+        &vcf,
+        "##fileformat=VCFv4.3\n##contig=<ID=I,length=40>\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\nI\t21\trs1\tG\tA,T\t.\tPASS\t.\nI\t22\trs2\tC\tCA\t.\tPASS\t.\nI\t24\trs4\tC\tG\t.\tPASS\t.\nI\t30\trs5\tA\tG\t.\tPASS\t.\n",
+    )
+    .unwrap();
+    let ds = dir.join(format!("v_{pairing}.safetensors"));
+    mask_pairs(&[
+        "--reference",
+        reference.to_str().unwrap(),
+        "--variants",
+        vcf.to_str().unwrap(),
+        "--window",
+        "16",
+        "--pairing",
+        pairing,
+        "-o",
+        ds.to_str().unwrap(),
+    ]);
+    (vcf, ds)
+}
+
+fn bistrand_checkpoint(dest: &Path, pairing: Pairing) {
+    let config = ModelConfig::from(BiStrandConfig {
+        vocab_size: 10,
+        d_model: 8,
+        num_layers: 1,
+        d_state: 4,
+        expand: 2,
+        d_conv: 3,
+        dt_rank: 1,
+        cross_heads: 2,
+        cross_attention: true,
+        tie_strands: false,
+        max_length: 64,
+        dropout: 0.0,
+        layer_norm_eps: 1e-5,
+    });
+    let built = BuiltModel::new(&config, &Device::Cpu, 5).unwrap();
+    let meta = CheckpointMeta::new(
+        config,
+        InputSpec::TokenPairs(TokenizerInfo::nucleotide(false, false), pairing),
+        vec![],
+        "test",
+        "",
+    );
+    save_checkpoint(dest, &meta, &built.varmap).unwrap();
+}
+
+#[test]
+fn variants_are_scored_into_a_tsv_a_vcf_and_a_bedgraph() {
+    let dir = tempfile::tempdir().unwrap();
+    let (vcf, ds) = inputs(dir.path(), "complement");
+    let ckpt = dir.path().join("m.safetensors");
+    bistrand_checkpoint(&ckpt, Pairing::Complement);
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let o = predict(&[
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--dataset",
+        ds.to_str().unwrap(),
+        "-o",
+        &p("s.tsv"),
+        "--vcf",
+        &p("s.vcf.gz"),
+        "--bedgraph",
+        &p("s.bedgraph"),
+        "--threads",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let tsv = std::fs::read_to_string(p("s.tsv")).unwrap();
+    let lines: Vec<&str> = tsv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "record\tname\tchrom\tpos\tid\tref\talt\tref_match\tllr\tllr_a\tllr_b"
+    );
+    assert_eq!(lines.len(), 5, "rs1 A, rs1 T, rs4 G, rs5 G:\n{tsv}");
+    // The LLR is ln P(ALT) - ln P(REF) from each head, their mean combined; strand B is scored on
+    // the complementary bases.
+    let input = PairInput::open(&ckpt, &ds, Device::Cpu).unwrap();
+    let lp = input.log_probs(&[0, 1, 2, 3]).unwrap();
+    let (lp_a, lp_b) = (lp.a, lp.b);
+    let class = |b: &str| ["A", "C", "G", "T"].iter().position(|x| *x == b).unwrap();
+    for (i, line) in lines[1..].iter().enumerate() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let (r, a) = (class(f[5]), class(f[6]));
+        let (llr, llr_a, llr_b): (f32, f32, f32) = (
+            f[8].parse().unwrap(),
+            f[9].parse().unwrap(),
+            f[10].parse().unwrap(),
+        );
+        assert!((llr_a - (lp_a[i][a] - lp_a[i][r])).abs() < 1e-5, "{line}");
+        assert!(
+            (llr_b - (lp_b[i][3 - a] - lp_b[i][3 - r])).abs() < 1e-5,
+            "{line}"
+        );
+        assert!((llr - 0.5 * (llr_a + llr_b)).abs() < 2e-6, "{line}");
+    }
+    assert!(
+        lines[3].contains("\trs4\tC\tG\t0\t"),
+        "rs4's REF disagrees: {}",
+        lines[3]
+    );
+    // The VCF: every input record, scores in INFO, declared; the indel untouched.
+    let gz = std::fs::read(p("s.vcf.gz")).unwrap();
+    assert_eq!(&gz[12..14], b"BC", "BGZF");
+    let mut text = String::new();
+    use std::io::Read;
+    flate2::read::MultiGzDecoder::new(&gz[..])
+        .read_to_string(&mut text)
+        .unwrap();
+    assert!(text.contains("##INFO=<ID=LLR,Number=A,Type=Float"));
+    assert!(text.contains("##INFO=<ID=LLR_B,Number=A,Type=Float"));
+    let records: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(records.len(), 4);
+    assert!(
+        records[0].contains("\tLLR=") && records[0].contains(";REF_MATCH=1"),
+        "{}",
+        records[0]
+    );
+    assert!(
+        records[1].ends_with("\t."),
+        "the indel has no score: {}",
+        records[1]
+    );
+    assert!(records[2].contains("REF_MATCH=0"), "{}", records[2]);
+    let source = std::fs::read_to_string(&vcf).unwrap();
+    let src: Vec<&str> = source.lines().filter(|l| !l.starts_with('#')).collect();
+    for (a, b) in records.iter().zip(&src) {
+        let fixed = |l: &str| l.split('\t').take(7).collect::<Vec<_>>().join("\t");
+        assert_eq!(fixed(a), fixed(b));
+    }
+    // The bedGraph: one line per position, the lower LLR of rs1's two alleles.
+    let bg = std::fs::read_to_string(p("s.bedgraph")).unwrap();
+    let bg: Vec<&str> = bg.lines().skip(1).collect();
+    assert_eq!(bg.len(), 3);
+    let llr = |i: usize| lines[i].split('\t').nth(8).unwrap().parse::<f32>().unwrap();
+    let v: f32 = bg[0].split('\t').nth(3).unwrap().parse().unwrap();
+    assert!(
+        bg[0].starts_with("I\t20\t21\t") && (v - llr(1).min(llr(2))).abs() < 1e-5,
+        "{bg:?}"
+    );
+}
+
+#[test]
+fn datasets_and_checkpoints_that_do_not_fit_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, ds) = inputs(dir.path(), "complement");
+    let (_, alleles) = inputs(dir.path(), "alleles");
+    let ckpt = dir.path().join("m.safetensors");
+    bistrand_checkpoint(&ckpt, Pairing::Complement);
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let o = out.join("s.tsv").display().to_string();
+    let refused = |args: &[&str], expect: &[&str]| {
+        let r = predict(args);
+        let e = String::from_utf8_lossy(&r.stderr).into_owned();
+        assert_eq!(r.status.code(), Some(1), "{e}");
+        for x in expect {
+            assert!(e.contains(x), "{x:?} not in {e}");
+        }
+        assert!(files_in(&out).is_empty());
+    };
+    // A model trained on complement pairs, a dataset of allele pairs.
+    refused(
+        &[
+            "--checkpoint",
+            ckpt.to_str().unwrap(),
+            "--dataset",
+            alleles.to_str().unwrap(),
+            "-o",
+            &o,
+        ],
+        &[
+            "v_alleles.safetensors",
+            "alleles pairs",
+            "complement pairs",
+            "--pairing complement",
+        ],
+    );
+    // A classifier checkpoint given to variant scoring.
+    refused(
+        &[
+            "--checkpoint",
+            fixture_checkpoint("gated").to_str().unwrap(),
+            "--dataset",
+            ds.to_str().unwrap(),
+            "-o",
+            &o,
+        ],
+        &[
+            "v_complement.safetensors: a paired dataset",
+            "sequence classifier in",
+            "tiny_gated.safetensors reads token ids",
+        ],
+    );
+    // A bi-strand checkpoint given a token dataset.
+    let tok = dir.path().join("tok.safetensors");
+    write_dataset(&tok, &[rec("ACGT", None)], 8);
+    refused(
+        &[
+            "--checkpoint",
+            ckpt.to_str().unwrap(),
+            "--dataset",
+            tok.to_str().unwrap(),
+            "-o",
+            &o,
+        ],
+        &[
+            "tok.safetensors: a token dataset",
+            "bi-strand masked LM",
+            "reads paired strands",
+        ],
+    );
+    // --vcf for a dataset that is not variant windows.
+    let pairs = dir.path().join("pairs.safetensors");
+    luminome_engine::testing::write_pair_dataset(&pairs, &[b"ACGTACGTAC".to_vec()], 0.2, 1)
+        .unwrap();
+    refused(
+        &[
+            "--checkpoint",
+            ckpt.to_str().unwrap(),
+            "--dataset",
+            pairs.to_str().unwrap(),
+            "-o",
+            &o,
+            "--vcf",
+            out.join("x.vcf").to_str().unwrap(),
+        ],
+        &[
+            "pairs.safetensors",
+            "--vcf and --bedgraph need a dataset of variant windows",
+        ],
+    );
+}
