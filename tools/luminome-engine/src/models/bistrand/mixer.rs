@@ -4,7 +4,7 @@
 //! One layer, on hidden states u `[B, L, D]` with E = expand · D channels inside:
 //!
 //!   x, z  = in_proj(LayerNorm(u))                       (shared by both directions)
-//!   for each direction (the reverse one on the flipped sequence, its output flipped back):
+//!   for each direction (the reverse one runs from the last position to the first):
 //!     x'   = SiLU(causal depthwise conv_K(x))            (its own conv)
 //!     Δ, B, C = split(x_proj(x')),  Δ = softplus(dt_proj(Δ))   (input-dependent, its own)
 //!     y    = selective_scan(x', Δ, A = −exp(A_log), B, C, D)   (its own A_log, D)
@@ -18,12 +18,43 @@ use candle_core::{Module, Result, Tensor, D};
 use candle_nn::VarBuilder;
 
 use super::config::BiStrandConfig;
+use super::conv::depthwise_conv;
 use super::scan::selective_scan;
 use crate::nn::{maybe_dropout, DropoutRng, LayerNorm, Linear};
 
-/// softplus(x) = max(x, 0) + ln(1 + exp(−|x|)), stable for large |x|.
+/// softplus(x) = max(x, 0) + ln(1 + exp(−|x|)) (stable for large |x|), with its gradient
+/// sigmoid(x): one fused op each way on the CPU, candle ops elsewhere.
 pub fn softplus(x: &Tensor) -> Result<Tensor> {
-    x.relu()? + (x.abs()?.neg()?.exp()? + 1.0)?.log()?
+    if x.device().is_cpu() && x.dtype() == candle_core::DType::F32 {
+        x.contiguous()?.apply_op1(Softplus)
+    } else {
+        x.relu()? + (x.abs()?.neg()?.exp()? + 1.0)?.log()?
+    }
+}
+
+struct Softplus;
+
+impl candle_core::CustomOp1 for Softplus {
+    fn name(&self) -> &'static str {
+        "luminome-softplus"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s: &candle_core::CpuStorage,
+        l: &candle_core::Layout,
+    ) -> Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        let candle_core::CpuStorage::F32(x) = s else {
+            candle_core::bail!("softplus: f32 only")
+        };
+        let x = crate::nn::kernels::contiguous_slice(x, l, "softplus")?;
+        let y = x.iter().map(|&v| v.max(0.0) + (-v.abs()).exp().ln_1p()).collect();
+        Ok((candle_core::CpuStorage::F32(y), l.shape().clone()))
+    }
+
+    fn bwd(&self, x: &Tensor, _y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
+        Ok(Some((g * candle_nn::ops::sigmoid(x)?)?))
+    }
 }
 
 /// One direction's selective state-space parameters.
@@ -54,17 +85,10 @@ impl SsmDirection {
         })
     }
 
-    /// `x` `[B, L, E]` (zero at padding), `keep` `[B, L, 1]` → `[B, L, E]`.
-    fn forward(&self, x: &Tensor, keep: &Tensor) -> Result<Tensor> {
-        let (b, l, e) = x.dims3()?;
-        let k = self.conv_weight.dim(1)?;
-        // Causal depthwise convolution: out_t = bias + Σ_j w_j · x_{t−(K−1)+j}.
-        let padded = Tensor::cat(&[&Tensor::zeros((b, k - 1, e), x.dtype(), x.device())?, x], 1)?;
-        let mut conv = self.conv_bias.unsqueeze(0)?.unsqueeze(0)?.broadcast_as((b, l, e))?;
-        for j in 0..k {
-            let w = self.conv_weight.narrow(1, j, 1)?.squeeze(1)?;
-            conv = (conv + padded.narrow(1, j, l)?.broadcast_mul(&w)?)?;
-        }
+    /// `x` `[B, L, E]` (zero at padding), `keep` `[B, L, 1]` → `[B, L, E]`; `reverse`: the
+    /// backward direction (causal towards position 0).
+    fn forward(&self, x: &Tensor, keep: &Tensor, reverse: bool) -> Result<Tensor> {
+        let conv = depthwise_conv(x, &self.conv_weight, &self.conv_bias, reverse)?;
         let xs = conv.silu()?.broadcast_mul(keep)?;
         let proj = self.x_proj.forward(&xs)?;
         let (r, n) = (self.dt_rank, self.d_state);
@@ -72,7 +96,7 @@ impl SsmDirection {
         let bm = proj.narrow(D::Minus1, r, n)?;
         let cm = proj.narrow(D::Minus1, r + n, n)?;
         let a = self.a_log.exp()?.neg()?;
-        selective_scan(&xs, &delta, &a, &bm, &cm, &self.d)
+        selective_scan(&xs, &delta, &a, &bm, &cm, &self.d, reverse)
     }
 }
 
@@ -104,11 +128,8 @@ impl BiMambaMixer {
         let xz = self.in_proj.forward(u)?;
         let x = xz.narrow(D::Minus1, 0, self.inner)?.broadcast_mul(keep)?;
         let z = xz.narrow(D::Minus1, self.inner, self.inner)?;
-        let y_fwd = self.fwd.forward(&x, keep)?;
-        let y_rev = self
-            .rev
-            .forward(&x.flip(&[1])?, &keep.flip(&[1])?)?
-            .flip(&[1])?;
+        let y_fwd = self.fwd.forward(&x, keep, false)?;
+        let y_rev = self.rev.forward(&x, keep, true)?;
         self.out_proj.forward(&((y_fwd + y_rev)? * z.silu()?)?)
     }
 }

@@ -6,11 +6,12 @@
 //!
 //! - [`config`]: [`BiStrandConfig`] (and the state-space initialisation); [`model`]:
 //!   [`BiStrandModel`], cross-attention; [`mixer`]: convolution + BiMamba layers per strand;
-//!   [`scan`]: the selective scan with its own backward.
+//!   [`scan`]: the selective scan and [`conv`] the short convolution, each with its own backward.
 //! - [`task`]: training; [`setup`]: `luminome-train bistrand`; [`predictor`]: variant scores and
 //!   masked-base evaluation.
 
 pub mod config;
+pub mod conv;
 pub mod mixer;
 pub mod model;
 pub mod predictor;

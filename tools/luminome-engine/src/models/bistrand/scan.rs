@@ -29,7 +29,9 @@ use crate::nn::kernels::{contiguous_slice, num_traits_float::Float};
 /// Channels per parallel block.
 const BLOCK: usize = 64;
 
-/// y `[B, L, E]` of the selective scan (see the module documentation).
+/// y `[B, L, E]` of the selective scan (see the module documentation); `reverse`: the recurrence
+/// runs from the last position to the first (the backward direction of a bidirectional layer,
+/// without flipping the sequence).
 pub fn selective_scan(
     x: &Tensor,
     delta: &Tensor,
@@ -37,14 +39,15 @@ pub fn selective_scan(
     b: &Tensor,
     c: &Tensor,
     d: &Tensor,
+    reverse: bool,
 ) -> Result<Tensor> {
     if x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64) {
         let xd = Tensor::stack(&[x, delta], 0)?.contiguous()?;
         let bc = Tensor::cat(&[b, c], D::Minus1)?.contiguous()?;
         let ad = Tensor::cat(&[a, &d.unsqueeze(1)?], 1)?.contiguous()?;
-        xd.apply_op3(&bc, &ad, SelectiveScan)
+        xd.apply_op3(&bc, &ad, SelectiveScan { reverse })
     } else {
-        selective_scan_primitive(x, delta, a, b, c, d)
+        selective_scan_primitive(x, delta, a, b, c, d, reverse)
     }
 }
 
@@ -56,6 +59,7 @@ pub fn selective_scan_primitive(
     b: &Tensor,
     c: &Tensor,
     d: &Tensor,
+    reverse: bool,
 ) -> Result<Tensor> {
     let (bs, l, e) = x.dims3()?;
     let n = a.dim(1)?;
@@ -63,12 +67,14 @@ pub fn selective_scan_primitive(
     let decay = delta.unsqueeze(3)?.broadcast_mul(&a.unsqueeze(0)?.unsqueeze(0)?)?.exp()?;
     let input = (delta * x)?.unsqueeze(3)?.broadcast_mul(&b.unsqueeze(2)?)?;
     let mut h = Tensor::zeros((bs, e, n), x.dtype(), x.device())?;
-    let mut ys = Vec::with_capacity(l);
-    for t in 0..l {
+    let mut ys = vec![None; l];
+    for step in 0..l {
+        let t = if reverse { l - 1 - step } else { step };
         h = ((decay.narrow(1, t, 1)?.squeeze(1)? * h)? + input.narrow(1, t, 1)?.squeeze(1)?)?;
         let ct = c.narrow(1, t, 1)?; // [B, 1, N]
-        ys.push(h.broadcast_mul(&ct)?.sum(D::Minus1)?); // [B, E]
+        ys[t] = Some(h.broadcast_mul(&ct)?.sum(D::Minus1)?); // [B, E]
     }
+    let ys: Vec<Tensor> = ys.into_iter().flatten().collect();
     let y = Tensor::stack(&ys, 1)?;
     y + x.broadcast_mul(&d.unsqueeze(0)?.unsqueeze(0)?)?
 }
@@ -80,14 +86,32 @@ pub(super) struct Dims {
     l: usize,
     e: usize,
     n: usize,
+    /// Scan from the last position to the first.
+    reverse: bool,
 }
 
 impl Dims {
-    fn of(l1: &Layout, l2: &Layout) -> Result<Self> {
+    fn of(l1: &Layout, l2: &Layout, reverse: bool) -> Result<Self> {
         let (&[_, b, l, e], &[_, _, n2]) = (l1.dims(), l2.dims()) else {
             candle_core::bail!("selective scan: unexpected shapes {:?} {:?}", l1.dims(), l2.dims())
         };
-        Ok(Self { b, l, e, n: n2 / 2 })
+        Ok(Self {
+            b,
+            l,
+            e,
+            n: n2 / 2,
+            reverse,
+        })
+    }
+
+    /// The position of scan step `step`.
+    #[inline(always)]
+    fn position(&self, step: usize) -> usize {
+        if self.reverse {
+            self.l - 1 - step
+        } else {
+            step
+        }
     }
 
     fn blocks(&self) -> Vec<(usize, usize, usize)> {
@@ -187,7 +211,8 @@ fn forward_block<T: Float>(
     let mut h = vec![T::zero(); n * w];
     let mut dvx = vec![T::zero(); w];
     let mut y = vec![T::zero(); l * w];
-    for t in 0..l {
+    for step in 0..l {
+        let t = dims.position(step);
         let base = (row * l + t) * e;
         let (xr, dr) = (&x[base + e0..base + e1], &delta[base + e0..base + e1]);
         let bct = &bc[(row * l + t) * 2 * n..(row * l + t + 1) * 2 * n];
@@ -257,7 +282,8 @@ fn backward_block<T: Float>(
     let mut decays = vec![T::zero(); l * n * w];
     let mut dvx = vec![T::zero(); w];
     let zeros = vec![T::zero(); n * w];
-    for t in 0..l {
+    for step in 0..l {
+        let t = dims.position(step);
         let base = (row * l + t) * e;
         let (xr, dr) = (&x[base + e0..base + e1], &delta[base + e0..base + e1]);
         let bt = &bc[(row * l + t) * 2 * n..(row * l + t) * 2 * n + n];
@@ -266,10 +292,14 @@ fn backward_block<T: Float>(
         }
         // The states of t − 1 and t as separate slices, so the loop below has no aliasing to
         // rule out and vectorises.
-        let (done, rest) = hs.split_at_mut(t * n * w);
-        let prev_states = if t > 0 { &done[(t - 1) * n * w..] } else { &zeros[..] };
+        let (done, rest) = hs.split_at_mut(step * n * w);
+        let prev_states = if step > 0 {
+            &done[(step - 1) * n * w..]
+        } else {
+            &zeros[..]
+        };
         let cur = &mut rest[..n * w];
-        let dec = &mut decays[t * n * w..(t + 1) * n * w];
+        let dec = &mut decays[step * n * w..(step + 1) * n * w];
         for (j, &bj) in bt.iter().enumerate() {
             let r = j * w..(j + 1) * w;
             state_recompute(
@@ -294,7 +324,8 @@ fn backward_block<T: Float>(
     let mut dd = vec![T::zero(); w];
     let mut next = vec![T::zero(); n * w];
     let mut dh = vec![T::zero(); w];
-    for t in (0..l).rev() {
+    for step in (0..l).rev() {
+        let t = dims.position(step);
         let base = (row * l + t) * e;
         let (xr, dr, dyr) = (
             &x[base + e0..base + e1],
@@ -311,13 +342,13 @@ fn backward_block<T: Float>(
             ddt[k] = T::zero();
             dd[k] = dd[k] + dyr[k] * xr[k];
         }
-        let prev_states = if t > 0 {
-            &hs[(t - 1) * n * w..t * n * w]
+        let prev_states = if step > 0 {
+            &hs[(step - 1) * n * w..step * n * w]
         } else {
             &zeros[..]
         };
         for j in 0..n {
-            let at_tj = (t * n + j) * w;
+            let at_tj = (step * n + j) * w;
             let r = j * w..(j + 1) * w;
             let h_t = &hs[at_tj..at_tj + w];
             state_backward(
@@ -389,7 +420,9 @@ impl ScanKernels for f64 {
     }
 }
 
-struct SelectiveScan;
+struct SelectiveScan {
+    reverse: bool,
+}
 
 fn scan_forward<T: ScanKernels>(
     s1: &[T],
@@ -430,7 +463,7 @@ impl candle_core::CustomOp3 for SelectiveScan {
         s3: &CpuStorage,
         l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let dims = Dims::of(l1, l2)?;
+        let dims = Dims::of(l1, l2, self.reverse)?;
         let shape = Shape::from_dims(&[dims.b, dims.l, dims.e]);
         let out = match (s1, s2, s3) {
             (CpuStorage::F32(a), CpuStorage::F32(b), CpuStorage::F32(c)) => {
@@ -465,7 +498,13 @@ impl candle_core::CustomOp3 for SelectiveScan {
         let (_, b, l, e) = xd.dims4()?;
         let n2 = bc.dim(2)?;
         let packed = Tensor::cat(&[xd, &dy.unsqueeze(0)?], 0)?.contiguous()?;
-        let flat = packed.apply_op3_no_bwd(&bc.contiguous()?, &ad.contiguous()?, &SelectiveScanBackward)?;
+        let flat = packed.apply_op3_no_bwd(
+            &bc.contiguous()?,
+            &ad.contiguous()?,
+            &SelectiveScanBackward {
+                reverse: self.reverse,
+            },
+        )?;
         let size = b * l * e;
         let dxd = flat.narrow(0, 0, 2 * size)?.reshape((2, b, l, e))?;
         let dbc = flat.narrow(0, 2 * size, b * l * n2)?.reshape((b, l, n2))?;
@@ -478,7 +517,9 @@ impl candle_core::CustomOp3 for SelectiveScan {
 
 /// Inputs: `[3, B, L, E]` (x, Δ, dy), `[B, L, 2N]`, `[E, N+1]`; output: the flat gradients of
 /// (x, Δ), (B, C), (A, D), in that order.
-struct SelectiveScanBackward;
+struct SelectiveScanBackward {
+    reverse: bool,
+}
 
 fn scan_backward<T: ScanKernels>(
     s1: &[T],
@@ -486,7 +527,7 @@ fn scan_backward<T: ScanKernels>(
     s3: &[T],
     dims: Dims,
 ) -> Vec<T> {
-    let Dims { b, l, e, n } = dims;
+    let Dims { b, l, e, n, .. } = dims;
     let size = b * l * e;
     let (x, rest) = s1.split_at(size);
     let (delta, dy) = rest.split_at(size);
@@ -532,8 +573,8 @@ impl candle_core::CustomOp3 for SelectiveScanBackward {
         s3: &CpuStorage,
         l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let dims = Dims::of(l1, l2)?;
-        let Dims { b, l, e, n } = dims;
+        let dims = Dims::of(l1, l2, self.reverse)?;
+        let Dims { b, l, e, n, .. } = dims;
         let len = 2 * b * l * e + b * l * 2 * n + e * (n + 1);
         let out = match (s1, s2, s3) {
             (CpuStorage::F32(a), CpuStorage::F32(bb), CpuStorage::F32(c)) => {
@@ -592,23 +633,41 @@ mod tests {
 
     #[test]
     fn the_fused_scan_equals_the_recurrence_written_with_primitives() {
-        // 37 channels: a full block of 32 and a partial one.
-        let [x, dl, a, bm, cm, d] = inputs(2, 9, 37, 5);
-        let fused = selective_scan(&x, &dl, &a, &bm, &cm, &d).unwrap();
-        let slow = selective_scan_primitive(&x, &dl, &a, &bm, &cm, &d).unwrap();
-        assert!(max_diff(&fused, &slow) < 1e-12);
-        let f32 = |t: &Tensor| t.to_dtype(DType::F32).unwrap();
-        let fused32 =
-            selective_scan(&f32(&x), &f32(&dl), &f32(&a), &f32(&bm), &f32(&cm), &f32(&d)).unwrap();
-        assert!(max_diff(&fused32, &f32(&slow)) < 1e-4);
+        // 77 channels: a full block of 64 and a partial one; both directions.
+        let [x, dl, a, bm, cm, d] = inputs(2, 9, 77, 5);
+        for reverse in [false, true] {
+            let fused = selective_scan(&x, &dl, &a, &bm, &cm, &d, reverse).unwrap();
+            let slow = selective_scan_primitive(&x, &dl, &a, &bm, &cm, &d, reverse).unwrap();
+            assert!(max_diff(&fused, &slow) < 1e-12);
+            let f32 = |t: &Tensor| t.to_dtype(DType::F32).unwrap();
+            let fused32 = selective_scan(
+                &f32(&x),
+                &f32(&dl),
+                &f32(&a),
+                &f32(&bm),
+                &f32(&cm),
+                &f32(&d),
+                reverse,
+            )
+            .unwrap();
+            assert!(max_diff(&fused32, &f32(&slow)) < 1e-4);
+        }
+        // The reverse scan is the forward scan of the flipped sequence, flipped back.
+        let flip = |t: &Tensor| t.flip(&[1]).unwrap();
+        let rev = selective_scan(&x, &dl, &a, &bm, &cm, &d, true).unwrap();
+        let via_flip = flip(
+            &selective_scan(&flip(&x), &flip(&dl), &a, &flip(&bm), &flip(&cm), &d, false).unwrap(),
+        );
+        assert!(max_diff(&rev, &via_flip) < 1e-12);
     }
 
     #[test]
     fn every_input_gradient_matches_finite_differences() {
         let [x, dl, a, bm, cm, d] = inputs(2, 6, 3, 4);
         let w = randn(&[2, 6, 3], 99);
+        for reverse in [false, true] {
         let loss = |x: &Tensor, dl: &Tensor, a: &Tensor, bm: &Tensor, cm: &Tensor, d: &Tensor| {
-            selective_scan(x, dl, a, bm, cm, d)?.mul(&w)?.sum_all()
+            selective_scan(x, dl, a, bm, cm, d, reverse)?.mul(&w)?.sum_all()
         };
         let checks = [
             max_grad_error(&x, 1e-6, &|v| loss(v, &dl, &a, &bm, &cm, &d)).unwrap(),
@@ -619,7 +678,8 @@ mod tests {
             max_grad_error(&d, 1e-6, &|v| loss(&x, &dl, &a, &bm, &cm, v)).unwrap(),
         ];
         for (name, err) in ["x", "delta", "A", "B", "C", "D"].iter().zip(checks) {
-            assert!(err < 1e-6, "gradient of {name}: relative error {err}");
+            assert!(err < 1e-6, "reverse {reverse}: gradient of {name}: relative error {err}");
+        }
         }
     }
 }
