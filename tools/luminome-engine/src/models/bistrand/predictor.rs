@@ -166,13 +166,27 @@ impl PairPredictor {
     }
 
     fn score_variants(&mut self, records: &[usize]) -> Result<Vec<PredictionRow>> {
+        // The ALT alleles of one record share their window (mask-pairs writes them one after
+        // the other): the model runs once per window, each allele reads its own bases.
+        let mut windows: Vec<usize> = Vec::new();
+        let mut window_of = Vec::with_capacity(records.len());
+        for &r in records {
+            let line = self.input.index[r].variant.as_ref().map(|v| v.line);
+            let same = windows
+                .last()
+                .is_some_and(|&w| self.input.index[w].variant.as_ref().map(|v| v.line) == line);
+            if !same {
+                windows.push(r);
+            }
+            window_of.push(windows.len() - 1);
+        }
         let MaskedLogProbs {
             a: lp_a,
             b: lp_b,
             rows,
             ..
-        } = self.input.log_probs(records)?;
-        if rows.len() != records.len() {
+        } = self.input.log_probs(&windows)?;
+        if rows.len() != windows.len() {
             bail!(
                 "{}: a variant window must have exactly its site masked",
                 self.input.dataset.path().display()
@@ -193,8 +207,9 @@ impl PairPredictor {
                 );
             };
             let (rb, ab) = if complement { (3 - rc, 3 - ac) } else { (rc, ac) };
-            let llr_a = lp_a[k][ac] - lp_a[k][rc];
-            let llr_b = lp_b[k][ab] - lp_b[k][rb];
+            let w = window_of[k];
+            let llr_a = lp_a[w][ac] - lp_a[w][rc];
+            let llr_b = lp_b[w][ab] - lp_b[w][rb];
             let llr = 0.5 * (llr_a + llr_b);
             self.scores
                 .alleles
