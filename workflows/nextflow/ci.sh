@@ -2,7 +2,8 @@
 # CI for the Nextflow pipeline. Nextflow itself cannot be installed on the CI machine,
 # so reftrace (PyPI) parses every .nf and .config file offline and applies the rules in
 # reftrace_rules.py; then this script checks that every include resolves, every module
-# is used by main.nf, and every file named in the test samplesheet exists.
+# is used by main.nf, and every file named in the test samplesheet, regions CSV and pairs
+# CSV exists.
 set -euo pipefail
 
 pipeline="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -64,6 +65,27 @@ for row in rows:
             path = table.parent / entry.split("=", 1)[-1]
             assert path.is_file(), f"{table}: {row['id']}: {column} {path} does not exist"
 print(f"{len(rows)} region run(s): {[row['id'] for row in rows]}")
+PY
+
+echo "== test pairs CSV files exist"
+python3 - assets/pairs_test.csv <<'PY'
+import csv
+import sys
+from pathlib import Path
+
+table = Path(sys.argv[1])
+with table.open(newline="") as handle:
+    rows = list(csv.DictReader(handle))
+assert rows and list(rows[0]) == ["id", "type", "sequences", "strand_b", "variants", "args"], rows[:1]
+for row in rows:
+    assert row["type"] in {"fasta", "fasta_pair", "paired", "variants"}, row
+    assert bool(row["strand_b"]) == (row["type"] == "fasta_pair"), row
+    assert bool(row["variants"]) == (row["type"] == "variants"), row
+    for column in ("sequences", "strand_b", "variants"):
+        if row[column]:
+            path = table.parent / row[column]
+            assert path.is_file(), f"{table}: {row['id']}: {column} {path} does not exist"
+print(f"{len(rows)} pair dataset(s): {[row['id'] for row in rows]}")
 PY
 
 echo "== nextflow ci: ok"

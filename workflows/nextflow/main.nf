@@ -6,13 +6,17 @@
  *   nextflow run workflows/nextflow -profile docker --input samplesheet.csv --outdir results
  *
  * The samplesheet is a CSV with the columns id,input,reference,args (reference and args
- * may be empty). Relative paths in it are relative to the samplesheet's own folder.
+ * may be empty). Relative paths in it are relative to the samplesheet's own folder; so are
+ * those of the regions CSV (--regions_input) and the pairs CSV (--pairs_input).
  */
 
 include { LUMINOME_TOKENIZE                              } from './modules/local/luminome/tokenize/main'
 include { LUMINOME_REGIONS                               } from './modules/local/luminome/regions/main'
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_MLM           } from './modules/local/luminome/train/main'
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_CLASSIFY      } from './modules/local/luminome/train/main'
+include { LUMINOME_TRAIN as LUMINOME_TRAIN_BISTRAND      } from './modules/local/luminome/train/main'
+include { LUMINOME_MASKPAIRS                             } from './modules/local/luminome/maskpairs/main'
+include { LUMINOME_PREDICTVARIANTS                       } from './modules/local/luminome/predictvariants/main'
 include { LUMINOME_PREDICT                               } from './modules/local/luminome/predict/main'
 include { LUMINOME_IMPORTANCE                            } from './modules/local/luminome/importance/main'
 
@@ -61,6 +65,30 @@ def regionsRun(Map row, baseDir, String csv) {
             accFiles, exprFiles, optional(row.motifs), optional(row.motif_clusters)]
 }
 
+// One pairs CSV row -> [ meta, sequences, strand_b or [], variants or [], fai or [] ].
+def pairsDataset(Map row, baseDir, String csv) {
+    def types = ['fasta', 'fasta_pair', 'paired', 'variants']
+    if (!row.id || !row.sequences || !(row.type in types)) {
+        error("${csv}: every row needs an id, sequences and a type (${types.join(', ')}); got ${row}")
+    }
+    if ((row.type == 'fasta_pair') != (row.strand_b as boolean) || (row.type == 'variants') != (row.variants as boolean)) {
+        error("${csv}: ${row.id}: strand_b goes with type fasta_pair and variants with type variants; got ${row}")
+    }
+    def meta = [id: row.id, type: row.type, args: row.args ?: '']
+    def sequences = samplesheetFile(row.sequences, baseDir)
+    def strandB = row.strand_b ? samplesheetFile(row.strand_b, baseDir) : []
+    def variants = row.variants ? samplesheetFile(row.variants, baseDir) : []
+    def fai = row.type == 'variants' ? sequences.resolveSibling("${sequences.name}.fai") : []
+    return [meta, sequences, strandB, variants, fai && fai.exists() ? fai : []]
+}
+
+// [id, file] pairs of a channel -> the file of one id, or [[]] (no file) when id is empty.
+def fileOf(ch, String id) {
+    return id
+        ? ch.filter { entryId, _file -> entryId == id }.map { _id, file -> file }
+        : channel.value([[]])   // [[]]: combine spreads it to one empty 'none' element
+}
+
 workflow {
     main:
     if (!params.input) {
@@ -86,11 +114,7 @@ workflow {
     // Models: the samplesheet ids named by --train_dataset, --dev_dataset, --predict_dataset.
     if (params.train_dataset) {
         ch_tokens = LUMINOME_TOKENIZE.out.tokens.map { meta, tokens -> [meta.id, tokens] }
-        ch_train = ch_tokens.filter { id, _tokens -> id == params.train_dataset }.map { _id, tokens -> tokens }
-        ch_dev = params.dev_dataset
-            ? ch_tokens.filter { id, _tokens -> id == params.dev_dataset }.map { _id, tokens -> tokens }
-            : channel.value([[]])   // [[]]: combine spreads it to one empty 'no dev set' element
-        ch_train_dev = ch_train.combine(ch_dev)
+        ch_train_dev = fileOf(ch_tokens, params.train_dataset).combine(fileOf(ch_tokens, params.dev_dataset))
 
         ch_init = channel.value([[]])
         if (params.mlm) {
@@ -114,6 +138,37 @@ workflow {
             LUMINOME_PREDICT(ch_predict)
             if (params.importance_args) {
                 LUMINOME_IMPORTANCE(ch_predict)
+            }
+        }
+    }
+
+    // Bi-strand masked LM: a pairs CSV (--pairs_input) with id,type,sequences,strand_b,variants,args;
+    // --bistrand_train / --bistrand_dev / --variants_dataset name its ids.
+    if (params.pairs_input) {
+        def pairsCsv = file(params.pairs_input, checkIfExists: true)
+        ch_pairs_in = channel.fromPath(params.pairs_input)
+            .splitCsv(header: true, strip: true)
+            .map { row -> pairsDataset(row, pairsCsv.parent, params.pairs_input) }
+        LUMINOME_MASKPAIRS(ch_pairs_in)
+
+        if (params.bistrand_train) {
+            ch_pairs = LUMINOME_MASKPAIRS.out.pairs.map { meta, pairs -> [meta.id, pairs] }
+            LUMINOME_TRAIN_BISTRAND(
+                fileOf(ch_pairs, params.bistrand_train)
+                    .combine(fileOf(ch_pairs, params.bistrand_dev))
+                    .map { train, dev -> [[id: "${params.bistrand_train}_bistrand"], train, dev, []] },
+                'bistrand'
+            )
+            if (params.variants_dataset) {
+                // The scored VCF copies the records of the variants file the dataset was built from.
+                ch_variants = ch_pairs_in.map { meta, _sequences, _strand_b, variants, _fai -> [meta.id, variants] }
+                ch_model = LUMINOME_TRAIN_BISTRAND.out.best.map { _meta, best -> best }
+                ch_score = ch_pairs
+                    .filter { id, _pairs -> id == params.variants_dataset }
+                    .join(ch_variants)
+                    .combine(ch_model)
+                    .map { id, pairs, variants, model -> [[id: id], model, pairs, variants] }
+                LUMINOME_PREDICTVARIANTS(ch_score)
             }
         }
     }

@@ -13,8 +13,8 @@ workflow=workflows/snakemake
 snakefile="$workflow/workflow/Snakefile"
 test_config="$workflow/config/test.yaml"
 
-for tool in snakemake snakefmt luminome-tokenize luminome-regions luminome-train \
-    luminome-predict luminome-importance python3; do
+for tool in snakemake snakefmt luminome-tokenize luminome-mask-pairs luminome-regions \
+    luminome-train luminome-predict luminome-importance python3; do
     command -v "$tool" >/dev/null || { echo "ci.sh: $tool is not on PATH" >&2; exit 1; }
 done
 
@@ -40,6 +40,14 @@ if snakemake -s "$snakefile" --configfile "$bad_config" --dry-run >"$out/bad_con
     exit 1
 fi
 grep -q "inptu" "$out/bad_config.log"
+
+echo "== schema validation rejects a mask_pairs dataset with two input modes"
+printf 'mask_pairs:\n  datasets:\n    x:\n      fasta: a.fa\n      variants: b.vcf\n' > "$bad_config"
+if snakemake -s "$snakefile" --configfile "$bad_config" --dry-run >"$out/bad_config.log" 2>&1; then
+    echo "ci.sh: a mask_pairs dataset with both fasta and variants was accepted" >&2
+    exit 1
+fi
+grep -q "oneOf" "$out/bad_config.log"
 
 echo "== test run on test-data/"
 start=$SECONDS
@@ -98,6 +106,43 @@ def read_tsv(path):
         return list(csv.DictReader(handle, delimiter="\t"))
 
 
+# luminome-mask-pairs: int8 labels (-100 off the masked positions), the same positions masked
+# on both strands; the SNV dataset has one row per variant with the site masked.
+for dataset in ("celegans_train", "ecoli_dev", "celegans_snvs"):
+    path = results / "mask_pairs" / f"{dataset}.safetensors"
+    tensors = load_file(path)
+    assert metadata_of(path)["kind"] == "luminome.pair_dataset", metadata_of(path)
+    n, width = tensors["ids_a"].shape
+    assert width == 128 and tensors["ids_b"].shape == (n, width), (path, tensors["ids_b"].shape)
+    assert tensors["labels_a"].dtype == np.int8, tensors["labels_a"].dtype
+    masked = tensors["labels_a"] != -100
+    assert masked.any() and (masked == (tensors["labels_b"] != -100)).all(), path
+    index = read_tsv(path.with_name(f"{dataset}.index.tsv"))
+    assert len(index) == n, (dataset, len(index), n)
+    print(f"mask_pairs {dataset}: {n} rows x {width}, {int(masked.sum())} masked positions")
+vcf_records = [
+    line for line in open("test-data/celegans/celegans_small.snv.vcf") if not line.startswith("#")
+]
+snv_rows = read_tsv(results / "mask_pairs" / "celegans_snvs.index.tsv")
+assert len(snv_rows) == len(vcf_records), (len(snv_rows), len(vcf_records))
+
+# luminome-predict on variants: one score per SNV, the VCF carrying LLR in INFO.
+import gzip
+
+scores = read_tsv(results / "predict" / "variants" / "celegans_snvs.scores.tsv")
+assert len(scores) == len(vcf_records), (len(scores), len(vcf_records))
+for row in scores:
+    llr = float(row["llr"])
+    assert np.isfinite(llr) and abs(llr - (float(row["llr_a"]) + float(row["llr_b"])) / 2) < 1e-3, row
+with gzip.open(results / "predict" / "variants" / "celegans_snvs.scores.vcf.gz", "rt") as handle:
+    records = [line.split("\t") for line in handle if not line.startswith("#")]
+assert len(records) == len(vcf_records) and all("LLR=" in r[7] for r in records), records[:1]
+bedgraph = (results / "predict" / "variants" / "celegans_snvs.llr.bedgraph").read_text().splitlines()
+assert bedgraph[0].startswith("track type=bedGraph"), bedgraph[0]
+# One interval per position: two SNVs at the same site share a line (the lowest LLR).
+assert len(bedgraph) - 1 == len({(r["chrom"], r["pos"]) for r in scores}), len(bedgraph)
+print(f"predict variants: {len(scores)} SNVs scored, VCF and bedGraph written")
+
 # luminome-regions: 9 genes x 2 cell types, N = 50 regions (config/test.yaml).
 regions = results / "regions" / "chr22_slice.safetensors"
 tensors = load_file(regions)
@@ -113,16 +158,20 @@ assert read_tsv(regions.with_name("chr22_slice.regions.tsv")), "empty regions ta
 print(f"regions: features {tensors['features'].shape}, {samples} samples")
 
 # luminome-train: checkpoints and metrics of both runs.
-for command, run in (("mlm", "prom_mlm"), ("classify", "prom_gated")):
+for command, run, steps in (
+    ("mlm", "prom_mlm", 30),
+    ("classify", "prom_gated", 30),
+    ("bistrand", "celegans_bistrand", 20),
+):
     folder = results / "train" / command / run
     for name in ("best.safetensors", "last.safetensors"):
         checkpoint = load_file(folder / name)
         assert checkpoint and all(np.isfinite(t).all() for t in checkpoint.values()), folder / name
         assert metadata_of(folder / name)["kind"] == "luminome.checkpoint"
         json.loads(metadata_of(folder / name)["luminome"])
-    steps = read_tsv(folder / "metrics.tsv")
-    assert steps and int(steps[-1]["step"]) == 30, (folder, steps[-1:])
-    print(f"train {command} {run}: {len(checkpoint)} tensors, {len(steps)} metric rows")
+    rows = read_tsv(folder / "metrics.tsv")
+    assert rows and int(rows[-1]["step"]) == steps, (folder, rows[-1:])
+    print(f"train {command} {run}: {len(checkpoint)} tensors, {len(rows)} metric rows")
 
 # luminome-predict: one row per test record, probabilities summing to 1.
 test_records = load_file(results / "tokenize" / "prom_test.safetensors")["input_ids"].shape[0]
@@ -143,7 +192,7 @@ npz = np.load(results / "importance" / "prom_test_ig.npz")
 assert npz["contrib"].shape[:2] == (50, 4) and npz["onehot"].shape == npz["contrib"].shape
 print(f"importance: {len(scores)} token rows, contrib {npz['contrib'].shape}")
 
-for tool in ("tokenize", "regions", "train", "predict", "importance"):
+for tool in ("tokenize", "mask-pairs", "regions", "train", "predict", "importance"):
     version = (results / "versions" / f"luminome-{tool}.txt").read_text().strip()
     assert version.startswith(f"luminome-{tool} "), version
     print(version)

@@ -42,6 +42,52 @@ def tokenize_options(wildcards, input):
     return " ".join(option for option in options if option)
 
 
+# --- luminome-mask-pairs (rules/mask_pairs.smk) ---
+
+MASK_PAIRS = config["mask_pairs"]
+# Config key -> command-line option, in the order they are written.
+MASK_PAIRS_INPUTS = {
+    "fasta": "--fasta",
+    "fasta_a": "--fasta-a",
+    "fasta_b": "--fasta-b",
+    "paired": "--paired",
+    "reference": "--reference",
+    "variants": "--variants",
+}
+
+
+def mask_pairs_targets():
+    datasets = MASK_PAIRS["datasets"]
+    if not datasets:
+        return []
+    return expand(
+        f"{OUTDIR}/mask_pairs/{{id}}.{{ext}}",
+        id=datasets,
+        ext=["safetensors", "index.tsv"],
+    ) + [f"{OUTDIR}/versions/luminome-mask-pairs.txt"]
+
+
+def mask_pairs_inputs(wildcards):
+    dataset = MASK_PAIRS["datasets"][wildcards.id]
+    return {key: dataset[key] for key in MASK_PAIRS_INPUTS if key in dataset}
+
+
+def mask_pairs_options(wildcards, input):
+    dataset = MASK_PAIRS["datasets"][wildcards.id]
+    options = [
+        f"{option} {input[key]}"
+        for key, option in MASK_PAIRS_INPUTS.items()
+        if key in dataset
+    ]
+    options += [MASK_PAIRS["extra"], dataset.get("args", "")]
+    return " ".join(option for option in options if option)
+
+
+def paired(dataset_id):
+    """Paired dataset written by the mask_pairs rule for a config["mask_pairs"]["datasets"] id."""
+    return f"{OUTDIR}/mask_pairs/{dataset_id}.safetensors"
+
+
 # --- shared by the model tools (train, predict, importance) ---
 
 
@@ -65,24 +111,28 @@ def gpu_count(section):
 TRAIN = config["train"]
 MLM_RUNS = TRAIN["mlm"]
 CLASSIFY_RUNS = TRAIN["classify"]
+BISTRAND_RUNS = TRAIN["bistrand"]
 
 
 def train_targets():
-    if not (MLM_RUNS or CLASSIFY_RUNS):
+    if not (MLM_RUNS or CLASSIFY_RUNS or BISTRAND_RUNS):
         return []
     return (
         expand(f"{OUTDIR}/train/mlm/{{id}}/best.safetensors", id=MLM_RUNS)
         + expand(f"{OUTDIR}/train/classify/{{id}}/best.safetensors", id=CLASSIFY_RUNS)
+        + expand(f"{OUTDIR}/train/bistrand/{{id}}/best.safetensors", id=BISTRAND_RUNS)
         + [f"{OUTDIR}/versions/luminome-train.txt"]
     )
 
 
-def train_inputs(runs):
+def train_inputs(runs, dataset=tokenized):
+    """Input files of a train run; `dataset` maps a dataset id to its file (tokenized, paired)."""
+
     def inputs(wildcards):
         run = runs[wildcards.id]
-        files = {"train": tokenized(run["train"])}
+        files = {"train": dataset(run["train"])}
         if "dev" in run:
-            files["dev"] = tokenized(run["dev"])
+            files["dev"] = dataset(run["dev"])
         if "init" in run:
             files["init"] = f"{OUTDIR}/train/mlm/{run['init']}/best.safetensors"
         return files
@@ -117,14 +167,38 @@ PREDICT_WITHOUT_METRICS = [
 ]
 
 
+VARIANT_RUNS = PREDICT["variants"]
+
+
 def predict_targets():
-    if not PREDICT_RUNS:
+    if not (PREDICT_RUNS or VARIANT_RUNS):
         return []
     return (
         expand(f"{OUTDIR}/predict/{{id}}.predictions.tsv", id=PREDICT_RUNS)
         + expand(f"{OUTDIR}/predict/{{id}}.metrics.tsv", id=PREDICT_WITH_METRICS)
+        + expand(
+            f"{OUTDIR}/predict/variants/{{id}}.{{ext}}",
+            id=VARIANT_RUNS,
+            ext=["scores.tsv", "scores.vcf.gz", "llr.bedgraph"],
+        )
         + [f"{OUTDIR}/versions/luminome-predict.txt"]
     )
+
+
+def variant_inputs(wildcards):
+    """A variant run's bi-strand checkpoint, its mask_pairs dataset and that dataset's variants."""
+    run = VARIANT_RUNS[wildcards.id]
+    return {
+        "checkpoint": f"{OUTDIR}/train/bistrand/{run['model']}/best.safetensors",
+        "dataset": paired(run["dataset"]),
+        "variants": MASK_PAIRS["datasets"][run["dataset"]]["variants"],
+    }
+
+
+def variant_options(wildcards):
+    parts = [PREDICT["extra"], VARIANT_RUNS[wildcards.id].get("args", "")]
+    parts.append(f"--device {PREDICT['device']}")
+    return " ".join(part for part in parts if part)
 
 
 def classifier_checkpoint(model_id):

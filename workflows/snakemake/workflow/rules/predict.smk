@@ -50,6 +50,35 @@ rule predict:
         " {params.options} --threads {threads} -o {output.predictions} 2> {log}"
 
 
+# Variant effects: config["predict"]["variants"] entries score the SNV windows of a
+# mask_pairs dataset (reference + variants) with a train_bistrand model. Outputs per run id:
+# {outdir}/predict/variants/{id}.scores.tsv (one row per ALT allele), {id}.scores.vcf.gz (the
+# input's records with LLR, LLR_A, LLR_B and REF_MATCH in INFO) and {id}.llr.bedgraph.
+rule predict_variants:
+    input:
+        unpack(variant_inputs),
+    output:
+        scores=f"{OUTDIR}/predict/variants/{{id}}.scores.tsv",
+        vcf=f"{OUTDIR}/predict/variants/{{id}}.scores.vcf.gz",
+        bedgraph=f"{OUTDIR}/predict/variants/{{id}}.llr.bedgraph",
+    log:
+        f"{LOGDIR}/predict/variants/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(VARIANT_RUNS),
+    conda:
+        "../envs/luminome.yaml"
+    threads: PREDICT["threads"]
+    resources:
+        mem_mb=PREDICT["mem_mb"],
+        gpu=gpu_count(PREDICT),
+    params:
+        options=variant_options,
+    shell:
+        "luminome-predict --checkpoint {input.checkpoint} --dataset {input.dataset}"
+        " --variants {input.variants} {params.options} --threads {threads}"
+        " -o {output.scores} --vcf {output.vcf} --bedgraph {output.bedgraph} 2> {log}"
+
+
 rule predict_version:
     output:
         f"{OUTDIR}/versions/luminome-predict.txt",

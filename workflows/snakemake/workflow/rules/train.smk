@@ -1,7 +1,8 @@
 # luminome-train: masked-LM pretraining (mlm) and sequence classifiers (classify) on token
-# datasets from the tokenize rule. Runs are config["train"]["mlm"] / ["classify"] entries;
-# outputs per run id: {outdir}/train/<mlm|classify>/{id}/best.safetensors, last.safetensors
-# (+ .config.json, last.state.safetensors for --resume) and metrics.tsv.
+# datasets from the tokenize rule, and bi-strand masked LMs (bistrand) on paired datasets from
+# the mask_pairs rule. Runs are config["train"]["mlm"] / ["classify"] / ["bistrand"] entries;
+# outputs per run id: {outdir}/train/<mlm|classify|bistrand>/{id}/best.safetensors,
+# last.safetensors (+ .config.json, last.state.safetensors for --resume) and metrics.tsv.
 # A classify run with `init: <mlm run id>` starts from that run's best checkpoint.
 
 
@@ -52,6 +53,31 @@ rule train_classify:
         folder=lambda wildcards, output: os.path.dirname(output.best),
     shell:
         "luminome-train classify --train {input.train} {params.options}"
+        " --threads {threads} -o {params.folder} 2> {log}"
+
+
+rule train_bistrand:
+    input:
+        unpack(train_inputs(BISTRAND_RUNS, dataset=paired)),
+    output:
+        best=f"{OUTDIR}/train/bistrand/{{id}}/best.safetensors",
+        last=f"{OUTDIR}/train/bistrand/{{id}}/last.safetensors",
+        metrics=f"{OUTDIR}/train/bistrand/{{id}}/metrics.tsv",
+    log:
+        f"{LOGDIR}/train/bistrand/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(BISTRAND_RUNS),
+    conda:
+        "../envs/luminome.yaml"
+    threads: TRAIN["threads"]
+    resources:
+        mem_mb=TRAIN["mem_mb"],
+        gpu=gpu_count(TRAIN),
+    params:
+        options=train_options(BISTRAND_RUNS, "bistrand"),
+        folder=lambda wildcards, output: os.path.dirname(output.best),
+    shell:
+        "luminome-train bistrand --train {input.train} {params.options}"
         " --threads {threads} -o {params.folder} 2> {log}"
 
 

@@ -9,7 +9,7 @@ process LUMINOME_TRAIN {
     input:
     // dev / init: [] when not used; init is an MLM checkpoint (classify only)
     tuple val(meta), path(train), path(dev), path(init)
-    val command   // 'mlm' or 'classify'
+    val command   // 'mlm', 'classify' (token datasets) or 'bistrand' (pair datasets)
 
     output:
     tuple val(meta), path("${prefix}/best.safetensors"), emit: best

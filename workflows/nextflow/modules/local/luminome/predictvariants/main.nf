@@ -1,0 +1,47 @@
+process LUMINOME_PREDICTVARIANTS {
+    tag "$meta.id"
+    label 'process_low'
+    label 'process_gpu'
+
+    conda "${moduleDir}/environment.yml"
+    container "${ task.ext.use_gpu ? 'luminome/luminome:0.1.0-cuda' : 'luminome/luminome:0.1.0' }"
+
+    input:
+    // checkpoint: from luminome-train bistrand; dataset: a luminome-mask-pairs variants dataset;
+    // variants: the VCF/BCF/table it was built from (its records are copied into the scored VCF)
+    tuple val(meta), path(checkpoint), path(dataset), path(variants)
+
+    output:
+    tuple val(meta), path("${prefix}.scores.tsv")    , emit: scores
+    tuple val(meta), path("${prefix}.scores.vcf.gz") , emit: vcf
+    tuple val(meta), path("${prefix}.llr.bedgraph")  , emit: bedgraph
+    tuple val("${task.process}"), val('luminome-predict'), eval("luminome-predict --version | sed 's/^luminome-predict //'"), topic: versions, emit: versions_luminome_predict
+
+    when:
+    task.ext.when == null || task.ext.when
+
+    script:
+    def args = task.ext.args ?: ''
+    prefix = task.ext.prefix ?: "${meta.id}"
+    def device = task.ext.use_gpu ? '--device cuda' : ''
+    """
+    luminome-predict \\
+        --checkpoint ${checkpoint} \\
+        --dataset ${dataset} \\
+        --variants ${variants} \\
+        --vcf ${prefix}.scores.vcf.gz \\
+        --bedgraph ${prefix}.llr.bedgraph \\
+        ${args} \\
+        ${device} \\
+        --threads ${task.cpus} \\
+        --output ${prefix}.scores.tsv
+    """
+
+    stub:
+    prefix = task.ext.prefix ?: "${meta.id}"
+    """
+    touch ${prefix}.scores.tsv
+    echo | gzip > ${prefix}.scores.vcf.gz
+    touch ${prefix}.llr.bedgraph
+    """
+}
