@@ -37,6 +37,10 @@ pub struct VariantScores {
     pub alleles: HashMap<(u64, String), AlleleScore>,
     /// Whether each scored record's REF equals the reference FASTA's base.
     pub ref_match: HashMap<u64, bool>,
+    /// The chromosome and 1-based position each scored line had when the dataset was built: a
+    /// variants file whose records moved (another file, or the same one edited) is refused
+    /// rather than given another record's scores.
+    pub sites: HashMap<u64, (String, u64)>,
 }
 
 /// The INFO fields added, with their header descriptions.
@@ -64,15 +68,38 @@ fn add_definitions(header: &mut vcf::Header) {
     );
 }
 
-/// Adds the scores of record `line` to its INFO (nothing when none of its alleles was scored).
-fn annotate(record: &mut RecordBuf, line: u64, scores: &VariantScores) {
+/// Adds the scores of record `line` to its INFO (nothing when none of its alleles was scored);
+/// returns how many of its alleles were scored. A record that is not where the dataset saw it
+/// (another chromosome or position at that line) is an error.
+fn annotate(
+    record: &mut RecordBuf,
+    line: u64,
+    scores: &VariantScores,
+    source: &Path,
+) -> Result<usize> {
+    if let Some((chrom, pos)) = scores.sites.get(&line) {
+        let here = (
+            record.reference_sequence_name().to_string(),
+            record.variant_start().map_or(0, usize::from) as u64,
+        );
+        if here.0 != *chrom || here.1 != *pos {
+            bail!(
+                "{}: line {line} is {}:{}, but the dataset's variant from line {line} was {chrom}:{pos}: \
+                 give --variants the file the dataset was built from",
+                source.display(),
+                here.0,
+                here.1
+            );
+        }
+    }
     let alts: Vec<String> = record.alternate_bases().as_ref().to_vec();
     let per_alt: Vec<Option<&AlleleScore>> = alts
         .iter()
         .map(|a| scores.alleles.get(&(line, a.clone())))
         .collect();
-    if per_alt.iter().all(Option::is_none) {
-        return;
+    let scored = per_alt.iter().flatten().count();
+    if scored == 0 {
+        return Ok(0);
     }
     let fields: [fn(&AlleleScore) -> f32; 3] = [|s| s.llr, |s| s.llr_a, |s| s.llr_b];
     for ((key, _), f) in SCORE_FIELDS.iter().zip(fields) {
@@ -86,6 +113,7 @@ fn annotate(record: &mut RecordBuf, line: u64, scores: &VariantScores) {
             .info_mut()
             .insert(REF_MATCH_FIELD.into(), Some(Value::Integer(i32::from(m))));
     }
+    Ok(scored)
 }
 
 /// Where records go: plain text or BGZF.
@@ -142,6 +170,7 @@ pub fn write_scored_vcf(
     let (mut reader, _) = crate::compress::open(source, 1)?;
     let head = reader.fill_buf()?.to_vec();
     let mut sink = Sink::create(dest)?;
+    let mut matched = 0usize;
     if head.starts_with(b"BCF") {
         let mut r = bcf::io::Reader::from(reader);
         let mut header = r
@@ -152,7 +181,7 @@ pub fn write_scored_vcf(
         for (i, record) in r.record_bufs(&header).enumerate() {
             let mut record = record
                 .with_context(|| format!("{}: record {}: unreadable", source.display(), i + 1))?;
-            annotate(&mut record, i as u64 + 1, scores);
+            matched += annotate(&mut record, i as u64 + 1, scores, source)?;
             sink.record(&header, &record).with_context(context)?;
         }
     } else if head.starts_with(b"##fileformat=VCF") {
@@ -170,7 +199,7 @@ pub fn write_scored_vcf(
             let line = first_line + i as u64;
             let mut record = record
                 .with_context(|| format!("{}: line {line}: unreadable record", source.display()))?;
-            annotate(&mut record, line, scores);
+            matched += annotate(&mut record, line, scores, source)?;
             sink.record(&header, &record).with_context(context)?;
         }
     } else {
@@ -197,9 +226,17 @@ pub fn write_scored_vcf(
                 .set_reference_bases(v.reference.clone())
                 .set_alternate_bases(v.alternates.clone().into())
                 .build();
-            annotate(&mut record, v.line, scores);
+            matched += annotate(&mut record, v.line, scores, source)?;
             sink.record(&header, &record).with_context(context)?;
         }
+    }
+    if matched != scores.alleles.len() {
+        bail!(
+            "{}: {} of the dataset's {} scored alleles are not in this file: give --variants the file the dataset was built from",
+            source.display(),
+            scores.alleles.len() - matched,
+            scores.alleles.len()
+        );
     }
     sink.finish().with_context(context)
 }

@@ -268,5 +268,48 @@ fn datasets_and_checkpoints_that_do_not_fit_are_refused() {
             "pairs.safetensors",
             "--vcf and --bedgraph need a dataset of variant windows",
         ],
+    ); // --variants naming another file than the dataset's: a scored record moved (line 6, I:24,
+       // is now I:25).
+    let moved = dir.path().join("moved.vcf");
+    std::fs::write(
+        &moved,
+        "##fileformat=VCFv4.3\n##contig=<ID=I,length=40>\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\nI\t21\trs1\tG\tA,T\t.\tPASS\t.\nI\t22\trs2\tC\tCA\t.\tPASS\t.\nI\t25\trs4\tC\tG\t.\tPASS\t.\nI\t30\trs5\tA\tG\t.\tPASS\t.\n",
+    )
+    .unwrap();
+    let vcf_out = out.join("s.vcf.gz").display().to_string();
+    let with_variants = |variants: &Path| {
+        vec![
+            "--checkpoint".to_string(),
+            ckpt.display().to_string(),
+            "--dataset".into(),
+            ds.display().to_string(),
+            "-o".into(),
+            o.clone(),
+            "--vcf".into(),
+            vcf_out.clone(),
+            "--variants".into(),
+            variants.display().to_string(),
+        ]
+    };
+    let args = with_variants(&moved);
+    refused(
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        &[
+            "moved.vcf: line 6 is I:25",
+            "was I:24",
+            "the file the dataset was built from",
+        ],
+    );
+    // ... or a file that lacks some of the scored records.
+    let fewer = dir.path().join("fewer.vcf");
+    std::fs::write(
+        &fewer,
+        "##fileformat=VCFv4.3\n##contig=<ID=I,length=40>\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\nI\t21\trs1\tG\tA,T\t.\tPASS\t.\n",
+    )
+    .unwrap();
+    let args = with_variants(&fewer);
+    refused(
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        &["fewer.vcf: 2 of the dataset's 4 scored alleles are not in this file"],
     );
 }

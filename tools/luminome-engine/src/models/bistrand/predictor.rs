@@ -215,6 +215,7 @@ impl PairPredictor {
                 .alleles
                 .insert((v.line, v.alternate.clone()), AlleleScore { llr, llr_a, llr_b });
             self.scores.ref_match.insert(v.line, v.ref_match);
+            self.scores.sites.insert(v.line, (v.chrom.clone(), v.pos));
             let slot = self.track.entry((v.chrom.clone(), v.pos - 1)).or_insert(llr);
             *slot = slot.min(llr);
             let mut values = vec![
