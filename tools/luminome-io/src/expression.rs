@@ -42,11 +42,34 @@ impl ColumnRef {
 pub struct ExpressionTable {
     pub values: HashMap<String, (f64, u64)>,
     pub value_column: String,
+    /// Values by Ensembl-style id without its `.N` version, for ids that had one; ids whose
+    /// unversioned form is shared by two rows are left out (ambiguous).
+    unversioned: HashMap<String, f64>,
+}
+
+/// `ENSG00000100299.17` → `ENSG00000100299`; other names unchanged.
+fn strip_version(id: &str) -> &str {
+    match id.rsplit_once('.') {
+        Some((stem, v))
+            if !stem.is_empty() && !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            stem
+        }
+        _ => id,
+    }
 }
 
 impl ExpressionTable {
     pub fn get(&self, gene: &str) -> Option<f64> {
         self.values.get(gene).map(|v| v.0)
+    }
+
+    /// A gene's value by symbol, then by id, then by id without its version suffix
+    /// (`ENSG00000100299.17` matches a table keyed by `ENSG00000100299`, and the reverse).
+    pub fn get_gene(&self, name: &str, id: &str) -> Option<f64> {
+        self.get(name)
+            .or_else(|| self.get(id))
+            .or_else(|| self.unversioned.get(strip_version(id)).copied())
     }
 
     pub fn len(&self) -> usize {
@@ -113,11 +136,14 @@ pub fn read_expression_with(
                 )
             })?;
             let v = value_column.resolve(h, fields.len()).ok_or_else(|| {
-                InputError::line(
-                    path,
-                    n,
-                    format!("value column {value_column:?} not found in {fields:?}"),
-                )
+                let message = match (value_column, h) {
+                    (ColumnRef::Name(name), Some(h)) => format!(
+                        "no column named {name:?}; the columns are: {}",
+                        h.join(", ")
+                    ),
+                    _ => format!("value column {value_column:?} not found in {fields:?}"),
+                };
+                InputError::line(path, n, message)
             })?;
             Ok((g, v))
         };
@@ -179,6 +205,16 @@ pub fn read_expression_with(
     if table.values.is_empty() {
         return Err(InputError::file(path, "no expression rows"));
     }
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for k in table.values.keys() {
+        *seen.entry(strip_version(k)).or_default() += 1;
+    }
+    table.unversioned = table
+        .values
+        .iter()
+        .filter(|(k, _)| seen[strip_version(k)] == 1)
+        .map(|(k, v)| (strip_version(k).to_string(), v.0))
+        .collect();
     if table.value_column.is_empty() {
         table.value_column = match value_column {
             ColumnRef::Index(i) => format!("column {i}"),
@@ -275,6 +311,27 @@ mod tests {
         assert_eq!(get(Duplicates::Sum), Some(4.0));
         assert_eq!(get(Duplicates::Max), Some(3.0));
         assert_eq!(get(Duplicates::First), Some(1.0));
+    }
+
+    #[test]
+    fn a_column_per_cell_type_and_ids_with_or_without_versions() {
+        let (_d, p) = table("gene_id\tK-562\tGM12878\nENSG0001.5\t1.5\t2.5\nENSG0002\t3\t4\n");
+        let col = |c: &str| {
+            read_expression(&p, &ColumnRef::Index(1), &ColumnRef::Name(c.into())).unwrap()
+        };
+        let k = col("K-562");
+        assert_eq!(k.get_gene("SYMBOL", "ENSG0001"), Some(1.5));
+        assert_eq!(k.get_gene("SYMBOL", "ENSG0002.3"), Some(3.0));
+        assert_eq!(col("GM12878").get_gene("x", "ENSG0001.5"), Some(2.5));
+        let err = read_expression(&p, &ColumnRef::Index(1), &ColumnRef::Name("HeLa".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 1")
+                && err
+                    .contains("no column named \"HeLa\"; the columns are: gene_id, K-562, GM12878"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use luminome_io::tss::{BedTssMode, TssFormat};
 
 use crate::accessibility::{AccessibilitySource, ChromRename, FragmentMode, Normalisation};
 use crate::motifs::Threshold;
-use crate::pipeline::{side_output, BackgroundChoice, CallParams, Config};
+use crate::pipeline::{side_output, BackgroundChoice, CallParams, Config, ExpressionInput};
 use crate::scan::Aggregation;
 use crate::windows::Selection;
 
@@ -31,8 +31,14 @@ Example (the repository's test data; coordinates are 0-based half-open):
     --window 200000 --n-regions 50 -o regions.safetensors
 
 Writes regions.safetensors (features [samples, N, features + 1], region_mask [samples, N],
-tss_index [samples], region_index [samples, N], expression [samples]), regions.samples.tsv and
-regions.regions.tsv (per-region accessibility and motif scores, reusable with --reuse-regions).
+tss_index [samples], region_index [samples, N], tss_slot [samples], strand [samples], expression
+[samples]), regions.samples.tsv and regions.regions.tsv (per-region accessibility and motif
+scores, reusable with --reuse-regions).
+
+Expression tables with a column per cell type: --expression K562=hpa.tsv:K-562 (that column), or
+--expression-matrix hpa.tsv (columns named as the --accessibility cell types).
+Windows for masked-region pretraining (no genes, no expression): --tile-step 100000 instead of
+--genes, one sample per tile and cell type.
 In Python: safetensors.numpy.load_file(\"regions.safetensors\").";
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -142,8 +148,13 @@ pub struct Args {
     #[arg(long, default_value = "Name")]
     pub cluster_name_column: String,
     /// Gene TSS: GTF, GFF3 or a BED-like table (chrom start end name score strand ...).
-    #[arg(long)]
-    pub genes: PathBuf,
+    #[arg(long, required_unless_present = "tile_step")]
+    pub genes: Option<PathBuf>,
+    /// Instead of genes: windows tiled along every reference sequence, centred every this many
+    /// bp (for masked-region pretraining, which needs no expression); tiles without any region
+    /// in their window are left out (counted).
+    #[arg(long, conflicts_with_all = ["genes", "gene_type", "expression", "expression_matrix"])]
+    pub tile_step: Option<u64>,
     #[arg(long, value_enum, default_value = "auto")]
     genes_format: GenesFormatArg,
     /// GTF/GFF3 feature type whose 5' end is the TSS.
@@ -155,9 +166,15 @@ pub struct Args {
     /// Keep only genes of these types (gene_type / gene_biotype); repeatable.
     #[arg(long)]
     pub gene_type: Vec<String>,
-    /// Expression per cell type: CELLTYPE=PATH. Joined on gene symbol, then gene id.
-    #[arg(long, value_parser = parse_pair)]
-    pub expression: Vec<(String, PathBuf)>,
+    /// Expression per cell type: CELLTYPE=PATH, or CELLTYPE=PATH:COLUMN to read that column
+    /// (header name or 1-based index) of a table with one column per cell type. Joined on gene
+    /// symbol, then gene id (also without an Ensembl version suffix).
+    #[arg(long, value_parser = parse_expression)]
+    pub expression: Vec<ExpressionInput>,
+    /// One expression table with a column per cell type, named exactly as the --accessibility
+    /// cell types (HPA cell-line tables, GTEx, any counts matrix).
+    #[arg(long, conflicts_with = "expression")]
+    pub expression_matrix: Option<PathBuf>,
     /// Expression table gene column (header name or 1-based index).
     #[arg(long, default_value = "1")]
     pub expression_gene_column: String,
@@ -240,11 +257,24 @@ pub struct Args {
     pub threads: Option<usize>,
 }
 
-fn parse_pair(s: &str) -> Result<(String, PathBuf), String> {
-    let (k, v) = s
+/// `CELLTYPE=PATH` or `CELLTYPE=PATH:COLUMN`: a value that names an existing file is a path
+/// (so paths with a colon work); otherwise the part after the last colon is the column.
+fn parse_expression(s: &str) -> Result<ExpressionInput, String> {
+    let (cell_type, v) = s
         .split_once('=')
-        .ok_or_else(|| format!("{s:?}: expected CELLTYPE=PATH"))?;
-    Ok((k.to_string(), PathBuf::from(v)))
+        .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+        .ok_or_else(|| format!("{s:?}: expected CELLTYPE=PATH or CELLTYPE=PATH:COLUMN"))?;
+    let (path, column) = match v.rsplit_once(':') {
+        Some((p, c)) if !std::path::Path::new(v).exists() && !p.is_empty() && !c.is_empty() => {
+            (p, Some(c.to_string()))
+        }
+        _ => (v, None),
+    };
+    Ok(ExpressionInput {
+        cell_type: cell_type.to_string(),
+        path: PathBuf::from(path),
+        column,
+    })
 }
 
 fn parse_motif_format(s: &str) -> Result<MotifFormat, String> {
@@ -255,6 +285,9 @@ impl Args {
     pub fn into_config(self, command_line: String) -> Result<Config> {
         if self.n_regions == 0 || self.window == 0 {
             bail!("--n-regions and --window must be positive");
+        }
+        if self.tile_step == Some(0) {
+            bail!("--tile-step must be positive");
         }
         if !(self.pvalue > 0.0 && self.pvalue < 1.0) {
             bail!("--pvalue must be between 0 and 1");
@@ -287,12 +320,16 @@ impl Args {
             cluster_motif_column: self.cluster_motif_column,
             cluster_name_column: self.cluster_name_column,
             genes_format: match self.genes_format {
-                GenesFormatArg::Auto => TssFormat::from_path(&self.genes),
+                GenesFormatArg::Auto => self
+                    .genes
+                    .as_deref()
+                    .map_or(TssFormat::Bed, TssFormat::from_path),
                 GenesFormatArg::Gtf => TssFormat::Gtf,
                 GenesFormatArg::Gff3 => TssFormat::Gff3,
                 GenesFormatArg::Bed => TssFormat::Bed,
             },
             genes: self.genes,
+            tile_step: self.tile_step,
             tss_feature: self.tss_feature,
             bed_tss_mode: match self.bed_tss {
                 BedTssArg::FivePrime => BedTssMode::FivePrime,
@@ -300,6 +337,7 @@ impl Args {
             },
             gene_types: self.gene_type,
             expression: self.expression,
+            expression_matrix: self.expression_matrix,
             expression_gene_column: ColumnRef::parse(&self.expression_gene_column),
             expression_value_column: ColumnRef::parse(&self.expression_value_column),
             expression_transform: match self.expression_transform {

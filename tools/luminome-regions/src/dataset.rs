@@ -1,5 +1,6 @@
 //! The three outputs of a run, written together: the region dataset (safetensors `features`,
-//! `region_mask`, `tss_index`, `region_index`, optional `expression`, and the samples table;
+//! `region_mask`, `tss_index`, `region_index`, `tss_slot`, `strand`, optional `expression`, and
+//! the samples table;
 //! its contract and writer are `luminome_io::region_dataset`) and the per-region table that
 //! `--reuse-regions` reads back. All three are written to temporary names and appear only at
 //! [`DatasetWriter::finish`]; dropping the writer leaves nothing behind.
@@ -121,6 +122,7 @@ impl DatasetWriter {
             features: &self.row,
             region_mask: &self.mask,
             tss_index: s.window.tss_index,
+            tss_slot: s.window.tss_slot,
             region_index: &self.region_index,
             expression: s.expression,
             gene: &g.name,

@@ -1,7 +1,7 @@
 //! The run's inputs before any scanning: the regions (from peaks, or called from coverage) with
 //! their raw accessibility per cell type, and the genes on the reference.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use luminome_io::reference::Reference;
 use luminome_io::tss::{read_tss, GeneTss};
 use luminome_io::InputError;
@@ -141,8 +141,12 @@ pub(crate) fn read_genes(
     reference: &Reference,
     set: &RegionSet,
 ) -> Result<(Vec<(usize, GeneTss)>, usize)> {
+    let Some(genes_path) = &cfg.genes else {
+        let step = cfg.tile_step.context("give --genes or --tile-step")?;
+        return Ok((tiles(set, step), 0));
+    };
     let genes = read_tss(
-        &cfg.genes,
+        genes_path,
         cfg.genes_format,
         &cfg.tss_feature,
         cfg.bed_tss_mode,
@@ -165,7 +169,7 @@ pub(crate) fn read_genes(
         let len = reference.length(&g.chrom).unwrap_or(0);
         if g.tss >= len {
             return Err(InputError::line(
-                &cfg.genes,
+                genes_path,
                 g.line,
                 format!(
                     "TSS of {} ({}:{}) is past the end of {} (length {len})",
@@ -178,10 +182,38 @@ pub(crate) fn read_genes(
     }
     if kept.is_empty() {
         bail!(InputError::file(
-            &cfg.genes,
+            genes_path,
             "no gene left on the reference's sequences (check --gene-type and chromosome names)"
         ));
     }
     kept.sort_by(|a, b| (a.0, a.1.tss, &a.1.name).cmp(&(b.0, b.1.tss, &b.1.name)));
     Ok((kept, off_reference))
+}
+
+/// Pseudo-genes for `--tile-step`: one centre every `step` bp along each sequence (at step/2,
+/// 3·step/2, ...), named after the tile they centre (`chr:start-end`, 0-based half-open), with
+/// no strand. Tiles whose window holds no region are left out later (pipeline).
+fn tiles(set: &RegionSet, step: u64) -> Vec<(usize, GeneTss)> {
+    let mut out = Vec::new();
+    for (ci, c) in set.chroms.iter().enumerate() {
+        let mut start = 0;
+        while start < c.length {
+            let end = (start + step).min(c.length);
+            let name = format!("{}:{start}-{end}", c.name);
+            out.push((
+                ci,
+                GeneTss {
+                    id: name.clone(),
+                    name,
+                    chrom: c.name.clone(),
+                    tss: start + (end - start) / 2,
+                    strand: luminome_io::bed::Strand::Unknown,
+                    gene_type: None,
+                    line: 0,
+                },
+            ));
+            start = end;
+        }
+    }
+    out
 }

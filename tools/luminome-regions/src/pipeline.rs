@@ -27,6 +27,15 @@ use crate::reuse::RegionTable;
 use crate::scan::{Aggregation, MotifScanner, ScanStats};
 use crate::windows::{select, Selection};
 
+/// One `--expression CELLTYPE=PATH[:COLUMN]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpressionInput {
+    pub cell_type: String,
+    pub path: PathBuf,
+    /// The value column for this cell type (default: `--expression-value-column`).
+    pub column: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackgroundChoice {
     Uniform,
@@ -52,12 +61,16 @@ pub struct Config {
     pub clusters: Option<PathBuf>,
     pub cluster_motif_column: String,
     pub cluster_name_column: String,
-    pub genes: PathBuf,
+    /// Gene TSS file; `None` with `tile_step`.
+    pub genes: Option<PathBuf>,
+    /// Windows tiled along the reference every this many bp instead of genes.
+    pub tile_step: Option<u64>,
     pub genes_format: TssFormat,
     pub tss_feature: String,
     pub bed_tss_mode: BedTssMode,
     pub gene_types: Vec<String>,
-    pub expression: Vec<(String, PathBuf)>,
+    pub expression: Vec<ExpressionInput>,
+    pub expression_matrix: Option<PathBuf>,
     pub expression_gene_column: ColumnRef,
     pub expression_value_column: ColumnRef,
     pub expression_transform: ExpressionTransform,
@@ -200,33 +213,54 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let nf = inputs.features.len();
 
     // Expression.
-    if !cfg.expression.is_empty() {
-        for (ct, _) in &cfg.expression {
-            if !inputs.cell_types.contains(ct) {
-                bail!("--expression for cell type {ct:?}, which has no --accessibility");
+    let expression_inputs: Vec<ExpressionInput> = match &cfg.expression_matrix {
+        Some(path) => inputs
+            .cell_types
+            .iter()
+            .map(|ct| ExpressionInput {
+                cell_type: ct.clone(),
+                path: path.clone(),
+                column: Some(ct.clone()),
+            })
+            .collect(),
+        None => cfg.expression.clone(),
+    };
+    if !expression_inputs.is_empty() {
+        for e in &expression_inputs {
+            if !inputs.cell_types.contains(&e.cell_type) {
+                bail!(
+                    "--expression for cell type {:?}, which has no --accessibility",
+                    e.cell_type
+                );
             }
         }
         for ct in &inputs.cell_types {
-            if !cfg.expression.iter().any(|(c, _)| c == ct) {
+            if !expression_inputs.iter().any(|e| &e.cell_type == ct) {
                 bail!("--expression is given for some cell types but not for {ct:?}");
             }
         }
     }
     let mut expression: HashMap<String, ExpressionTable> = HashMap::new();
-    for (ct, path) in &cfg.expression {
+    for e in &expression_inputs {
+        let column = e
+            .column
+            .as_deref()
+            .map(ColumnRef::parse)
+            .unwrap_or_else(|| cfg.expression_value_column.clone());
         let t = read_expression_with(
-            path,
+            &e.path,
             &cfg.expression_gene_column,
-            &cfg.expression_value_column,
+            &column,
             cfg.expression_duplicates,
         )?;
         log(format!(
-            "{ct}: {} expression values ({}) from {}",
+            "{}: {} expression values ({}) from {}",
+            e.cell_type,
             t.len(),
             t.value_column,
-            path.display()
+            e.path.display()
         ));
-        expression.insert(ct.clone(), t);
+        expression.insert(e.cell_type.clone(), t);
     }
     let has_expression = !expression.is_empty();
 
@@ -310,9 +344,13 @@ pub fn run(cfg: &Config) -> Result<Summary> {
                     acc,
                 );
                 gene_has_regions = !w.regions.is_empty();
+                if cfg.tile_step.is_some() && !gene_has_regions {
+                    // A tile with nothing in its window teaches pretraining nothing.
+                    continue;
+                }
                 let value = expression
                     .get(ct)
-                    .and_then(|t| t.get(&gene.name).or_else(|| t.get(&gene.id)));
+                    .and_then(|t| t.get_gene(&gene.name, &gene.id));
                 if has_expression && value.is_none() {
                     summary.samples_without_expression += 1;
                     if !cfg.keep_missing_expression {
@@ -341,10 +379,17 @@ pub fn run(cfg: &Config) -> Result<Summary> {
         bail!("no samples to write (every gene lacked an expression value; see --keep-missing-expression)");
     }
     if summary.genes_without_regions > 0 {
-        log(format!(
-            "{} genes have no region in their {} bp window; they are kept with an all-zero region_mask",
-            summary.genes_without_regions, cfg.window
-        ));
+        log(if cfg.tile_step.is_some() {
+            format!(
+                "{} tiles have no region in their {} bp window and are left out",
+                summary.genes_without_regions, cfg.window
+            )
+        } else {
+            format!(
+                "{} genes have no region in their {} bp window; they are kept with an all-zero region_mask",
+                summary.genes_without_regions, cfg.window
+            )
+        });
     }
     if summary.samples_without_expression > 0 {
         log(format!(
@@ -364,17 +409,21 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let meta = RegionDatasetMeta {
         cell_types: inputs.cell_types.clone(),
         coordinates: "0-based half-open".into(),
-        expression: cfg
-            .expression
+        expression: expression_inputs
             .iter()
-            .map(|(c, p)| ExpressionSource {
-                cell_type: c.clone(),
-                path: p.display().to_string(),
+            .map(|e| ExpressionSource {
+                cell_type: e.cell_type.clone(),
+                column: e.column.clone(),
+                path: e.path.display().to_string(),
             })
             .collect(),
         expression_transform: has_expression.then(|| cfg.expression_transform.name().to_string()),
         feature_names,
-        genes: cfg.genes.display().to_string(),
+        genes: match (&cfg.genes, cfg.tile_step) {
+            (Some(g), _) => g.display().to_string(),
+            (None, Some(step)) => format!("tiles every {step} bp"),
+            (None, None) => String::new(),
+        },
         motif: motif_meta,
         n_regions: cfg.n_regions,
         normalisation: cfg.normalisation.name().to_string(),

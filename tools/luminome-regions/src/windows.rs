@@ -28,6 +28,9 @@ impl Selection {
 pub struct Window {
     pub regions: Vec<usize>,
     pub tss_index: Option<usize>,
+    /// The TSS's slot: its region's, or the number of chosen regions that end before it (the
+    /// slot it falls before), so models can tell every region's place relative to the TSS.
+    pub tss_slot: usize,
 }
 
 pub fn distance(region: (u64, u64), tss: u64) -> u64 {
@@ -69,9 +72,12 @@ pub fn select(
     let tss_index = cand
         .iter()
         .position(|&i| regions[i].0 <= tss && tss < regions[i].1);
+    let tss_slot =
+        tss_index.unwrap_or_else(|| cand.iter().filter(|&&i| regions[i].1 <= tss).count());
     Window {
         regions: cand,
         tss_index,
+        tss_slot,
     }
 }
 
@@ -85,7 +91,13 @@ mod tests {
     fn closest_regions_in_genomic_order_with_tss_index() {
         let w = select(&R, 205, 1000, 3, Selection::Distance, &[0.0; 5]);
         assert_eq!(w.regions, vec![1, 2, 3]);
-        assert_eq!(w.tss_index, Some(1));
+        assert_eq!((w.tss_index, w.tss_slot), (Some(1), 1));
+        // Between regions: the slot of the first region after the TSS.
+        let w = select(&R, 150, 1000, 3, Selection::Distance, &[0.0; 5]);
+        assert_eq!(
+            (w.regions.clone(), w.tss_index, w.tss_slot),
+            (vec![0, 1, 2], None, 2)
+        );
     }
 
     #[test]
@@ -109,7 +121,7 @@ mod tests {
         let w = select(&R, 5005, 100, 10, Selection::Distance, &[0.0; 5]);
         assert_eq!((w.regions.clone(), w.tss_index), (vec![4], Some(0)));
         let w = select(&R, 2500, 100, 10, Selection::Distance, &[0.0; 5]);
-        assert!(w.regions.is_empty() && w.tss_index.is_none());
+        assert!(w.regions.is_empty() && w.tss_index.is_none() && w.tss_slot == 0);
     }
 
     #[test]

@@ -338,3 +338,165 @@ fn bigwig_and_bedgraph_of_the_same_coverage_agree() {
         .all(|(x, y)| x["acc_raw:K562"] == y["acc_raw:K562"]));
     assert!(a.iter().any(|x| x["acc_raw:K562"] != "0"));
 }
+
+/// Slot of the TSS among the regions (its region's, or the first region after it) and the
+/// gene's strand, checked against the samples and regions tables.
+#[test]
+fn tss_slots_and_strands_place_every_region_relative_to_the_tss() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("d.safetensors");
+    let o = run(&base_args(), &out);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tf = TensorFile::open(&out).unwrap();
+    let samples = read_tsv(&dir.path().join("d.samples.tsv"));
+    let regions = read_tsv(&dir.path().join("d.regions.tsv"));
+    let (slot, strand, tss_index, rindex) = (
+        tf.require("tss_slot").unwrap(),
+        tf.require("strand").unwrap(),
+        tf.require("tss_index").unwrap(),
+        tf.require("region_index").unwrap(),
+    );
+    let mut between = 0;
+    for (s, row) in samples.iter().enumerate() {
+        let (mut sl, mut ti, mut ri) = (Vec::new(), Vec::new(), Vec::new());
+        slot.extend_i64(s, &mut sl);
+        tss_index.extend_i64(s, &mut ti);
+        rindex.extend_i64(s, &mut ri);
+        let expected_strand: i8 = if row["strand"] == "-" { -1 } else { 1 };
+        assert_eq!(strand.row_bytes(s)[0] as i8, expected_strand);
+        if ti[0] >= 0 {
+            assert_eq!(sl[0], ti[0]);
+            continue;
+        }
+        between += 1;
+        let tss: u64 = row["tss"].parse().unwrap();
+        let used: usize = row["regions_used"].parse().unwrap();
+        let ends_before = ri[..used]
+            .iter()
+            .filter(|&&r| regions[r as usize]["end"].parse::<u64>().unwrap() <= tss)
+            .count();
+        assert_eq!(sl[0], ends_before as i64, "sample {s}");
+    }
+    assert!(between > 0, "some TSSs lie between regions");
+}
+
+/// A table with one column per cell type, read per cell type by column name or as a matrix
+/// whose columns are named after the cell types; a column that does not exist is refused with
+/// the columns that do.
+#[test]
+fn expression_columns_per_cell_type_and_expression_matrices() {
+    let dir = tempfile::tempdir().unwrap();
+    let matrix = dir.path().join("matrix.tsv");
+    std::fs::write(
+        &matrix,
+        "gene_id\tK562\tGM12878\tHeLa\nENSG00000100116.9\t42.91\t88.9699\t1\nENSG00000189060\t3\t1.6455\t1\n",
+    )
+    .unwrap();
+    let base: Vec<String> = {
+        // Drop both --expression flags of the standard run.
+        let mut a = with(base_args(), "--expression", None);
+        a = with(a, "--expression", None);
+        a.extend(["--expression-gene-column".into(), "gene_id".into()]);
+        a.extend(["--keep-missing-expression".into()]);
+        a
+    };
+    let expression_of = |out: &Path, gene: &str, cell: &str| -> String {
+        let samples = read_tsv(&out.with_file_name(format!(
+            "{}.samples.tsv",
+            out.file_stem().unwrap().to_string_lossy()
+        )));
+        samples
+            .iter()
+            .find(|r| r["gene"] == gene && r["cell_type"] == cell)
+            .unwrap()["expression"]
+            .clone()
+    };
+    // Columns named per cell type (one of them by 1-based index); gene ids with and without a
+    // version suffix match the genes' ids.
+    let mut args = base.clone();
+    args.extend([
+        "--expression".into(),
+        format!("K562={}:K562", matrix.display()),
+        "--expression".into(),
+        format!("GM12878={}:3", matrix.display()),
+    ]);
+    let a = dir.path().join("a.safetensors");
+    let o = run(&args, &a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let gcat_k562: f64 = expression_of(&a, "GCAT", "K562").parse().unwrap();
+    assert!((gcat_k562 - 42.91f64.ln_1p()).abs() < 1e-9);
+    let h1f0_gm: f64 = expression_of(&a, "H1F0", "GM12878").parse().unwrap();
+    assert!((h1f0_gm - 1.6455f64.ln_1p()).abs() < 1e-9);
+    // The same as a matrix: identical tensors.
+    let mut args = base.clone();
+    args.extend(["--expression-matrix".into(), matrix.display().to_string()]);
+    let b = dir.path().join("b.safetensors");
+    let o = run(&args, &b);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tensors = |p: &Path| {
+        let tf = TensorFile::open(p).unwrap();
+        let mut v = Vec::new();
+        for s in 0..18 {
+            tf.require("expression").unwrap().extend_f32(s, &mut v);
+        }
+        v.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+    };
+    assert_eq!(tensors(&a), tensors(&b));
+    // A column that is not there.
+    let mut args = base;
+    args.extend([
+        "--expression".into(),
+        format!("K562={}:K-562", matrix.display()),
+        "--expression".into(),
+        format!("GM12878={}:GM12878", matrix.display()),
+    ]);
+    let c = dir.path().join("c.safetensors");
+    let o = run(&args, &c);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains("matrix.tsv: line 1")
+            && e.contains(
+                "no column named \"K-562\"; the columns are: gene_id, K562, GM12878, HeLa"
+            ),
+        "{e}"
+    );
+    assert!(!c.exists());
+}
+
+/// --tile-step: windows tiled along the reference instead of genes (no expression), tiles with
+/// no region in their window left out.
+#[test]
+fn tiles_along_the_reference_make_pretraining_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = with(base_args(), "--expression", None);
+    args = with(args, "--expression", None);
+    args = with(args, "--genes", None);
+    args = with(args, "--bed-tss", None);
+    args = with(args, "--window", Some("20000"));
+    args.extend(["--tile-step".into(), "10000".into()]);
+    let out = dir.path().join("t.safetensors");
+    let o = run(&args, &out);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tf = TensorFile::open(&out).unwrap();
+    assert!(tf.tensor("expression").is_none());
+    let samples = read_tsv(&dir.path().join("t.samples.tsv"));
+    // 200 kb slice, a tile every 10 kb: at most 20 per cell type, the empty ones left out.
+    assert!(
+        samples.len() > 10 && samples.len() <= 40,
+        "{}",
+        samples.len()
+    );
+    for row in &samples {
+        let tss: u64 = row["tss"].parse().unwrap();
+        assert_eq!(tss % 10000, 5000, "{row:?}");
+        assert_eq!(
+            row["gene"],
+            format!("chr22_slice:{}-{}", tss - 5000, tss + 5000)
+        );
+        assert!(row["regions_used"].parse::<usize>().unwrap() > 0);
+        assert_eq!(row["strand"], ".");
+    }
+    let meta: serde_json::Value = serde_json::from_str(&tf.metadata()["luminome"]).unwrap();
+    assert_eq!(meta["genes"], "tiles every 10000 bp");
+}

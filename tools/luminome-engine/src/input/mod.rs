@@ -118,6 +118,7 @@ mod tests {
             features: &vec![0.5; f],
             region_mask: &[1],
             tss_index: Some(0),
+            tss_slot: 0,
             region_index: &[0],
             expression: None,
             gene: "G",

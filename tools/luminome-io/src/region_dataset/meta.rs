@@ -8,10 +8,14 @@ pub const REGION_DATASET_KIND: &str = "luminome.region_dataset";
 /// Stored as the string `"1"` under `format_version`.
 pub const REGION_DATASET_VERSION: u32 = 1;
 
-/// One `--expression CELLTYPE=PATH` source.
+/// One `--expression CELLTYPE=PATH[:COLUMN]` source.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExpressionSource {
     pub cell_type: String,
+    /// The table column read for this cell type, when it was named (`CELLTYPE=PATH:COLUMN` or
+    /// `--expression-matrix`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
     pub path: String,
 }
 

@@ -9,6 +9,8 @@
 //! | `region_mask` | u8 | [S, N] | 1 for a real region, 0 for an empty slot |
 //! | `tss_index` | i64 | [S] | slot of the region holding the TSS, −1 when none does |
 //! | `region_index` | i64 | [S, N] | row of each slot's region in the regions table, −1 for empty slots |
+//! | `tss_slot` | i64 | [S] | the TSS's slot: its region's, or, when no region holds it, the slot it falls before (0..=N) |
+//! | `strand` | i8 | [S] | the gene's strand: 1 (+), −1 (−), 0 (unknown) |
 //! | `expression` | f32 | [S] | optional: the (transformed) expression target, NaN when missing |
 //!
 //! `__metadata__` holds `kind` (`luminome.region_dataset`), `format_version`, `tool`,
@@ -64,6 +66,7 @@ mod tests {
                 features: &features,
                 region_mask: &[1, 1, 0],
                 tss_index: (i == 0).then_some(1),
+                tss_slot: if i == 0 { 1 } else { 2 },
                 region_index: &[3, 4, -1],
                 expression,
                 gene: "G",
@@ -94,6 +97,8 @@ mod tests {
         assert_eq!(&b.features[..6], &[0., 1., 2., 3., 4., 5.]);
         assert_eq!(b.region_mask, [1, 1, 0, 1, 1, 0]);
         assert_eq!(b.tss_index, [-1, 1]);
+        assert_eq!(b.tss_slot, Some(vec![2, 1]));
+        assert_eq!(b.strand, Some(vec![-1, -1]));
         let e = b.expression.unwrap();
         assert!(e[0].is_nan() && e[1] == 2.5);
         let samples = ds.read_samples().unwrap();

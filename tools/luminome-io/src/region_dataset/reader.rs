@@ -42,6 +42,11 @@ pub struct RegionBatch {
     pub region_mask: Vec<u8>,
     /// −1 where no region holds the TSS.
     pub tss_index: Vec<i64>,
+    /// The TSS's slot among the regions (its region's, or the one it falls before); `None` for
+    /// datasets written before luminome-regions stored it.
+    pub tss_slot: Option<Vec<i64>>,
+    /// The gene's strand: 1 (+), −1 (−), 0 (unknown); `None` like `tss_slot`.
+    pub strand: Option<Vec<i8>>,
     /// NaN where missing.
     pub expression: Option<Vec<f32>>,
 }
@@ -106,6 +111,8 @@ impl RegionDataset {
         expect("tss_index", ElemType::I64, &[samples], true)?;
         expect("region_index", ElemType::I64, &[samples, n], true)?;
         expect("expression", ElemType::F32, &[samples], false)?;
+        expect("tss_slot", ElemType::I64, &[samples], false)?;
+        expect("strand", ElemType::I8, &[samples], false)?;
         let ds = Self {
             path: path.to_path_buf(),
             file,
@@ -127,6 +134,23 @@ impl RegionDataset {
                 path.display(),
                 i + 1
             );
+        }
+        if let Some(t) = ds.file.tensor("tss_slot") {
+            let mut slots = Vec::with_capacity(samples);
+            for r in 0..samples {
+                t.extend_i64(r, &mut slots);
+            }
+            if let Some((i, &v)) = slots
+                .iter()
+                .enumerate()
+                .find(|(_, &v)| v < 0 || v > n as i64)
+            {
+                bail!(
+                    "{}: sample {}: tss_slot {v} is outside 0..={n}",
+                    path.display(),
+                    i + 1
+                );
+            }
         }
         Ok(ds)
     }
@@ -180,8 +204,12 @@ impl RegionDataset {
             features: Vec::with_capacity(records.len() * n * f),
             region_mask: Vec::with_capacity(records.len() * n),
             tss_index: Vec::with_capacity(records.len()),
+            tss_slot: self.file.tensor("tss_slot").map(|_| Vec::new()),
+            strand: self.file.tensor("strand").map(|_| Vec::new()),
             expression: self.has_expression().then(Vec::new),
         };
+        let tss_slot = self.file.tensor("tss_slot");
+        let strand = self.file.tensor("strand");
         let features = self.file.require("features")?;
         let mask = self.file.require("region_mask")?;
         let tss = self.file.require("tss_index")?;
@@ -197,6 +225,12 @@ impl RegionDataset {
             features.extend_f32(r, &mut b.features);
             b.region_mask.extend_from_slice(mask.row_bytes(r));
             tss.extend_i64(r, &mut b.tss_index);
+            if let (Some(t), Some(out)) = (&tss_slot, b.tss_slot.as_mut()) {
+                t.extend_i64(r, out);
+            }
+            if let (Some(t), Some(out)) = (&strand, b.strand.as_mut()) {
+                out.extend(t.row_bytes(r).iter().map(|&v| v as i8));
+            }
             if let (Some(e), Some(out)) = (&expression, b.expression.as_mut()) {
                 e.extend_f32(r, out);
             }

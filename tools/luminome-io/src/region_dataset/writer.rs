@@ -20,6 +20,9 @@ pub struct RegionSample<'a> {
     pub region_mask: &'a [u8],
     /// Slot of the TSS region.
     pub tss_index: Option<usize>,
+    /// Slot of the TSS among the regions: the TSS region's slot, or, when no region holds the
+    /// TSS, the slot it falls before (the number of regions that end before it).
+    pub tss_slot: usize,
     /// `[N]`: regions-table row of each slot, −1 for empty slots.
     pub region_index: &'a [i64],
     /// The expression target; `None` is written as NaN (tensor) and `NA` (table).
@@ -60,6 +63,8 @@ impl RegionDatasetWriter {
             ColumnSpec::fixed("region_mask", ElemType::U8, &[n_regions]),
             ColumnSpec::fixed("tss_index", ElemType::I64, &[]),
             ColumnSpec::fixed("region_index", ElemType::I64, &[n_regions]),
+            ColumnSpec::fixed("tss_slot", ElemType::I64, &[]),
+            ColumnSpec::fixed("strand", ElemType::I8, &[]),
         ];
         if has_expression {
             specs.push(ColumnSpec::fixed("expression", ElemType::F32, &[]));
@@ -79,7 +84,11 @@ impl RegionDatasetWriter {
 
     pub fn push(&mut self, s: &RegionSample<'_>) -> Result<()> {
         let (n, f) = (self.n_regions, self.n_features);
-        if s.features.len() != n * f || s.region_mask.len() != n || s.region_index.len() != n {
+        if s.features.len() != n * f
+            || s.region_mask.len() != n
+            || s.region_index.len() != n
+            || s.tss_slot > n
+        {
             bail!("internal: region sample with the wrong sizes for N = {n}, F = {f}");
         }
         let tss_index = s.tss_index.map(|i| i as i64).unwrap_or(-1);
@@ -87,9 +96,16 @@ impl RegionDatasetWriter {
         self.tensors.push_bytes(1, s.region_mask)?;
         self.tensors.push_i64(2, &[tss_index])?;
         self.tensors.push_i64(3, s.region_index)?;
+        self.tensors.push_i64(4, &[s.tss_slot as i64])?;
+        let strand: i8 = match s.strand {
+            '+' => 1,
+            '-' => -1,
+            _ => 0,
+        };
+        self.tensors.push_bytes(5, &strand.to_le_bytes())?;
         if self.has_expression {
             self.tensors
-                .push_f32(4, &[s.expression.map(|v| v as f32).unwrap_or(f32::NAN)])?;
+                .push_f32(6, &[s.expression.map(|v| v as f32).unwrap_or(f32::NAN)])?;
         }
         writeln!(
             self.samples,
