@@ -50,6 +50,15 @@ pub trait Predictor {
     /// Metrics over everything predicted so far, as `(metric, value)` rows; `None` without truth.
     fn metrics(&self) -> Result<Option<Vec<(String, String)>>>;
 
+    /// Predicts only the samples of `subset` of the split the model was trained with (expression
+    /// models trained with --holdout); called before anything is predicted.
+    fn select_subset(&mut self, subset: crate::models::region::Subset) -> Result<()> {
+        bail!(
+            "--subset {} is for expression models trained with --holdout",
+            subset.name()
+        )
+    }
+
     /// Checks, before any output, that this predictor can write the extra outputs asked for.
     fn check_extra(&self, extra: &ExtraOutputs) -> Result<()> {
         if extra.any() {

@@ -1,4 +1,4 @@
-//! Classification metrics shared by training evaluation (`luminome-train`) and `luminome-predict`.
+//! Classification metrics (and regression metrics for expression models, [`regression`]) shared by training evaluation (`luminome-train`) and `luminome-predict`.
 //!
 //! Pure Rust, no model code. Classes are indices `0..n_classes`; scores are one row of class
 //! probabilities per example (row-major `[n, n_classes]`). Definitions follow scikit-learn so
@@ -26,10 +26,12 @@ pub mod confusion;
 pub mod error;
 pub mod probabilities;
 pub mod ranking;
+pub mod regression;
 pub mod report;
 
 pub use confusion::ConfusionMatrix;
 pub use error::MetricsError;
 pub use probabilities::softmax;
 pub use ranking::{auroc, average_precision};
+pub use regression::RegressionMetrics;
 pub use report::{argmax, ClassificationMetrics};

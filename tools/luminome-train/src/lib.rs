@@ -36,6 +36,8 @@ train_commands! {
     Classify(luminome_engine::models::classifier::ClassifyArgs),
     BagOfTokens(luminome_engine::models::bag_of_tokens::BagOfTokensArgs),
     Bistrand(luminome_engine::models::bistrand::BiStrandArgs),
+    RegionPretrain(luminome_engine::models::region_pretrain::RegionPretrainArgs),
+    Expression(luminome_engine::models::expression::ExpressionArgs),
 }
 
 pub fn run_cli(cli: Cli) -> Result<()> {

@@ -12,7 +12,7 @@ use candle_nn::VarBuilder;
 use serde::{Deserialize, Serialize};
 
 use crate::nn::DropoutRng;
-pub use transformer::{Encoder, EncoderArgs, EncoderConfig, PositionEncoding};
+pub use transformer::{Encoder, EncoderArgs, EncoderConfig, EncoderStack, PositionEncoding};
 
 /// Anything that yields per-position hidden states and respects a padding mask.
 pub trait Backbone: std::fmt::Debug + Send + Sync {

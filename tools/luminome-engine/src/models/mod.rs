@@ -5,6 +5,7 @@
 //! "Adding a model family".
 
 mod family;
+pub mod region;
 
 pub use family::{downcast, parameter_names, AsAny, BuiltModel, FamilyConfig, Model, Registered};
 
@@ -91,4 +92,6 @@ model_families! {
     classifier: "classifier" => Classifier(ClassifierConfig),
     bag_of_tokens: "bag_of_tokens" => BagOfTokens(BagOfTokensConfig),
     bistrand: "bistrand" => BiStrand(BiStrandConfig),
+    region_pretrain: "region_pretrain" => RegionPretrain(RegionPretrainConfig),
+    expression: "expression" => Expression(ExpressionConfig),
 }

@@ -31,6 +31,20 @@ impl Linear {
         })
     }
 
+    /// y = x Wᵀ, no bias (parameter `weight` only).
+    pub fn no_bias(in_dim: usize, out_dim: usize, vb: VarBuilder) -> Result<Self> {
+        let bound = 1.0 / (in_dim as f64).sqrt();
+        let weight = vb.get_with_hints(
+            (out_dim, in_dim),
+            "weight",
+            candle_nn::Init::Uniform {
+                lo: -bound,
+                up: bound,
+            },
+        )?;
+        Ok(Self { weight, bias: None })
+    }
+
     pub fn weight(&self) -> &Tensor {
         &self.weight
     }

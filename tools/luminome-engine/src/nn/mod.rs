@@ -20,9 +20,11 @@ pub mod layer_norm;
 pub mod linear;
 pub mod masking;
 pub mod softmax;
+pub mod softplus;
 
 pub use dropout::{maybe_dropout, DropoutRng};
 pub use layer_norm::{normalize_last_dim, normalize_last_dim_primitive, LayerNorm};
 pub use linear::{add_bias, sum_rows, Linear};
 pub use masking::{attention_bias, masked_max, masked_mean, MASK_BIAS};
 pub use softmax::{softmax_last_dim, softmax_last_dim_primitive};
+pub use softplus::softplus;

@@ -26,7 +26,10 @@ pub mod reader;
 pub mod writer;
 
 pub use meta::{ExpressionSource, RegionDatasetMeta, REGION_DATASET_KIND, REGION_DATASET_VERSION};
-pub use reader::{read_samples, RegionBatch, RegionDataset, SampleRow, SAMPLES_HEADER};
+pub use reader::{
+    read_region_coords, read_samples, RegionBatch, RegionCoords, RegionDataset, SampleRow,
+    SAMPLES_HEADER,
+};
 pub use writer::{RegionDatasetWriter, RegionSample};
 
 #[cfg(test)]

@@ -42,6 +42,8 @@ pub struct RegionBatch {
     pub region_mask: Vec<u8>,
     /// −1 where no region holds the TSS.
     pub tss_index: Vec<i64>,
+    /// `[batch, N]`: the regions-table row of each slot, −1 for empty slots.
+    pub region_index: Vec<i64>,
     /// The TSS's slot among the regions (its region's, or the one it falls before); `None` for
     /// datasets written before luminome-regions stored it.
     pub tss_slot: Option<Vec<i64>>,
@@ -204,12 +206,14 @@ impl RegionDataset {
             features: Vec::with_capacity(records.len() * n * f),
             region_mask: Vec::with_capacity(records.len() * n),
             tss_index: Vec::with_capacity(records.len()),
+            region_index: Vec::with_capacity(records.len() * n),
             tss_slot: self.file.tensor("tss_slot").map(|_| Vec::new()),
             strand: self.file.tensor("strand").map(|_| Vec::new()),
             expression: self.has_expression().then(Vec::new),
         };
         let tss_slot = self.file.tensor("tss_slot");
         let strand = self.file.tensor("strand");
+        let region_index = self.file.require("region_index")?;
         let features = self.file.require("features")?;
         let mask = self.file.require("region_mask")?;
         let tss = self.file.require("tss_index")?;
@@ -225,6 +229,7 @@ impl RegionDataset {
             features.extend_f32(r, &mut b.features);
             b.region_mask.extend_from_slice(mask.row_bytes(r));
             tss.extend_i64(r, &mut b.tss_index);
+            region_index.extend_i64(r, &mut b.region_index);
             if let (Some(t), Some(out)) = (&tss_slot, b.tss_slot.as_mut()) {
                 t.extend_i64(r, out);
             }
@@ -249,6 +254,23 @@ impl RegionDataset {
         Ok(self.path.with_file_name(name))
     }
 
+    /// The regions table beside the dataset (the file name its metadata records).
+    pub fn regions_path(&self) -> Result<PathBuf> {
+        let name = self.meta.regions_table.as_deref().with_context(|| {
+            format!(
+                "{}: the metadata names no regions table",
+                self.path.display()
+            )
+        })?;
+        Ok(self.path.with_file_name(name))
+    }
+
+    /// The coordinates of every region of the regions table beside the dataset, by row
+    /// (`region_index` values index it).
+    pub fn read_region_coords(&self) -> Result<Vec<RegionCoords>> {
+        read_region_coords(&self.regions_path()?)
+    }
+
     /// Reads the samples table beside the dataset and checks it has one row per sample.
     pub fn read_samples(&self) -> Result<Vec<SampleRow>> {
         let path = self.samples_path()?;
@@ -264,6 +286,51 @@ impl RegionDataset {
         }
         Ok(rows)
     }
+}
+
+/// A region's place: chromosome and 0-based half-open bounds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionCoords {
+    pub chrom: String,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// Reads the `region chrom start end` columns of a regions table (rows in region order).
+pub fn read_region_coords(path: &Path) -> Result<Vec<RegionCoords>> {
+    let (reader, _) = crate::compress::open(path, 1)?;
+    let mut out = Vec::new();
+    for (i, line) in reader.lines().enumerate() {
+        let line =
+            line.with_context(|| format!("{}: line {}: cannot read", path.display(), i + 1))?;
+        let f: Vec<&str> = line.split('\t').collect();
+        if i == 0 {
+            if f.len() < 4 || f[..4] != ["region", "chrom", "start", "end"] {
+                bail!(
+                    "{}: line 1: not a Luminome regions table header",
+                    path.display()
+                );
+            }
+            continue;
+        }
+        let bad = || anyhow::anyhow!("{}: line {}: malformed regions row", path.display(), i + 1);
+        if f.len() < 4 || f[0].parse::<usize>().ok() != Some(out.len()) {
+            return Err(bad());
+        }
+        let (start, end): (u64, u64) = (
+            f[2].parse().map_err(|_| bad())?,
+            f[3].parse().map_err(|_| bad())?,
+        );
+        if end <= start {
+            return Err(bad());
+        }
+        out.push(RegionCoords {
+            chrom: f[1].to_string(),
+            start,
+            end,
+        });
+    }
+    Ok(out)
 }
 
 /// Reads a samples table.

@@ -70,6 +70,48 @@ impl EncoderLayer {
     }
 }
 
+/// The blocks and the final layer norm, on inputs that are already embeddings: what token
+/// encoders ([`Encoder`]) and region encoders share. Parameter names (under the caller's prefix):
+/// `layers.{i}.{ln1,attn.qkv,attn.out,ln2,ffn.up,ffn.down}.*`, `final_norm.*`.
+#[derive(Debug, Clone)]
+pub struct EncoderStack {
+    layers: Vec<EncoderLayer>,
+    final_norm: LayerNorm,
+    rotary: Option<Rotary>,
+}
+
+impl EncoderStack {
+    /// `rotary`: rotary positions in every attention layer (token encoders with
+    /// `position: rotary`).
+    pub fn new(cfg: &EncoderConfig, rotary: bool, vb: VarBuilder) -> Result<Self> {
+        let rotary = if rotary {
+            Some(Rotary::new(cfg, vb.dtype(), vb.device())?)
+        } else {
+            None
+        };
+        let layers = (0..cfg.num_layers)
+            .map(|i| EncoderLayer::new(cfg, vb.pp(format!("layers.{i}"))))
+            .collect::<Result<Vec<_>>>()?;
+        let final_norm = LayerNorm::new(cfg.d_model, cfg.layer_norm_eps, vb.pp("final_norm"))?;
+        Ok(Self {
+            layers,
+            final_norm,
+            rotary,
+        })
+    }
+
+    /// Hidden states `[B, L, D]` of inputs `[B, L, D]` (embeddings, positions and input dropout
+    /// already applied) with mask `[B, L]` (1 = real, 0 = padding; any dtype).
+    pub fn forward(&self, x: &Tensor, mask: &Tensor, rng: Option<&DropoutRng>) -> Result<Tensor> {
+        let bias = attention_bias(mask, x.dtype())?;
+        let mut x = x.clone();
+        for layer in &self.layers {
+            x = layer.forward(&x, &bias, self.rotary.as_ref(), rng)?;
+        }
+        self.final_norm.forward(&x)
+    }
+}
+
 /// The encoder. Parameter names: `tok_emb.weight`, `pos_emb.weight` (learned positions only),
 /// `layers.{i}.{ln1,attn.qkv,attn.out,ln2,ffn.up,ffn.down}.*`, `final_norm.*`.
 #[derive(Debug, Clone)]
@@ -77,39 +119,29 @@ pub struct Encoder {
     cfg: EncoderConfig,
     tok_emb: Embedding,
     pos_emb: Option<Tensor>,
-    rotary: Option<Rotary>,
-    layers: Vec<EncoderLayer>,
-    final_norm: LayerNorm,
+    stack: EncoderStack,
 }
 
 impl Encoder {
     pub fn new(cfg: &EncoderConfig, vb: VarBuilder) -> Result<Self> {
         let tok_emb = candle_nn::embedding(cfg.vocab_size, cfg.d_model, vb.pp("tok_emb"))?;
-        let (pos_emb, rotary) = match cfg.position {
-            PositionEncoding::Learned => (
-                Some(vb.pp("pos_emb").get_with_hints(
-                    (cfg.max_length, cfg.d_model),
-                    "weight",
-                    candle_nn::Init::Randn {
-                        mean: 0.0,
-                        stdev: 0.02,
-                    },
-                )?),
-                None,
-            ),
-            PositionEncoding::Rotary => (None, Some(Rotary::new(cfg, vb.dtype(), vb.device())?)),
+        let pos_emb = match cfg.position {
+            PositionEncoding::Learned => Some(vb.pp("pos_emb").get_with_hints(
+                (cfg.max_length, cfg.d_model),
+                "weight",
+                candle_nn::Init::Randn {
+                    mean: 0.0,
+                    stdev: 0.02,
+                },
+            )?),
+            PositionEncoding::Rotary => None,
         };
-        let layers = (0..cfg.num_layers)
-            .map(|i| EncoderLayer::new(cfg, vb.pp(format!("layers.{i}"))))
-            .collect::<Result<Vec<_>>>()?;
-        let final_norm = LayerNorm::new(cfg.d_model, cfg.layer_norm_eps, vb.pp("final_norm"))?;
+        let stack = EncoderStack::new(cfg, cfg.position == PositionEncoding::Rotary, vb)?;
         Ok(Self {
             cfg: cfg.clone(),
             tok_emb,
             pos_emb,
-            rotary,
-            layers,
-            final_norm,
+            stack,
         })
     }
 
@@ -138,16 +170,12 @@ impl Encoder {
                 self.cfg.max_length
             );
         }
-        let mut x = match &self.pos_emb {
+        let x = match &self.pos_emb {
             Some(p) => emb.broadcast_add(&p.narrow(0, 0, l)?)?,
             None => emb.clone(),
         };
-        x = maybe_dropout(&x, self.cfg.dropout, rng)?;
-        let bias = attention_bias(mask, emb.dtype())?;
-        for layer in &self.layers {
-            x = layer.forward(&x, &bias, self.rotary.as_ref(), rng)?;
-        }
-        self.final_norm.forward(&x)
+        let x = maybe_dropout(&x, self.cfg.dropout, rng)?;
+        self.stack.forward(&x, mask, rng)
     }
 
     /// Token ids `[B, L]` (u32) → hidden states `[B, L, D]`.

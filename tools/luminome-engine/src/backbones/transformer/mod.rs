@@ -8,7 +8,7 @@ pub mod encoder;
 
 pub use args::EncoderArgs;
 pub use config::{EncoderConfig, PositionEncoding};
-pub use encoder::Encoder;
+pub use encoder::{Encoder, EncoderStack};
 
 impl super::Backbone for Encoder {
     fn hidden_size(&self) -> usize {

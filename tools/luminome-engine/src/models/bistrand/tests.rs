@@ -239,7 +239,7 @@ fn training_through_luminome_train_learns_a_periodic_genome() {
 fn the_fused_softplus_matches_its_formula_and_gradient() {
     let x = Tensor::new(&[-30f32, -2.0, -0.1, 0.0, 0.3, 5.0, 40.0], &Device::Cpu).unwrap();
     let var = Var::from_tensor(&x).unwrap();
-    let y = super::mixer::softplus(var.as_tensor()).unwrap();
+    let y = crate::nn::softplus(var.as_tensor()).unwrap();
     let grads = y.sum_all().unwrap().backward().unwrap();
     let g: Vec<f32> = grads.get(var.as_tensor()).unwrap().to_vec1().unwrap();
     let y: Vec<f32> = y.to_vec1().unwrap();

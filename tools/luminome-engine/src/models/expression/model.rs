@@ -1,0 +1,130 @@
+//! The expression model: the region encoder and a head.
+//!
+//!   H = Encoder(X)                                    (regions × D)
+//!   attention pooling: α = softmax_i(w · h_i) over the real regions, z = Σ α_i h_i,
+//!                      r = W_2 GELU(W_1 z + b_1) + b_2
+//!   TSS region:        r = w · h_t + b at the TSS region t (GET)
+//!   ŷ = softplus(r) (Poisson loss) or r (MSE)
+
+use candle_core::{Result, Tensor};
+use candle_nn::VarBuilder;
+
+use super::config::{ExpressionConfig, ExpressionHead, ExpressionLoss};
+use crate::models::region::{RegionEncoder, RegionTensors, ENCODER_PREFIX};
+use crate::models::Model;
+use crate::nn::{attention_bias, softmax_last_dim, softplus, DropoutRng, Linear};
+
+#[derive(Debug, Clone)]
+enum Head {
+    AttentionPool {
+        score: Linear,
+        up: Linear,
+        down: Linear,
+    },
+    TssRegion {
+        linear: Linear,
+    },
+}
+
+/// Parameters: `encoder.*` (the region encoder); `head.pool.weight`, `head.mlp.up.*`,
+/// `head.mlp.down.*` (attention pooling) or `head.tss.*` (TSS region).
+#[derive(Debug, Clone)]
+pub struct ExpressionModel {
+    pub config: ExpressionConfig,
+    pub encoder: RegionEncoder,
+    head: Head,
+}
+
+/// One forward pass.
+pub struct ExpressionOutput {
+    /// ŷ `[B]`: the predicted expression (a rate for the Poisson loss).
+    pub prediction: Tensor,
+    /// α `[B, N]` (attention pooling only).
+    pub alpha: Option<Tensor>,
+}
+
+impl ExpressionModel {
+    pub fn new(cfg: &ExpressionConfig, vb: VarBuilder) -> Result<Self> {
+        let d = cfg.encoder.d_model;
+        let h = vb.pp("head");
+        let head = match cfg.head {
+            ExpressionHead::AttentionPool { mlp_hidden } => Head::AttentionPool {
+                score: Linear::no_bias(d, 1, h.pp("pool"))?,
+                up: Linear::new(d, mlp_hidden, h.pp("mlp").pp("up"))?,
+                down: Linear::new(mlp_hidden, 1, h.pp("mlp").pp("down"))?,
+            },
+            ExpressionHead::TssRegion => Head::TssRegion {
+                linear: Linear::new(d, 1, h.pp("tss"))?,
+            },
+        };
+        Ok(Self {
+            config: cfg.clone(),
+            encoder: RegionEncoder::new(&cfg.encoder, vb.pp(ENCODER_PREFIX))?,
+            head,
+        })
+    }
+
+    /// Predictions from raw features `[B, N, F]` (the batch's, or any tensor of that shape:
+    /// gradient methods pass their own) with the batch's positions and mask.
+    pub fn forward_features(
+        &self,
+        features: &Tensor,
+        t: &RegionTensors,
+        rng: Option<&DropoutRng>,
+    ) -> Result<ExpressionOutput> {
+        let h = self.encoder.forward(features, &t.offsets, &t.mask, rng)?;
+        let (b, n, d) = h.dims3()?;
+        let (raw, alpha) = match &self.head {
+            Head::AttentionPool { score, up, down } => {
+                let s = score.forward(&h)?.reshape((b, 1, 1, n))?;
+                let s = s.broadcast_add(&attention_bias(&t.mask, s.dtype())?)?;
+                let alpha = softmax_last_dim(&s)?.reshape((b, 1, n))?;
+                let z = alpha.matmul(&h)?.reshape((b, d))?;
+                let r = down.forward(&up.forward(&z)?.gelu_erf()?)?;
+                (r.reshape(b)?, Some(alpha.reshape((b, n))?))
+            }
+            Head::TssRegion { linear } => {
+                let rows: Vec<u32> = t
+                    .read_slots
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &s)| (i * n + s) as u32)
+                    .collect();
+                let idx = Tensor::from_vec(rows, b, h.device())?;
+                let at = h.reshape((b * n, d))?.index_select(&idx, 0)?;
+                (linear.forward(&at)?.reshape(b)?, None)
+            }
+        };
+        let prediction = match self.config.loss {
+            ExpressionLoss::Poisson => softplus(&raw)?,
+            ExpressionLoss::Mse => raw,
+        };
+        Ok(ExpressionOutput { prediction, alpha })
+    }
+
+    pub fn forward(&self, t: &RegionTensors, rng: Option<&DropoutRng>) -> Result<ExpressionOutput> {
+        self.forward_features(&t.features, t, rng)
+    }
+
+    /// The training loss of predictions `[B]` against targets: mean Poisson NLL ŷ − y ln(ŷ + ε)
+    /// (ε = 1e-8, PyTorch's) or mean squared error.
+    pub fn loss(&self, prediction: &Tensor, targets: &[f32]) -> Result<Tensor> {
+        let y = Tensor::from_slice(targets, targets.len(), prediction.device())?;
+        match self.config.loss {
+            ExpressionLoss::Poisson => (prediction - (&y * (prediction + 1e-8)?.log()?)?)?.mean_all(),
+            ExpressionLoss::Mse => (prediction - &y)?.sqr()?.mean_all(),
+        }
+    }
+
+    /// Gradient-free predictions as numbers.
+    pub fn predict(&self, t: &RegionTensors) -> Result<Vec<f32>> {
+        self.forward(t, None)?.prediction.to_vec1()
+    }
+
+    /// Hidden width.
+    pub fn hidden_size(&self) -> usize {
+        self.config.encoder.d_model
+    }
+}
+
+impl Model for ExpressionModel {}

@@ -1,0 +1,332 @@
+//! `luminome-train region-pretrain` and `expression` on synthetic region datasets: losses fall,
+//! the TSS-driven expression is learnt, a pretrained encoder initialises an expression model,
+//! the same seed gives the same bytes, and the bad inputs are refused.
+
+mod common;
+
+use common::*;
+use luminome_engine::testing::write_region_dataset;
+
+const TINY: &[&str] = &[
+    "--preset",
+    "tiny",
+    "--batch-size",
+    "16",
+    "--warmup",
+    "10",
+    "--lr",
+    "3e-3",
+    "--seed",
+    "1",
+    "--dropout",
+    "0",
+];
+
+fn metrics(dir: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let text = std::fs::read_to_string(dir.join("metrics.tsv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    lines
+        .map(|l| {
+            header
+                .iter()
+                .map(|h| h.to_string())
+                .zip(l.split('\t').map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+fn last_metric(dir: &Path, name: &str) -> f64 {
+    metrics(dir)
+        .iter()
+        .rev()
+        .find_map(|r| {
+            r.get(name)
+                .filter(|v| !v.is_empty())
+                .map(|v| v.parse().unwrap())
+        })
+        .unwrap()
+}
+
+/// 320 synthetic genes in two cell types (expression from the TSS region) and a pretraining
+/// set without expression.
+fn region_data() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let genes = dir.path().join("genes.safetensors");
+    write_region_dataset(&genes, 320, 8, &["K562", "GM12878"], 1, Some(&|_, y| y)).unwrap();
+    let tiles = dir.path().join("tiles.safetensors");
+    write_region_dataset(&tiles, 320, 8, &["K562", "GM12878"], 2, None).unwrap();
+    (dir, genes, tiles)
+}
+
+#[test]
+fn expression_from_the_tss_region_is_learnt_from_a_pretrained_encoder() {
+    let (dir, genes, tiles) = region_data();
+    let pre = dir.path().join("pre");
+    let mut args = vec![
+        "region-pretrain",
+        "--train",
+        tiles.to_str().unwrap(),
+        "--holdout",
+        "genes",
+    ];
+    args.extend(TINY);
+    args.extend([
+        "--steps",
+        "120",
+        "--eval-every",
+        "40",
+        "-o",
+        pre.to_str().unwrap(),
+    ]);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = metrics(&pre);
+    let first: f64 = rows[..10]
+        .iter()
+        .map(|r| r["loss"].parse::<f64>().unwrap())
+        .sum::<f64>()
+        / 10.0;
+    let last: f64 = rows[rows.len() - 10..]
+        .iter()
+        .map(|r| r["loss"].parse::<f64>().unwrap())
+        .sum::<f64>()
+        / 10.0;
+    assert!(last < first, "pretraining loss {first} -> {last}");
+
+    let out = dir.path().join("expr");
+    let mut args = vec![
+        "expression",
+        "--init",
+        pre.join("best.safetensors")
+            .to_str()
+            .unwrap()
+            .to_owned()
+            .leak(),
+        "--train",
+        genes.to_str().unwrap(),
+        "--holdout",
+        "genes",
+        "--batch-size",
+        "16",
+        "--warmup",
+        "10",
+        "--lr",
+        "3e-3",
+        "--seed",
+        "1",
+        "--steps",
+        "300",
+        "--eval-every",
+        "100",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.push("--head");
+    args.push("attention-pool");
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let pearson = last_metric(&out, "dev_pearson");
+    assert!(pearson > 0.8, "dev Pearson {pearson}");
+    // The split is in the checkpoint, with the encoder of the pretraining run.
+    let meta =
+        luminome_engine::checkpoint::read_checkpoint_meta(&out.join("best.safetensors")).unwrap();
+    let json = serde_json::to_value(&meta.model).unwrap();
+    assert_eq!(json["holdout"]["by"], "genes");
+    assert_eq!(json["encoder"]["d_model"], 32);
+    assert!(meta
+        .sources
+        .iter()
+        .any(|s| s.ends_with("pre/best.safetensors")));
+
+    // Same seed, same bytes.
+    let again = dir.path().join("expr2");
+    let args2: Vec<&str> = args
+        .iter()
+        .map(|a| {
+            if *a == out.to_str().unwrap() {
+                again.to_str().unwrap()
+            } else {
+                a
+            }
+        })
+        .collect();
+    let o = run(&args2);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let weights = |p: &Path| {
+        let v = std::fs::read(p).unwrap();
+        v[8 + u64::from_le_bytes(v[..8].try_into().unwrap()) as usize..].to_vec()
+    };
+    assert_eq!(
+        weights(&out.join("best.safetensors")),
+        weights(&again.join("best.safetensors"))
+    );
+}
+
+#[test]
+fn both_heads_and_both_losses_train_from_scratch() {
+    let (dir, genes, _) = region_data();
+    for (head, loss) in [("tss-region", "poisson"), ("attention-pool", "mse")] {
+        let out = dir.path().join(format!("{head}-{loss}"));
+        let mut args = vec![
+            "expression",
+            "--train",
+            genes.to_str().unwrap(),
+            "--holdout",
+            "cell-type",
+            "--test-cell-type",
+            "GM12878",
+            "--head",
+            head,
+            "--loss",
+            loss,
+        ];
+        args.extend(TINY);
+        args.extend([
+            "--steps",
+            "200",
+            "--eval-every",
+            "100",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let o = run(&args);
+        assert!(o.status.success(), "{head} {loss}: {}", stderr(&o));
+        let pearson = last_metric(&out, "dev_pearson");
+        assert!(pearson > 0.7, "{head} {loss}: dev Pearson {pearson}");
+    }
+}
+
+fn refused(args: &[&str], out: &Path, needles: &[&str]) {
+    let o = run(args);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    for n in needles {
+        assert!(e.contains(n), "{n:?} not in {e}");
+    }
+    assert!(!out.join("best.safetensors").exists() && !out.join("metrics.tsv").exists());
+}
+
+#[test]
+fn bad_region_inputs_are_refused_with_the_sample() {
+    let (dir, genes, tiles) = region_data();
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    let g = genes.to_str().unwrap();
+    // A held-out cell type the dataset does not have.
+    refused(
+        &["expression", "--train", g, "--holdout", "cell-type", "--test-cell-type", "HeLa", "-o", o],
+        &out,
+        &["genes.safetensors: --test-cell-type \"HeLa\" is not a cell type of the dataset (it has K562, GM12878)"],
+    );
+    // No expression at all (a pretraining set).
+    refused(
+        &["expression", "--train", tiles.to_str().unwrap(), "-o", o],
+        &out,
+        &["tiles.safetensors: no expression values"],
+    );
+    // Missing and negative values.
+    let nan = dir.path().join("nan.safetensors");
+    write_region_dataset(
+        &nan,
+        40,
+        8,
+        &["K562"],
+        3,
+        Some(&|s, y| if s == 7 { f64::NAN } else { y }),
+    )
+    .unwrap();
+    refused(
+        &["expression", "--train", nan.to_str().unwrap(), "-o", o],
+        &out,
+        &["nan.safetensors: sample 7 (G7 in K562): expression NaN is missing"],
+    );
+    let neg = dir.path().join("neg.safetensors");
+    write_region_dataset(
+        &neg,
+        40,
+        8,
+        &["K562"],
+        3,
+        Some(&|s, y| if s == 9 { -0.5 } else { y }),
+    )
+    .unwrap();
+    refused(
+        &["expression", "--train", neg.to_str().unwrap(), "-o", o],
+        &out,
+        &[
+            "neg.safetensors: sample 9 (G9 in K562): expression -0.5 is negative",
+            "--loss mse",
+        ],
+    );
+    // Samples whose every region is masked.
+    let empty = dir.path().join("empty.safetensors");
+    write_region_dataset(&empty, 40, 8, &["K562"], 3, Some(&|_, y| y)).unwrap();
+    let samples = empty.with_file_name("empty.samples.tsv");
+    let text = std::fs::read_to_string(&samples).unwrap();
+    let edited: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 4 {
+                let mut f: Vec<&str> = l.split('\t').collect();
+                f[7] = "0";
+                f.join("\t")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    std::fs::write(&samples, edited.join("\n") + "\n").unwrap();
+    refused(
+        &["expression", "--train", empty.to_str().unwrap(), "-o", o],
+        &out,
+        &[
+            "empty.safetensors: sample 3 (G3 in K562) has no region in its window",
+            "--skip-empty-samples",
+        ],
+    );
+    // A classifier checkpoint as --init; a pretraining checkpoint of other features.
+    let d = data();
+    let clf = d.root.join("clf");
+    let mut args = vec![
+        "classify",
+        "--train",
+        d.root
+            .join("train.safetensors")
+            .to_str()
+            .unwrap()
+            .to_owned()
+            .leak() as &str,
+        "--adapter",
+        "mean",
+        "-o",
+        clf.to_str().unwrap(),
+    ];
+    args.extend(common::TINY);
+    let r = run(&args);
+    assert!(r.status.success(), "{}", stderr(&r));
+    refused(
+        &[
+            "expression",
+            "--train",
+            g,
+            "--init",
+            clf.join("best.safetensors").to_str().unwrap(),
+            "-o",
+            o,
+        ],
+        &out,
+        &[
+            "--init needs a masked-region pretraining checkpoint (kind region_pretrain",
+            "sequence classifier",
+        ],
+    );
+    // ... and an expression dataset given to a sequence command.
+    refused(
+        &["classify", "--train", g, "--adapter", "mean", "-o", o],
+        &out,
+        &["genes.safetensors"],
+    );
+}
