@@ -9,10 +9,25 @@ use clap::{Parser, ValueEnum};
 pub enum Method {
     /// DynamicGated adapter only: the gate g_i^final of each token, reduced over channels (--reduce).
     Gates,
-    /// Gradient × input on the token embeddings, summed over channels.
+    /// Gradient × input on the token embeddings, summed over channels; expression models: on
+    /// the region features.
     Saliency,
-    /// Integrated gradients on the token embeddings (zero-embedding baseline, --ig-steps).
+    /// Integrated gradients on the token embeddings (zero-embedding baseline, --ig-steps);
+    /// expression models: on the region features from the all-zero input.
     Ig,
+    /// Expression models with the attention-pooling head: each region's pooling weight α_i.
+    Pooling,
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Gates => "gates",
+            Self::Saliency => "saliency",
+            Self::Ig => "ig",
+            Self::Pooling => "pooling",
+        }
+    }
 }
 
 /// How the per-channel gates g_i^final (d values per token) become one score.
@@ -49,21 +64,34 @@ Outputs:
        (N, 4, L) float32, record (N) int64, length (N) int64 bases; rows as the model saw them
        (reverse complement for '-' rows); L = the longest row in bases. For TF-MoDISco-lite,
        save contrib and onehot to .npy and pass them as -a and -s.
-In Python: numpy.load('prom_test.ig.npz')['contrib'].shape";
+In Python: numpy.load('prom_test.ig.npz')['contrib'].shape
 
-/// Token and base importance of a trained Luminome sequence classifier.
+Expression models (luminome-train expression on a luminome-regions dataset):
+  luminome-importance --checkpoint expr/best.safetensors --dataset genes.safetensors --subset test \
+      --method saliency --top 20 -o test.motifs.tsv --bedgraph test.regions.bedgraph
+  TSV (saliency, ig): sample gene gene_id cell_type feature score rank — each feature's
+       contribution to the prediction summed over the sample's regions, the --top largest |score|;
+  TSV (pooling): sample gene gene_id cell_type slot region chrom start end alpha;
+  bedGraph: per region, the mean over samples of alpha or of its summed contribution;
+  npz: alpha (S, N) or contrib (S, N, F), region_index (S, N), sample (S).";
+
+/// Token and base importance of a trained Luminome sequence classifier; region and motif
+/// importance of an expression model.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "luminome-importance", version, about, after_help = EXAMPLES)]
 pub struct ImportanceArgs {
-    /// Classifier checkpoint (.safetensors from luminome-train classify).
+    /// Classifier checkpoint (luminome-train classify) or expression checkpoint (luminome-train
+    /// expression).
     #[arg(long)]
     pub checkpoint: PathBuf,
 
-    /// Token dataset (luminome-tokenize output) tokenized like the model's training data.
+    /// Token dataset (luminome-tokenize output) tokenized like the model's training data; a
+    /// region dataset (luminome-regions) for expression models.
     #[arg(long)]
     pub dataset: PathBuf,
 
-    /// gates (DynamicGated models), saliency (gradient × input) or ig (integrated gradients).
+    /// gates (DynamicGated models), saliency (gradient × input), ig (integrated gradients) or
+    /// pooling (attention-pooling expression models).
     #[arg(long, value_enum)]
     pub method: Method,
 
@@ -100,6 +128,14 @@ pub struct ImportanceArgs {
     /// --method ig: interpolation steps (midpoint Riemann sum).
     #[arg(long, default_value_t = 32)]
     pub ig_steps: usize,
+
+    /// Expression models: features reported per sample (largest |summed contribution| first).
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+
+    /// Expression models trained with --holdout: explain only this part of their split.
+    #[arg(long, value_enum)]
+    pub subset: Option<luminome_engine::models::region::Subset>,
 
     /// Records per forward/backward pass.
     #[arg(long, default_value_t = 16)]

@@ -1,4 +1,5 @@
-//! `luminome-importance`: per-token and per-base importance of a trained sequence classifier.
+//! `luminome-importance`: per-token and per-base importance of a trained sequence classifier,
+//! and per-region and per-motif importance of an expression model ([`expression`]).
 //!
 //! - [`args`]: the command line (methods, reductions, outputs).
 //! - [`methods`]: gates (DynamicGated g_i^final reduced over channels), gradient × input and
@@ -12,6 +13,7 @@
 
 pub mod args;
 pub mod bases;
+pub mod expression;
 pub mod methods;
 pub mod outputs;
 
@@ -140,6 +142,21 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
     .flatten()
     {
         check_output_dir(out)?;
+    }
+    let kind = luminome_engine::checkpoint::read_checkpoint_meta(&args.checkpoint)?
+        .model
+        .kind();
+    if kind == "expression" {
+        return expression::run(args, started);
+    }
+    if args.method == Method::Pooling {
+        bail!(
+            "{}: --method pooling is for expression models with the attention-pooling head",
+            args.checkpoint.display()
+        );
+    }
+    if args.subset.is_some() {
+        bail!("--subset is for expression models trained with --holdout");
     }
     let device = parse_device(&args.runtime.device)?;
     let input = Input::open(&args.checkpoint, &args.dataset, device)?;

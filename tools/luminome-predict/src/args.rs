@@ -25,7 +25,15 @@ Variant effects (a bi-strand model; a luminome-mask-pairs --variants dataset):
   llr = ln P(ALT) - ln P(REF) at the masked site (A/C/G/T softmax), mean of the two strands' heads;
   negative: the model finds ALT less likely. The VCF is the input's records with LLR, LLR_A,
   LLR_B (Number=A) and REF_MATCH in INFO (BGZF when it ends in .gz); the bedGraph has the lowest
-  LLR per position.";
+  LLR per position.
+
+Expression (an expression model; a luminome-regions dataset):
+  luminome-predict --checkpoint expr/best.safetensors --dataset genes.safetensors --subset test \
+      -o test.predictions.tsv --metrics test.metrics.tsv
+  TSV: record name(gene) gene_id cell_type [split] predicted [observed]; metrics (n, pearson,
+  spearman, r2, poisson_deviance, mse) over all samples with a value, then per cell type
+  (K562.pearson, ...). --subset train|dev|test: only that part of the split the model was
+  trained with (--holdout).";
 
 /// Runs a trained Luminome model on a dataset and writes its predictions.
 #[derive(Debug, Clone, Parser)]
@@ -35,8 +43,9 @@ pub struct PredictArgs {
     #[arg(long)]
     pub checkpoint: PathBuf,
 
-    /// Dataset to predict on (a token dataset from luminome-tokenize for sequence models),
-    /// tokenized like the model's training data.
+    /// Dataset to predict on: a token dataset (luminome-tokenize) for sequence models, tokenized
+    /// like the model's training data; a pair dataset (luminome-mask-pairs) for bi-strand
+    /// models; a region dataset (luminome-regions) for expression models.
     #[arg(long)]
     pub dataset: PathBuf,
 
@@ -56,6 +65,11 @@ pub struct PredictArgs {
     /// Variant datasets: a bedGraph of the lowest LLR per position.
     #[arg(long)]
     pub bedgraph: Option<PathBuf>,
+
+    /// Expression models trained with --holdout: predict only this part of their split
+    /// (all, train, dev, test).
+    #[arg(long, value_enum)]
+    pub subset: Option<luminome_engine::models::region::Subset>,
 
     /// The variants file --vcf copies records from [default: the one the dataset was built from].
     #[arg(long)]

@@ -38,6 +38,7 @@ predict_families! {
     luminome_engine::models::classifier::ClassifierConfig,
     luminome_engine::models::bag_of_tokens::BagOfTokensConfig,
     luminome_engine::models::bistrand::BiStrandConfig,
+    luminome_engine::models::expression::ExpressionConfig,
 }
 
 /// Reads the checkpoint's model kind and opens the matching predictor on `dataset`.
@@ -88,9 +89,12 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     };
     let device = parse_device(&args.runtime.device)?;
     let mut predictor = open_predictor(&args.checkpoint, &args.dataset, device)?;
+    if let Some(subset) = args.subset {
+        predictor.select_subset(subset)?;
+    }
     if args.metrics.is_some() && !predictor.has_truth() {
         bail!(
-            "{}: --metrics needs true labels, and this dataset has none (tokenize with the label column)",
+            "{}: --metrics needs true labels or values, and this dataset has none",
             args.dataset.display()
         );
     }

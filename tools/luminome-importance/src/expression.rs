@@ -1,0 +1,241 @@
+//! `luminome-importance` on expression models: which regions and which motifs drive each
+//! sample's predicted expression.
+//!
+//! - `--method pooling`: the attention-pooling weights α_i (attention-pooling head only).
+//!   TSV: `sample gene gene_id cell_type slot region chrom start end alpha`, one row per region.
+//! - `--method saliency` (gradient × input) or `ig` (integrated gradients from the all-zero
+//!   input): each region × feature's contribution to ŷ, summed over the regions per feature.
+//!   TSV: `sample gene gene_id cell_type feature score rank`, the `--top` features per sample by
+//!   |score| (rank 1 = largest).
+//! - `--bedgraph`: per region (its coordinates in the regions table), the mean over the scored
+//!   samples of α (pooling) or of the region's summed contribution (saliency / ig).
+//! - `--npz`: `alpha` (S, N) or `contrib` (S, N, F) float32, `region_index` (S, N) int64 and
+//!   `sample` (S) int64, for the scored samples in order.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use luminome_cli::progress_bar;
+use luminome_engine::models::expression::explain::{contributions, pooling_weights};
+use luminome_engine::models::expression::{ExpressionHead, ExpressionInput};
+use luminome_engine::models::region::Subset;
+use luminome_engine::parse_device;
+use luminome_io::atomic::AtomicWriter;
+use luminome_io::bedgraph::BedGraphWriter;
+use luminome_io::npz::{NpyArraySpec, NpyElem, NpzWriter};
+
+use crate::args::{ImportanceArgs, Method};
+
+/// Per-region values summed over samples, for the bedGraph: (chrom, start, end) → (Σ, count).
+type RegionTrack = BTreeMap<(String, u64, u64), (f64, u32)>;
+
+pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
+    let device = parse_device(&args.runtime.device)?;
+    let input = ExpressionInput::open(&args.checkpoint, &args.dataset, device)?;
+    let model = input.model()?;
+    if args.only_label.is_some() || args.target.is_some() {
+        bail!("--only-label and --target are for sequence classifiers; expression models explain their one output");
+    }
+    let pooling = match args.method {
+        Method::Pooling => {
+            if model.config.head == ExpressionHead::TssRegion {
+                bail!(
+                    "{}: --method pooling needs an attention-pooling model; this one reads the TSS region (--head tss-region). Use --method saliency or ig",
+                    args.checkpoint.display()
+                );
+            }
+            true
+        }
+        Method::Saliency | Method::Ig => false,
+        Method::Gates => bail!(
+            "{}: --method gates is for DynamicGated sequence classifiers; expression models take pooling, saliency or ig",
+            args.checkpoint.display()
+        ),
+    };
+    if args.top == 0 {
+        bail!("--top must be at least 1");
+    }
+    let mut records = input.subset(args.subset.unwrap_or(Subset::All))?;
+    let empty = records
+        .iter()
+        .filter(|&&r| input.samples[r].regions_used == 0)
+        .count();
+    records.retain(|&r| input.samples[r].regions_used > 0);
+    if let Some(n) = args.records {
+        records.truncate(n);
+    }
+    if records.is_empty() {
+        bail!(
+            "{}: no samples with regions selected",
+            args.dataset.display()
+        );
+    }
+    let coords = input.dataset.read_region_coords()?;
+    let ds = &input.dataset;
+    let (n, f) = (ds.n_regions(), ds.n_features());
+    let names = ds.feature_names().to_vec();
+    let mut npz = match &args.npz {
+        Some(p) => {
+            let s = records.len() as u64;
+            let first = if pooling {
+                NpyArraySpec::new("alpha", NpyElem::F32, &[s, n as u64])
+            } else {
+                NpyArraySpec::new("contrib", NpyElem::F32, &[s, n as u64, f as u64])
+            };
+            Some(NpzWriter::create(
+                p,
+                &[
+                    first,
+                    NpyArraySpec::new("region_index", NpyElem::I64, &[s, n as u64]),
+                    NpyArraySpec::new("sample", NpyElem::I64, &[s]),
+                ],
+            )?)
+        }
+        None => None,
+    };
+    let mut tsv = AtomicWriter::create(&args.output)?;
+    if pooling {
+        writeln!(
+            tsv,
+            "sample\tgene\tgene_id\tcell_type\tslot\tregion\tchrom\tstart\tend\talpha"
+        )?;
+    } else {
+        writeln!(
+            tsv,
+            "sample\tgene\tgene_id\tcell_type\tfeature\tscore\trank"
+        )?;
+    }
+    let region_coords = |r: i64| coords.get(usize::try_from(r).ok()?);
+    let mut track = RegionTrack::new();
+    let ig_steps = (args.method == Method::Ig).then_some(args.ig_steps);
+    let bar = progress_bar(records.len() as u64, args.runtime.quiet);
+    for chunk in records.chunks(args.batch_size.max(1)) {
+        let t = input.tensors(chunk)?;
+        let values = if pooling {
+            pooling_weights(model, &t)?
+        } else {
+            contributions(model, &t, ig_steps)?
+        };
+        for (i, &r) in chunk.iter().enumerate() {
+            let s = &input.samples[r];
+            let region_index = &t.host.region_index[i * n..(i + 1) * n];
+            let used = t.n_used[i];
+            let per_region: Vec<f64> = if pooling {
+                values[i * n..i * n + used]
+                    .iter()
+                    .map(|&a| f64::from(a))
+                    .collect()
+            } else {
+                (0..used)
+                    .map(|slot| {
+                        let at = (i * n + slot) * f;
+                        values[at..at + f].iter().map(|&v| f64::from(v)).sum()
+                    })
+                    .collect()
+            };
+            if pooling {
+                for (slot, &a) in per_region.iter().enumerate() {
+                    let (chrom, start, end) = match region_coords(region_index[slot]) {
+                        Some(c) => (c.chrom.as_str(), c.start.to_string(), c.end.to_string()),
+                        None => (".", ".".into(), ".".into()),
+                    };
+                    writeln!(
+                        tsv,
+                        "{r}\t{}\t{}\t{}\t{slot}\t{}\t{chrom}\t{start}\t{end}\t{a:.6}",
+                        s.gene, s.gene_id, s.cell_type, region_index[slot]
+                    )?;
+                }
+            } else {
+                let mut per_feature = vec![0f64; f];
+                for slot in 0..used {
+                    let at = (i * n + slot) * f;
+                    for (k, &v) in values[at..at + f].iter().enumerate() {
+                        per_feature[k] += f64::from(v);
+                    }
+                }
+                let mut order: Vec<usize> = (0..f).collect();
+                order.sort_by(|&a, &b| {
+                    per_feature[b]
+                        .abs()
+                        .total_cmp(&per_feature[a].abs())
+                        .then(a.cmp(&b))
+                });
+                for (rank, &k) in order.iter().take(args.top).enumerate() {
+                    writeln!(
+                        tsv,
+                        "{r}\t{}\t{}\t{}\t{}\t{:.6e}\t{}",
+                        s.gene,
+                        s.gene_id,
+                        s.cell_type,
+                        names[k],
+                        per_feature[k],
+                        rank + 1
+                    )?;
+                }
+            }
+            for (slot, &v) in per_region.iter().enumerate() {
+                if let Some(c) = region_coords(region_index[slot]) {
+                    let e = track
+                        .entry((c.chrom.clone(), c.start, c.end))
+                        .or_insert((0.0, 0));
+                    e.0 += v;
+                    e.1 += 1;
+                }
+            }
+            if let Some(z) = npz.as_mut() {
+                let width = if pooling { n } else { n * f };
+                z.push_f32(0, &values[i * width..(i + 1) * width])?;
+                z.push_i64(1, region_index)?;
+                z.push_i64(2, &[r as i64])?;
+            }
+        }
+        bar.inc(chunk.len() as u64);
+    }
+    bar.finish_and_clear();
+    let bedgraph = match &args.bedgraph {
+        Some(path) => {
+            let what = if pooling {
+                "pooling weight"
+            } else {
+                "summed contribution"
+            };
+            let mut w = BedGraphWriter::create(
+                path,
+                Some(&format!(
+                    "track type=bedGraph name=\"luminome-importance {}\" description=\"mean {what} per region over {} samples\"",
+                    args.method.name(),
+                    records.len()
+                )),
+            )?;
+            for ((chrom, start, end), (sum, count)) in &track {
+                w.push(chrom, *start, *end, (sum / f64::from(*count)) as f32)?;
+            }
+            Some(w)
+        }
+        None => None,
+    };
+    tsv.commit()?;
+    if let Some(b) = bedgraph {
+        b.commit()?;
+    }
+    if let Some(z) = npz {
+        z.commit()?;
+    }
+    if !args.runtime.quiet {
+        eprintln!(
+            "luminome-importance: {} samples, method {} → {} ({:.1}s){}",
+            records.len(),
+            args.method.name(),
+            args.output.display(),
+            started.elapsed().as_secs_f64(),
+            if empty > 0 {
+                format!("; {empty} samples without regions left out")
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(())
+}
