@@ -437,9 +437,10 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     };
     out.finish(&meta, &cfg.command_line)?;
     log(format!(
-        "wrote {} samples ({} genes x {} cell types, N = {}, {} features + accessibility) to {} in {:.1}s",
+        "wrote {} samples ({} {} x {} cell types, N = {}, {} features + accessibility) to {} in {:.1}s",
         sample,
         genes.len(),
+        if cfg.tile_step.is_some() { "tiles" } else { "genes" },
         inputs.cell_types.len(),
         cfg.n_regions,
         nf,
