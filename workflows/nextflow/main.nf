@@ -17,6 +17,10 @@ include { LUMINOME_TRAIN as LUMINOME_TRAIN_CLASSIFY      } from './modules/local
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_BISTRAND      } from './modules/local/luminome/train/main'
 include { LUMINOME_MASKPAIRS                             } from './modules/local/luminome/maskpairs/main'
 include { LUMINOME_PREDICTVARIANTS                       } from './modules/local/luminome/predictvariants/main'
+include { LUMINOME_TRAIN as LUMINOME_TRAIN_PRETRAIN      } from './modules/local/luminome/train/main'
+include { LUMINOME_TRAIN as LUMINOME_TRAIN_EXPRESSION    } from './modules/local/luminome/train/main'
+include { LUMINOME_PREDICT as LUMINOME_PREDICT_EXPRESSION } from './modules/local/luminome/predict/main'
+include { LUMINOME_IMPORTANCE as LUMINOME_IMPORTANCE_EXPRESSION } from './modules/local/luminome/importance/main'
 include { LUMINOME_PREDICT                               } from './modules/local/luminome/predict/main'
 include { LUMINOME_IMPORTANCE                            } from './modules/local/luminome/importance/main'
 
@@ -53,15 +57,15 @@ def cellTypeFiles(String value, baseDir, String csv, String column) {
 
 // One regions CSV row -> LUMINOME_REGIONS input tuple.
 def regionsRun(Map row, baseDir, String csv) {
-    if (!row.id || !row.reference || !row.genes || !row.accessibility) {
-        error("${csv}: every row needs id, reference, genes and accessibility; got ${row}")
+    if (!row.id || !row.reference || !row.accessibility || !(row.genes || (row.args ?: '').contains('--tile-step'))) {
+        error("${csv}: every row needs id, reference, accessibility and genes (or --tile-step in args); got ${row}")
     }
     def (accTypes, accFiles) = cellTypeFiles(row.accessibility, baseDir, csv, 'accessibility')
     def (exprTypes, exprFiles) = cellTypeFiles(row.expression, baseDir, csv, 'expression')
     def meta = [id: row.id, args: row.args ?: '', accessibility: accTypes, expression: exprTypes]
     def optional = { value -> value ? samplesheetFile(value, baseDir) : [] }
     def peaks = (row.peaks ?: '').split(';').findAll { it.trim() }.collect { samplesheetFile(it.trim(), baseDir) }
-    return [meta, samplesheetFile(row.reference, baseDir), samplesheetFile(row.genes, baseDir), peaks,
+    return [meta, samplesheetFile(row.reference, baseDir), optional(row.genes), peaks,
             accFiles, exprFiles, optional(row.motifs), optional(row.motif_clusters)]
 }
 
@@ -109,6 +113,40 @@ workflow {
             .splitCsv(header: true, strip: true)
             .map { row -> regionsRun(row, regionsCsv.parent, params.regions_input) }
         LUMINOME_REGIONS(ch_regions)
+
+        // Expression: --expression_dataset (a regions id, with expression) trains an expression
+        // model, from the encoder pretrained on --pretrain_dataset (a regions id, e.g. tiles)
+        // when given; the model then predicts and explains its held-out samples.
+        if (params.expression_dataset) {
+            ch_region_sets = LUMINOME_REGIONS.out.dataset
+                .join(LUMINOME_REGIONS.out.samples)
+                .join(LUMINOME_REGIONS.out.regions)
+                .map { meta, dataset, samples, regions -> [meta.id, [dataset, samples, regions]] }
+            ch_genes = fileOf(ch_region_sets, params.expression_dataset)
+            ch_init_expression = channel.value([[]])
+            if (params.pretrain_dataset) {
+                LUMINOME_TRAIN_PRETRAIN(
+                    fileOf(ch_region_sets, params.pretrain_dataset)
+                        .map { dataset, samples, regions -> [[id: "${params.pretrain_dataset}_pretrain"], [dataset, samples, regions], [], []] },
+                    'region-pretrain'
+                )
+                ch_init_expression = LUMINOME_TRAIN_PRETRAIN.out.best.map { _meta, best -> best }
+            }
+            LUMINOME_TRAIN_EXPRESSION(
+                // combine concatenates list items: [dataset, samples, regions, init]
+                ch_genes.combine(ch_init_expression)
+                    .map { dataset, samples, regions, init -> [[id: "${params.expression_dataset}_expression"], [dataset, samples, regions], [], init] },
+                'expression'
+            )
+            ch_expression = LUMINOME_TRAIN_EXPRESSION.out.best
+                .map { _meta, best -> best }
+                .combine(ch_genes)
+                .map { model, dataset, samples, regions -> [[id: "${params.expression_dataset}_expression"], model, [dataset, samples, regions]] }
+            LUMINOME_PREDICT_EXPRESSION(ch_expression)
+            if (params.expression_importance_args) {
+                LUMINOME_IMPORTANCE_EXPRESSION(ch_expression)
+            }
+        }
     }
 
     // Models: the samplesheet ids named by --train_dataset, --dev_dataset, --predict_dataset.

@@ -162,6 +162,8 @@ for command, run, steps in (
     ("mlm", "prom_mlm", 30),
     ("classify", "prom_gated", 30),
     ("bistrand", "celegans_bistrand", 20),
+    ("region_pretrain", "chr22_pretrain", 20),
+    ("expression", "chr22_expression", 20),
 ):
     folder = results / "train" / command / run
     for name in ("best.safetensors", "last.safetensors"):
@@ -184,6 +186,25 @@ for row in predictions:
 metrics = {row["metric"]: row["value"] for row in read_tsv(results / "predict" / "prom_test.metrics.tsv")}
 assert int(metrics["n"]) == test_records and 0 <= float(metrics["accuracy"]) <= 1, metrics
 print(f"predict: {len(predictions)} rows, accuracy {metrics['accuracy']}")
+
+# Expression: tiles for pretraining; the expression model's held-out genes predicted; the top
+# motifs of each held-out sample.
+tiles = load_file(results / "regions" / "chr22_tiles.safetensors")
+assert "expression" not in tiles and tiles["features"].shape[1:] == (50, 11), tiles["features"].shape
+assert {"tss_slot", "strand"} <= set(tiles), sorted(tiles)
+expression_meta = json.loads(metadata_of(results / "train" / "expression" / "chr22_expression" / "best.safetensors")["luminome"])
+assert expression_meta["model"]["holdout"]["by"] == "genes", expression_meta["model"]
+predicted = read_tsv(results / "predict" / "expression" / "chr22_test.predictions.tsv")
+assert predicted and {row["split"] for row in predicted} == {"test"}, predicted[:2]
+assert all(float(row["predicted"]) >= 0 for row in predicted)
+metrics = {row["metric"]: row["value"] for row in read_tsv(results / "predict" / "expression" / "chr22_test.metrics.tsv")}
+assert int(metrics["n"]) == len(predicted) and "K562.pearson" in metrics, metrics
+motifs = read_tsv(results / "importance" / "expression" / "chr22_motifs.tsv")
+assert {int(row["rank"]) for row in motifs} == set(range(1, 6)), "--top 5"
+assert len(motifs) == 5 * len(predicted)
+npz = np.load(results / "importance" / "expression" / "chr22_motifs.npz")
+assert npz["contrib"].shape == (len(predicted), 50, 11), npz["contrib"].shape
+print(f"expression: {len(tiles['features'])} tiles, {len(predicted)} test samples, metrics {metrics['pearson']}")
 
 # luminome-importance: --records 50 (config/test.yaml).
 scores = read_tsv(results / "importance" / "prom_test_ig.tsv")

@@ -112,21 +112,35 @@ TRAIN = config["train"]
 MLM_RUNS = TRAIN["mlm"]
 CLASSIFY_RUNS = TRAIN["classify"]
 BISTRAND_RUNS = TRAIN["bistrand"]
+PRETRAIN_RUNS = TRAIN["region_pretrain"]
+EXPRESSION_RUNS = TRAIN["expression"]
+# Subcommand -> its runs (the output folder is <outdir>/train/<subcommand with _>/<id>/).
+TRAIN_COMMANDS = {
+    "mlm": MLM_RUNS,
+    "classify": CLASSIFY_RUNS,
+    "bistrand": BISTRAND_RUNS,
+    "region_pretrain": PRETRAIN_RUNS,
+    "expression": EXPRESSION_RUNS,
+}
 
 
 def train_targets():
-    if not (MLM_RUNS or CLASSIFY_RUNS or BISTRAND_RUNS):
+    if not any(TRAIN_COMMANDS.values()):
         return []
-    return (
-        expand(f"{OUTDIR}/train/mlm/{{id}}/best.safetensors", id=MLM_RUNS)
-        + expand(f"{OUTDIR}/train/classify/{{id}}/best.safetensors", id=CLASSIFY_RUNS)
-        + expand(f"{OUTDIR}/train/bistrand/{{id}}/best.safetensors", id=BISTRAND_RUNS)
-        + [f"{OUTDIR}/versions/luminome-train.txt"]
-    )
+    targets = []
+    for command, runs in TRAIN_COMMANDS.items():
+        targets += expand(f"{OUTDIR}/train/{command}/{{id}}/best.safetensors", id=runs)
+    return targets + [f"{OUTDIR}/versions/luminome-train.txt"]
 
 
-def train_inputs(runs, dataset=tokenized):
-    """Input files of a train run; `dataset` maps a dataset id to its file (tokenized, paired)."""
+def checkpoint_of(command, run_id):
+    """The best checkpoint of a train run."""
+    return f"{OUTDIR}/train/{command}/{run_id}/best.safetensors"
+
+
+def train_inputs(runs, dataset=tokenized, init_command="mlm"):
+    """Input files of a train run; `dataset` maps a dataset id to its file (tokenized, paired,
+    region_dataset); `init` names a run of `init_command`."""
 
     def inputs(wildcards):
         run = runs[wildcards.id]
@@ -134,7 +148,7 @@ def train_inputs(runs, dataset=tokenized):
         if "dev" in run:
             files["dev"] = dataset(run["dev"])
         if "init" in run:
-            files["init"] = f"{OUTDIR}/train/mlm/{run['init']}/best.safetensors"
+            files["init"] = checkpoint_of(init_command, run["init"])
         return files
 
     return inputs
@@ -148,8 +162,10 @@ def train_options(runs, command):
             parts.append(f"--dev {input.dev}")
         if command == "classify":
             parts.append(f"--adapter {run['adapter']}")
-            if "init" in run:
-                parts.append(f"--init {input.init}")
+        if command == "expression":
+            parts.append(f"--head {run['head']}")
+        if "init" in run:
+            parts.append(f"--init {input.init}")
         return " ".join(part for part in parts if part)
 
     return options
@@ -168,10 +184,11 @@ PREDICT_WITHOUT_METRICS = [
 
 
 VARIANT_RUNS = PREDICT["variants"]
+EXPRESSION_PREDICT_RUNS = PREDICT["expression"]
 
 
 def predict_targets():
-    if not (PREDICT_RUNS or VARIANT_RUNS):
+    if not (PREDICT_RUNS or VARIANT_RUNS or EXPRESSION_PREDICT_RUNS):
         return []
     return (
         expand(f"{OUTDIR}/predict/{{id}}.predictions.tsv", id=PREDICT_RUNS)
@@ -181,8 +198,34 @@ def predict_targets():
             id=VARIANT_RUNS,
             ext=["scores.tsv", "scores.vcf.gz", "llr.bedgraph"],
         )
+        + expand(
+            f"{OUTDIR}/predict/expression/{{id}}.{{ext}}",
+            id=EXPRESSION_PREDICT_RUNS,
+            ext=["predictions.tsv", "metrics.tsv"],
+        )
         + [f"{OUTDIR}/versions/luminome-predict.txt"]
     )
+
+
+def expression_model_inputs(runs):
+    """An expression run's best checkpoint and a regions run's dataset."""
+
+    def inputs(wildcards):
+        run = runs[wildcards.id]
+        return {
+            "checkpoint": checkpoint_of("expression", run["model"]),
+            "dataset": region_dataset(run["dataset"]),
+        }
+
+    return inputs
+
+
+def expression_predict_options(wildcards):
+    run = EXPRESSION_PREDICT_RUNS[wildcards.id]
+    parts = [PREDICT["extra"], run.get("args", ""), f"--device {PREDICT['device']}"]
+    if "subset" in run:
+        parts.append(f"--subset {run['subset']}")
+    return " ".join(part for part in parts if part)
 
 
 def variant_inputs(wildcards):
@@ -226,14 +269,34 @@ def predict_options(wildcards):
 
 IMPORTANCE = config["importance"]
 IMPORTANCE_RUNS = IMPORTANCE["runs"]
+EXPRESSION_IMPORTANCE_RUNS = IMPORTANCE["expression"]
 
 
 def importance_targets():
-    if not IMPORTANCE_RUNS:
+    if not (IMPORTANCE_RUNS or EXPRESSION_IMPORTANCE_RUNS):
         return []
-    return expand(
-        f"{OUTDIR}/importance/{{id}}.{{ext}}", id=IMPORTANCE_RUNS, ext=["tsv", "npz"]
-    ) + [f"{OUTDIR}/versions/luminome-importance.txt"]
+    return (
+        expand(
+            f"{OUTDIR}/importance/{{id}}.{{ext}}",
+            id=IMPORTANCE_RUNS,
+            ext=["tsv", "npz"],
+        )
+        + expand(
+            f"{OUTDIR}/importance/expression/{{id}}.{{ext}}",
+            id=EXPRESSION_IMPORTANCE_RUNS,
+            ext=["tsv", "bedgraph", "npz"],
+        )
+        + [f"{OUTDIR}/versions/luminome-importance.txt"]
+    )
+
+
+def expression_importance_options(wildcards):
+    run = EXPRESSION_IMPORTANCE_RUNS[wildcards.id]
+    parts = [IMPORTANCE["extra"], f"--method {run['method']}", run.get("args", "")]
+    parts.append(f"--device {IMPORTANCE['device']}")
+    if "subset" in run:
+        parts.append(f"--subset {run['subset']}")
+    return " ".join(part for part in parts if part)
 
 
 def importance_options(wildcards):
@@ -259,11 +322,20 @@ def regions_targets():
     ) + [f"{OUTDIR}/versions/luminome-regions.txt"]
 
 
+def regions_table(run_id):
+    """The per-region table a regions run writes (what --reuse-regions reads back)."""
+    return f"{OUTDIR}/regions/{run_id}.regions.tsv"
+
+
 def regions_inputs(wildcards):
     run = REGIONS_RUNS[wildcards.id]
-    inputs = {"reference": run["reference"], "genes": run["genes"]}
+    inputs = {"reference": run["reference"]}
+    if "genes" in run:
+        inputs["genes"] = run["genes"]
+    if "reuse_regions" in run:
+        inputs["reuse"] = regions_table(run["reuse_regions"])
     inputs["peaks"] = run.get("peaks", [])
-    inputs["accessibility"] = list(run["accessibility"].values())
+    inputs["accessibility"] = list(run.get("accessibility", {}).values())
     inputs["expression"] = list(run.get("expression", {}).values())
     for key in ("motifs", "motif_clusters"):
         if key in run:
@@ -271,12 +343,19 @@ def regions_inputs(wildcards):
     return inputs
 
 
-def regions_options(wildcards):
+def regions_options(wildcards, input):
     run = REGIONS_RUNS[wildcards.id]
     parts = [REGIONS["extra"], run.get("args", "")]
+    if "genes" in run:
+        parts.append(f"--genes {input.genes}")
+    if "tile_step" in run:
+        parts.append(f"--tile-step {run['tile_step']}")
+    if "reuse_regions" in run:
+        parts.append(f"--reuse-regions {input.reuse}")
     parts += [f"--peaks {path}" for path in run.get("peaks", [])]
     parts += [
-        f"--accessibility {cell}={path}" for cell, path in run["accessibility"].items()
+        f"--accessibility {cell}={path}"
+        for cell, path in run.get("accessibility", {}).items()
     ]
     parts += [
         f"--expression {cell}={path}"
@@ -287,3 +366,9 @@ def regions_options(wildcards):
     if "motif_clusters" in run:
         parts.append(f"--motif-clusters {run['motif_clusters']}")
     return " ".join(part for part in parts if part)
+
+
+def region_dataset(run_id):
+    """Region dataset written by the regions rule for a config["regions"]["runs"] id (its
+    samples and regions tables are written beside it by the same rule)."""
+    return f"{OUTDIR}/regions/{run_id}.safetensors"

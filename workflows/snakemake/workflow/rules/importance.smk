@@ -28,6 +28,34 @@ rule importance:
         " -o {output.scores} 2> {log}"
 
 
+# Expression models: config["importance"]["expression"] entries (method pooling, saliency or
+# ig). Outputs per run id: {outdir}/importance/expression/{id}.tsv (regions' pooling weights, or
+# the top features per sample), {id}.bedgraph (per region) and {id}.npz.
+rule importance_expression:
+    input:
+        unpack(expression_model_inputs(EXPRESSION_IMPORTANCE_RUNS)),
+    output:
+        scores=f"{OUTDIR}/importance/expression/{{id}}.tsv",
+        bedgraph=f"{OUTDIR}/importance/expression/{{id}}.bedgraph",
+        npz=f"{OUTDIR}/importance/expression/{{id}}.npz",
+    log:
+        f"{LOGDIR}/importance/expression/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(EXPRESSION_IMPORTANCE_RUNS),
+    conda:
+        "../envs/luminome.yaml"
+    threads: IMPORTANCE["threads"]
+    resources:
+        mem_mb=IMPORTANCE["mem_mb"],
+        gpu=gpu_count(IMPORTANCE),
+    params:
+        options=expression_importance_options,
+    shell:
+        "luminome-importance --checkpoint {input.checkpoint} --dataset {input.dataset}"
+        " {params.options} --bedgraph {output.bedgraph} --npz {output.npz}"
+        " --threads {threads} -o {output.scores} 2> {log}"
+
+
 rule importance_version:
     output:
         f"{OUTDIR}/versions/luminome-importance.txt",

@@ -79,6 +79,34 @@ rule predict_variants:
         " -o {output.scores} --vcf {output.vcf} --bedgraph {output.bedgraph} 2> {log}"
 
 
+# Expression: config["predict"]["expression"] entries run an expression model (train_expression)
+# on a region dataset (regions). Outputs per run id: {outdir}/predict/expression/{id}.predictions.tsv
+# (one row per sample) and {id}.metrics.tsv (overall and per cell type); `subset: test` scores
+# only the samples the model held out.
+rule predict_expression:
+    input:
+        unpack(expression_model_inputs(EXPRESSION_PREDICT_RUNS)),
+    output:
+        predictions=f"{OUTDIR}/predict/expression/{{id}}.predictions.tsv",
+        metrics=f"{OUTDIR}/predict/expression/{{id}}.metrics.tsv",
+    log:
+        f"{LOGDIR}/predict/expression/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(EXPRESSION_PREDICT_RUNS),
+    conda:
+        "../envs/luminome.yaml"
+    threads: PREDICT["threads"]
+    resources:
+        mem_mb=PREDICT["mem_mb"],
+        gpu=gpu_count(PREDICT),
+    params:
+        options=expression_predict_options,
+    shell:
+        "luminome-predict --checkpoint {input.checkpoint} --dataset {input.dataset}"
+        " {params.options} --metrics {output.metrics} --threads {threads}"
+        " -o {output.predictions} 2> {log}"
+
+
 rule predict_version:
     output:
         f"{OUTDIR}/versions/luminome-predict.txt",

@@ -1,6 +1,8 @@
-# luminome-regions: region x motif / accessibility matrices per gene and cell type.
-# Runs are config["regions"]["runs"] entries; outputs per run id:
-# {outdir}/regions/{id}.safetensors, {id}.samples.tsv and {id}.regions.tsv.
+# luminome-regions: region x motif / accessibility matrices per gene and cell type (or per
+# window tiled along the reference, `tile_step`, for masked-region pretraining). Runs are
+# config["regions"]["runs"] entries; outputs per run id: {outdir}/regions/{id}.safetensors,
+# {id}.samples.tsv and {id}.regions.tsv. `reuse_regions: <run id>` reads that run's regions
+# table instead of rescanning.
 
 
 rule regions:
@@ -22,7 +24,7 @@ rule regions:
     params:
         options=regions_options,
     shell:
-        "luminome-regions --reference {input.reference} --genes {input.genes}"
+        "luminome-regions --reference {input.reference}"
         " {params.options} --samples-output {output.samples}"
         " --regions-output {output.regions} --threads {threads}"
         " -o {output.dataset} 2> {log}"

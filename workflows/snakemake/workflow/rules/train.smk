@@ -1,9 +1,11 @@
 # luminome-train: masked-LM pretraining (mlm) and sequence classifiers (classify) on token
-# datasets from the tokenize rule, and bi-strand masked LMs (bistrand) on paired datasets from
-# the mask_pairs rule. Runs are config["train"]["mlm"] / ["classify"] / ["bistrand"] entries;
-# outputs per run id: {outdir}/train/<mlm|classify|bistrand>/{id}/best.safetensors,
+# datasets from the tokenize rule, bi-strand masked LMs (bistrand) on paired datasets from the
+# mask_pairs rule, masked-region pretraining (region_pretrain) and expression models
+# (expression) on region datasets from the regions rule. Runs are config["train"][<command>]
+# entries; outputs per run id: {outdir}/train/<command>/{id}/best.safetensors,
 # last.safetensors (+ .config.json, last.state.safetensors for --resume) and metrics.tsv.
-# A classify run with `init: <mlm run id>` starts from that run's best checkpoint.
+# A classify run with `init: <mlm run id>` starts from that run's best checkpoint; an
+# expression run with `init: <region_pretrain run id>` from that run's encoder.
 
 
 rule train_mlm:
@@ -78,6 +80,60 @@ rule train_bistrand:
         folder=lambda wildcards, output: os.path.dirname(output.best),
     shell:
         "luminome-train bistrand --train {input.train} {params.options}"
+        " --threads {threads} -o {params.folder} 2> {log}"
+
+
+rule train_region_pretrain:
+    input:
+        unpack(train_inputs(PRETRAIN_RUNS, dataset=region_dataset)),
+    output:
+        best=f"{OUTDIR}/train/region_pretrain/{{id}}/best.safetensors",
+        last=f"{OUTDIR}/train/region_pretrain/{{id}}/last.safetensors",
+        metrics=f"{OUTDIR}/train/region_pretrain/{{id}}/metrics.tsv",
+    log:
+        f"{LOGDIR}/train/region_pretrain/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(PRETRAIN_RUNS),
+    conda:
+        "../envs/luminome.yaml"
+    threads: TRAIN["threads"]
+    resources:
+        mem_mb=TRAIN["mem_mb"],
+        gpu=gpu_count(TRAIN),
+    params:
+        options=train_options(PRETRAIN_RUNS, "region_pretrain"),
+        folder=lambda wildcards, output: os.path.dirname(output.best),
+    shell:
+        "luminome-train region-pretrain --train {input.train} {params.options}"
+        " --threads {threads} -o {params.folder} 2> {log}"
+
+
+rule train_expression:
+    input:
+        unpack(
+            train_inputs(
+                EXPRESSION_RUNS, dataset=region_dataset, init_command="region_pretrain"
+            )
+        ),
+    output:
+        best=f"{OUTDIR}/train/expression/{{id}}/best.safetensors",
+        last=f"{OUTDIR}/train/expression/{{id}}/last.safetensors",
+        metrics=f"{OUTDIR}/train/expression/{{id}}/metrics.tsv",
+    log:
+        f"{LOGDIR}/train/expression/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(EXPRESSION_RUNS),
+    conda:
+        "../envs/luminome.yaml"
+    threads: TRAIN["threads"]
+    resources:
+        mem_mb=TRAIN["mem_mb"],
+        gpu=gpu_count(TRAIN),
+    params:
+        options=train_options(EXPRESSION_RUNS, "expression"),
+        folder=lambda wildcards, output: os.path.dirname(output.best),
+    shell:
+        "luminome-train expression --train {input.train} {params.options}"
         " --threads {threads} -o {params.folder} 2> {log}"
 
 

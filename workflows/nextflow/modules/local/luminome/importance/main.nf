@@ -7,7 +7,8 @@ process LUMINOME_IMPORTANCE {
     container "${ task.ext.use_gpu ? 'luminome/luminome:0.1.0-cuda' : 'luminome/luminome:0.1.0' }"
 
     input:
-    // checkpoint: from luminome-train classify; dataset: token dataset tokenized like the training data
+    // checkpoint: from luminome-train classify (dataset: a token dataset tokenized like the
+    // training data) or expression (dataset: a region dataset with its tables)
     tuple val(meta), path(checkpoint), path(dataset)
 
     output:
@@ -19,14 +20,17 @@ process LUMINOME_IMPORTANCE {
     task.ext.when == null || task.ext.when
 
     script:
-    // ext.args must include --method gates|saliency|ig
+    // ext.args must include --method gates|saliency|ig (expression models: pooling|saliency|ig)
+    // A region dataset comes with its samples and regions tables (read from beside it): the
+    // input may be that list of files; the dataset is its .safetensors.
+    def dataset_file = { files -> (files instanceof List ? files : [files]).find { it.name.endsWith('.safetensors') } }
     def args = task.ext.args ?: ''
     prefix = task.ext.prefix ?: "${meta.id}"
     def device = task.ext.use_gpu ? '--device cuda' : ''
     """
     luminome-importance \\
         --checkpoint ${checkpoint} \\
-        --dataset ${dataset} \\
+        --dataset ${dataset_file(dataset)} \\
         ${args} \\
         ${device} \\
         --npz ${prefix}.npz \\

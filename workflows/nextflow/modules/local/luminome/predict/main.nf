@@ -7,7 +7,8 @@ process LUMINOME_PREDICT {
     container "${ task.ext.use_gpu ? 'luminome/luminome:0.1.0-cuda' : 'luminome/luminome:0.1.0' }"
 
     input:
-    // checkpoint: from luminome-train classify; dataset: token dataset tokenized like the training data
+    // checkpoint: from luminome-train classify (dataset: a token dataset tokenized like the
+    // training data) or expression (dataset: a region dataset with its tables)
     tuple val(meta), path(checkpoint), path(dataset)
 
     output:
@@ -19,6 +20,9 @@ process LUMINOME_PREDICT {
     task.ext.when == null || task.ext.when
 
     script:
+    // A region dataset comes with its samples and regions tables (read from beside it): the
+    // input may be that list of files; the dataset is its .safetensors.
+    def dataset_file = { files -> (files instanceof List ? files : [files]).find { it.name.endsWith('.safetensors') } }
     def args = task.ext.args ?: ''
     prefix = task.ext.prefix ?: "${meta.id}"
     // metrics need labels: meta.labelled = false leaves them out
@@ -27,7 +31,7 @@ process LUMINOME_PREDICT {
     """
     luminome-predict \\
         --checkpoint ${checkpoint} \\
-        --dataset ${dataset} \\
+        --dataset ${dataset_file(dataset)} \\
         ${metrics} \\
         ${args} \\
         ${device} \\

@@ -7,7 +7,7 @@ process LUMINOME_REGIONS {
 
     input:
     // meta.accessibility / meta.expression: cell types, in the order of the files;
-    // peaks, expression, motifs, motif_clusters may be []
+    // genes (with --tile-step in ext.args), peaks, expression, motifs, motif_clusters may be []
     tuple val(meta), path(reference), path(genes), path(peaks), path(accessibility, stageAs: 'acc/*/*'), path(expression, stageAs: 'expr/*/*'), path(motifs), path(motif_clusters)
 
     output:
@@ -29,10 +29,11 @@ process LUMINOME_REGIONS {
     def expr_options = expression ? [meta.expression, expr_files].transpose().collect { cell, file -> "--expression ${cell}=${file}" }.join(' ') : ''
     def motif_options = motifs ? "--motifs ${motifs}" : ''
     def cluster_options = motif_clusters ? "--motif-clusters ${motif_clusters}" : ''
+    def genes_option = genes ? "--genes ${genes}" : ''
     """
     luminome-regions \\
         --reference ${reference} \\
-        --genes ${genes} \\
+        ${genes_option} \\
         ${peak_options} \\
         ${acc_options} \\
         ${expr_options} \\

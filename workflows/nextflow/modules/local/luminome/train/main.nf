@@ -7,9 +7,10 @@ process LUMINOME_TRAIN {
     container "${ task.ext.use_gpu ? 'luminome/luminome:0.1.0-cuda' : 'luminome/luminome:0.1.0' }"
 
     input:
-    // dev / init: [] when not used; init is an MLM checkpoint (classify only)
+    // dev / init: [] when not used; init is an MLM checkpoint (classify) or a region-pretrain
+    // checkpoint (expression); train / dev may be a list: a region dataset with its tables
     tuple val(meta), path(train), path(dev), path(init)
-    val command   // 'mlm', 'classify' (token datasets) or 'bistrand' (pair datasets)
+    val command   // 'mlm', 'classify' (token datasets), 'bistrand' (pair datasets), 'region-pretrain' or 'expression' (region datasets)
 
     output:
     tuple val(meta), path("${prefix}/best.safetensors"), emit: best
@@ -21,14 +22,17 @@ process LUMINOME_TRAIN {
     task.ext.when == null || task.ext.when
 
     script:
+    // A region dataset comes with its samples and regions tables (read from beside it): the
+    // input may be that list of files; the dataset is its .safetensors.
+    def dataset_file = { files -> (files instanceof List ? files : [files]).find { it.name.endsWith('.safetensors') } }
     def args = task.ext.args ?: ''
     prefix = task.ext.prefix ?: "${meta.id}"
-    def dev_option = dev ? "--dev ${dev}" : ''
+    def dev_option = dev ? "--dev ${dataset_file(dev)}" : ''
     def init_option = init ? "--init ${init}" : ''
     def device = task.ext.use_gpu ? '--device cuda' : ''
     """
     luminome-train ${command} \\
-        --train ${train} \\
+        --train ${dataset_file(train)} \\
         ${dev_option} \\
         ${init_option} \\
         ${args} \\
