@@ -11,8 +11,9 @@
 # covers: tokenize (nucleotide, overlapping and non-overlapping k-mers, hf, BED + reference with
 # RC, soft mask, shards), MLM (learned and rotary positions), classify with all four adapters
 # (from an MLM checkpoint, frozen encoder, from scratch, paused and resumed), predict, importance
-# (gates, saliency, integrated gradients; TSV, bedGraph, npz) and regions (gene windows, and a
-# rerun on its own region table). Small models, --threads 1: about a minute on a laptop core.
+# (gates, saliency, integrated gradients; TSV, bedGraph, npz), regions (gene windows, a rerun on
+# its own region table, tiles), region-pretrain and expression (both heads, --init), their predict
+# and importance, mask-pairs (genome and variant windows), bistrand training and variant scoring. Small models, --threads 1: about a minute on a laptop core.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="${1:-$repo/target/release}"
@@ -81,6 +82,41 @@ run luminome-regions "${regions[@]}" "${acc[@]}" --motifs test-data/motifs/viers
     --motif-clusters test-data/motifs/vierstra_small_clusters.csv -o out/regions.safetensors
 run luminome-regions "${regions[@]}" --reuse-regions out/regions.regions.tsv -o out/regions_reuse.safetensors
 run luminome-regions "${regions[@]}" "${acc[@]}" --motifs test-data/motifs/jaspar_small.jaspar -o out/regions_jaspar.safetensors
+
+run luminome-regions --reference $s/chr22_slice.fa --reuse-regions out/regions.regions.tsv --tile-step 20000 \
+    --window 200000 --n-regions 50 --threads 1 -o out/tiles.safetensors
+
+# Region models: masked-region pretraining on the tiles, expression with both heads (one from the
+# pretrained encoder), predict on the held-out genes, importance by each method.
+rtiny=(--d-model 16 --layers 1 --heads 2 --ffn 32 --batch-size 8 --warmup 2 --threads 1 --seed 7)
+run luminome-train region-pretrain --train out/tiles.safetensors --holdout genes --blocks 3 -o out/pretrain \
+    "${rtiny[@]}" --steps 8 --eval-every 4 "${q[@]}"
+run luminome-train expression --train out/regions.safetensors --holdout genes --blocks 3 -o out/expr_pool \
+    --head attention-pool "${rtiny[@]}" --steps 8 --eval-every 4 "${q[@]}"
+run luminome-train expression --train out/regions.safetensors --holdout cell-type --test-cell-type GM12878 \
+    --blocks 3 -o out/expr_tss --head tss-region --init out/pretrain/best.safetensors --batch-size 8 \
+    --warmup 2 --threads 1 --seed 7 --steps 8 --eval-every 4 "${q[@]}"
+for m in expr_pool expr_tss; do
+    run luminome-predict --checkpoint out/$m/best.safetensors --dataset out/regions.safetensors --subset test \
+        -o out/$m.predictions.tsv --metrics out/$m.metrics.tsv --threads 1 "${q[@]}"
+done
+run luminome-importance --checkpoint out/expr_pool/best.safetensors --dataset out/regions.safetensors \
+    --method pooling -o out/pool.tsv --bedgraph out/pool.bedgraph --threads 1 "${q[@]}"
+run luminome-importance --checkpoint out/expr_tss/best.safetensors --dataset out/regions.safetensors \
+    --method ig --ig-steps 4 --top 5 -o out/expr.ig.tsv --npz out/expr.ig.npz --threads 1 "${q[@]}"
+
+# Bi-strand masked LM: genome windows and variant windows, training, variant scoring.
+c=test-data/celegans
+run luminome-mask-pairs --fasta $c/celegans_small.fa --window 128 --seed 1 -o out/pairs.safetensors "${q[@]}"
+run luminome-mask-pairs --fasta test-data/ecoli/ecoli_50kb.fa.gz --window 128 --bert-replacement --seed 2 \
+    -o out/pairs_ecoli.safetensors "${q[@]}"
+run luminome-mask-pairs --reference $c/celegans_small.fa --variants $c/celegans_small.snv.vcf --window 128 \
+    -o out/snvs.safetensors "${q[@]}"
+run luminome-train bistrand --train out/pairs.safetensors --dev out/pairs_ecoli.safetensors -o out/bistrand \
+    --d-model 16 --layers 1 --cross-heads 2 --batch-size 8 --steps 8 --eval-every 4 --dynamic-masking \
+    --threads 1 --seed 7 "${q[@]}"
+run luminome-predict --checkpoint out/bistrand/best.safetensors --dataset out/snvs.safetensors \
+    -o out/snvs.scores.tsv --vcf out/snvs.scores.vcf --bedgraph out/snvs.llr.bedgraph --threads 1 "${q[@]}"
 
 # A training log's examples_per_s column is a wall-clock measurement: it is left out of the hash.
 without_timing() {
