@@ -39,8 +39,10 @@ pub fn tss_offset(i: usize, tss_slot: usize, tss_in_region: bool, strand: i8) ->
     }
 }
 
-/// The slot a TSS-region head reads: the region holding the TSS; when none does, the nearer
-/// neighbour by slot (the first region after the TSS, or the last before it at the end).
+/// The slot a TSS-region head reads: the region holding the TSS; when none does, the first
+/// region after the TSS in genomic order (the slot the TSS falls before), or the last region when
+/// the TSS follows them all. Distances are not compared, and "after" is genomic, not the gene's
+/// strand: on the minus strand that region is upstream (docs/expression.md).
 pub fn read_slot(tss_index: i64, tss_slot: usize, n_used: usize) -> usize {
     if tss_index >= 0 {
         tss_index as usize
@@ -62,6 +64,17 @@ impl RegionTensors {
         device: &Device,
     ) -> Result<Self> {
         let b = ds.batch(records)?;
+        if positions && b.tss_slot.is_none() {
+            bail!(
+                "{}: this dataset has no tss_slot tensor (written by an older luminome-regions); rebuild it, or train with --position none",
+                ds.path().display()
+            );
+        }
+        Self::from_host(b, max_offset, device)
+    }
+
+    /// A batch already in memory (without `tss_slot`, the TSS region's slot stands in for it).
+    pub fn from_host(b: RegionBatch, max_offset: usize, device: &Device) -> Result<Self> {
         let (bs, n, f) = (b.batch, b.n_regions, b.n_features);
         let n_used: Vec<usize> = (0..bs)
             .map(|r| {
@@ -73,10 +86,6 @@ impl RegionTensors {
             .collect();
         let slots: Vec<usize> = match &b.tss_slot {
             Some(s) => s.iter().map(|&v| v as usize).collect(),
-            None if positions => bail!(
-                "{}: this dataset has no tss_slot tensor (written by an older luminome-regions); rebuild it, or train with --position none",
-                ds.path().display()
-            ),
             None => b.tss_index.iter().map(|&t| t.max(0) as usize).collect(),
         };
         let strands: Vec<i8> = b.strand.clone().unwrap_or_else(|| vec![1; bs]);
