@@ -439,7 +439,11 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     log(format!(
         "wrote {} samples ({} {} x {} cell types, N = {}, {} features + accessibility) to {} in {:.1}s",
         sample,
-        genes.len(),
+        if cfg.tile_step.is_some() {
+            genes.len() - summary.genes_without_regions
+        } else {
+            genes.len()
+        },
         if cfg.tile_step.is_some() { "tiles" } else { "genes" },
         inputs.cell_types.len(),
         cfg.n_regions,
