@@ -344,3 +344,19 @@ pub fn write_expression_checkpoint(
     crate::checkpoint::save_checkpoint(&ckpt, &meta, &built.varmap)?;
     Ok((ckpt, ds_path))
 }
+
+/// The rows of a TSV with a header line, as column → value maps (for tests reading our outputs).
+pub fn tsv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let text = std::fs::read_to_string(path).expect("read TSV");
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("a header line").split('\t').collect();
+    lines
+        .map(|l| {
+            header
+                .iter()
+                .map(|h| h.to_string())
+                .zip(l.split('\t').map(String::from))
+                .collect()
+        })
+        .collect()
+}

@@ -16,23 +16,7 @@ fn importance(args: &[&str]) -> std::process::Output {
 }
 
 fn tsv(path: &Path) -> Vec<HashMap<String, String>> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<String> = lines
-        .next()
-        .unwrap()
-        .split('\t')
-        .map(String::from)
-        .collect();
-    lines
-        .map(|l| {
-            header
-                .iter()
-                .cloned()
-                .zip(l.split('\t').map(String::from))
-                .collect()
-        })
-        .collect()
+    luminome_engine::testing::tsv_rows(path)
 }
 
 fn setup(dir: &Path, head: ExpressionHead) -> (std::path::PathBuf, std::path::PathBuf) {
