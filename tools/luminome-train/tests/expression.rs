@@ -23,18 +23,7 @@ const TINY: &[&str] = &[
 ];
 
 fn metrics(dir: &Path) -> Vec<std::collections::HashMap<String, String>> {
-    let text = std::fs::read_to_string(dir.join("metrics.tsv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
-    lines
-        .map(|l| {
-            header
-                .iter()
-                .map(|h| h.to_string())
-                .zip(l.split('\t').map(String::from))
-                .collect()
-        })
-        .collect()
+    luminome_engine::testing::tsv_rows(&dir.join("metrics.tsv"))
 }
 
 fn last_metric(dir: &Path, name: &str) -> f64 {
