@@ -87,6 +87,7 @@ fn task(model: &Classifier, dir: &Path) -> ClassifierTask<ClassifierConfig> {
         test: None,
         device: Device::Cpu,
         eval_batch_size: 64,
+        floor: None,
     }
 }
 

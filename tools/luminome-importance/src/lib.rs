@@ -23,9 +23,14 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use luminome_cli::progress_bar;
 use luminome_engine::input::tokens::real_length;
-use luminome_engine::models::classifier::{AdapterKind, ClassifierConfig};
+use luminome_engine::models::classifier::{
+    AdapterKind, ClassifierConfig, ClassifierInput, TokenClassifier,
+};
+use luminome_engine::models::kmer_linear::KmerLinearConfig;
+use luminome_engine::models::{FamilyConfig, Registered};
 use luminome_engine::parse_device;
 use luminome_io::atomic::{check_output_dir, AtomicWriter};
+use luminome_io::token_dataset::TokenBatch;
 
 use crate::args::{ImportanceArgs, Method};
 use crate::bases::{base_scores, row_bases, scored_tokens};
@@ -33,7 +38,7 @@ use crate::methods::{token_scores, MethodOptions};
 use crate::outputs::{write_tsv_record, GenomeTrack, ModiscoArrays, TSV_HEADER};
 
 /// A sequence classifier and the dataset it is explained on, checked against each other.
-pub type Input = luminome_engine::models::classifier::ClassifierInput<ClassifierConfig>;
+pub type Input = ClassifierInput<ClassifierConfig>;
 
 /// Which class each record's scores explain.
 enum Target {
@@ -43,8 +48,14 @@ enum Target {
     Predicted,
 }
 
-fn choose_target(args: &ImportanceArgs, input: &Input) -> Result<Target> {
-    let values = &input.config.label_values;
+fn choose_target<C: FamilyConfig>(
+    args: &ImportanceArgs,
+    input: &ClassifierInput<C>,
+) -> Result<Target>
+where
+    C::Model: TokenClassifier,
+{
+    let values = input.model()?.label_values();
     if let Some(t) = args.target {
         let class = values.iter().position(|&v| v == t).with_context(|| {
             format!(
@@ -62,7 +73,13 @@ fn choose_target(args: &ImportanceArgs, input: &Input) -> Result<Target> {
 }
 
 /// The records to score, in dataset order.
-fn select_records(args: &ImportanceArgs, input: &Input) -> Result<Vec<usize>> {
+fn select_records<C: FamilyConfig>(
+    args: &ImportanceArgs,
+    input: &ClassifierInput<C>,
+) -> Result<Vec<usize>>
+where
+    C::Model: TokenClassifier,
+{
     let ds = &input.dataset;
     let mut records: Vec<usize> = match args.only_label {
         None => (0..ds.len()).collect(),
@@ -101,7 +118,10 @@ fn select_records(args: &ImportanceArgs, input: &Input) -> Result<Vec<usize>> {
 }
 
 /// Longest row in bases among `records` (the L of the npz arrays).
-fn widest_row(input: &Input, records: &[usize]) -> Result<usize> {
+fn widest_row<C: FamilyConfig>(input: &ClassifierInput<C>, records: &[usize]) -> Result<usize>
+where
+    C::Model: TokenClassifier,
+{
     let tok = input.dataset.tokenizer();
     let mut width = 0;
     for chunk in records.chunks(4096) {
@@ -159,6 +179,17 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
         bail!("--subset is for expression models trained with --holdout");
     }
     let device = parse_device(&args.runtime.device)?;
+    if kind == KmerLinearConfig::KIND {
+        if args.method == Method::Gates {
+            bail!(
+                "{}: --method gates needs a DynamicGated model; a k-mer linear model is explained exactly by its k-mer weights (--method saliency or ig, which agree for a linear model)",
+                args.checkpoint.display()
+            );
+        }
+        let input =
+            ClassifierInput::<KmerLinearConfig>::open(&args.checkpoint, &args.dataset, device)?;
+        return explain(args, &input, started, kmer_token_scores);
+    }
     let input = Input::open(&args.checkpoint, &args.dataset, device)?;
     if args.method == Method::Gates && input.config.adapter != AdapterKind::Gated {
         bail!(
@@ -167,6 +198,60 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
             input.config.adapter.name()
         );
     }
+    let opts = MethodOptions {
+        method: args.method,
+        reduce: args.reduce,
+        ig_steps: args.ig_steps,
+    };
+    explain(args, &input, started, |input, batch, targets| {
+        token_scores(input, batch, targets, &opts)
+    })
+}
+
+/// Token scores of a k-mer linear model: each base's exact share of the target class's logit
+/// (centred over the classes; see `KmerLinear::base_contributions`), and each token the mean of
+/// the bases it covers — the bases themselves for nucleotide tokens.
+fn kmer_token_scores(
+    input: &ClassifierInput<KmerLinearConfig>,
+    batch: &TokenBatch,
+    targets: &[usize],
+) -> Result<Vec<Vec<f32>>> {
+    let model = input.model()?;
+    let tok = input.dataset.tokenizer();
+    let l = batch.max_length;
+    let mut out = Vec::with_capacity(batch.batch);
+    for (r, &target) in targets.iter().enumerate() {
+        let ids = &batch.input_ids[r * l..(r + 1) * l];
+        let mask = &batch.attention_mask[r * l..(r + 1) * l];
+        let bases = luminome_engine::models::kmer_linear::features::row_bases(tok, ids, mask)
+            .unwrap_or_default();
+        let per_base = model.base_contributions(&bases, target)?;
+        let scores = ids
+            .iter()
+            .enumerate()
+            .map(|(t, &id)| match tok.token_span(t, id) {
+                Some((s, e)) if mask[t] != 0 && e <= per_base.len() && e > s => {
+                    per_base[s..e].iter().sum::<f32>() / (e - s) as f32
+                }
+                _ => 0.0,
+            })
+            .collect();
+        out.push(scores);
+    }
+    Ok(out)
+}
+
+/// Scores the selected records of `input` with `score` (token scores `[batch][positions]` of a
+/// batch for each row's target class) and writes the outputs.
+fn explain<C: FamilyConfig>(
+    args: &ImportanceArgs,
+    input: &ClassifierInput<C>,
+    started: Instant,
+    score: impl Fn(&ClassifierInput<C>, &TokenBatch, &[usize]) -> Result<Vec<Vec<f32>>>,
+) -> Result<()>
+where
+    C::Model: TokenClassifier,
+{
     let tok = input.dataset.tokenizer().clone();
     if (args.bedgraph.is_some() || args.npz.is_some()) && !tok.scheme.has_base_spans() {
         bail!(
@@ -175,24 +260,19 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
             tok.scheme
         );
     }
-    let target = choose_target(args, &input)?;
-    let records = select_records(args, &input)?;
+    let target = choose_target(args, input)?;
+    let records = select_records(args, input)?;
     let mut npz = match &args.npz {
         Some(path) => Some(ModiscoArrays::create(
             path,
             records.len(),
-            widest_row(&input, &records)?,
+            widest_row(input, &records)?,
         )?),
         None => None,
     };
     let mut tsv = AtomicWriter::create(&args.output)?;
     writeln!(tsv, "{TSV_HEADER}")?;
     let mut track = args.bedgraph.as_ref().map(|_| GenomeTrack::default());
-    let opts = MethodOptions {
-        method: args.method,
-        reduce: args.reduce,
-        ig_steps: args.ig_steps,
-    };
     let bar = progress_bar(records.len() as u64, args.runtime.quiet);
     for chunk in records.chunks(args.batch_size) {
         let batch = input.batch(chunk)?;
@@ -209,7 +289,7 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
                 })
                 .collect(),
         };
-        let scores = token_scores(&input, &batch, &targets, &opts)?;
+        let scores = score(input, &batch, &targets)?;
         let l = batch.max_length;
         for (i, &r) in chunk.iter().enumerate() {
             let row = i * l..(i + 1) * l;

@@ -37,6 +37,7 @@ macro_rules! predict_families {
 predict_families! {
     luminome_engine::models::classifier::ClassifierConfig,
     luminome_engine::models::bag_of_tokens::BagOfTokensConfig,
+    luminome_engine::models::kmer_linear::KmerLinearConfig,
     luminome_engine::models::bistrand::BiStrandConfig,
     luminome_engine::models::expression::ExpressionConfig,
 }

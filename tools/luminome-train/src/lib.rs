@@ -13,10 +13,10 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Declares the subcommands (one line per family: name in the enum, its arguments' type) and
-/// the dispatch to the engine's generic run.
+/// Declares the subcommands (one line per family: name in the enum, its arguments' type, and the
+/// function that runs it: the engine's generic step trainer, or the family's own fit).
 macro_rules! train_commands {
-    ($($variant:ident($args:ty),)+) => {
+    ($($variant:ident($args:ty) => $runner:path,)+) => {
         #[derive(Subcommand, Debug)]
         pub enum Command {
             $($variant($args),)+
@@ -25,19 +25,20 @@ macro_rules! train_commands {
         /// Runs the parsed command.
         pub fn run_command(command: &Command, command_line: &str) -> Result<()> {
             match command {
-                $(Command::$variant(a) => run(a, command_line),)+
+                $(Command::$variant(a) => $runner(a, command_line),)+
             }
         }
     };
 }
 
 train_commands! {
-    Mlm(luminome_engine::models::mlm::MlmArgs),
-    Classify(luminome_engine::models::classifier::ClassifyArgs),
-    BagOfTokens(luminome_engine::models::bag_of_tokens::BagOfTokensArgs),
-    Bistrand(luminome_engine::models::bistrand::BiStrandArgs),
-    RegionPretrain(luminome_engine::models::region_pretrain::RegionPretrainArgs),
-    Expression(luminome_engine::models::expression::ExpressionArgs),
+    Mlm(luminome_engine::models::mlm::MlmArgs) => run,
+    Classify(luminome_engine::models::classifier::ClassifyArgs) => run,
+    BagOfTokens(luminome_engine::models::bag_of_tokens::BagOfTokensArgs) => run,
+    KmerLinear(luminome_engine::models::kmer_linear::KmerLinearArgs) => luminome_engine::models::kmer_linear::run,
+    Bistrand(luminome_engine::models::bistrand::BiStrandArgs) => run,
+    RegionPretrain(luminome_engine::models::region_pretrain::RegionPretrainArgs) => run,
+    Expression(luminome_engine::models::expression::ExpressionArgs) => run,
 }
 
 pub fn run_cli(cli: Cli) -> Result<()> {

@@ -91,6 +91,7 @@ model_families! {
     mlm: "mlm" => Mlm(MlmConfig),
     classifier: "classifier" => Classifier(ClassifierConfig),
     bag_of_tokens: "bag_of_tokens" => BagOfTokens(BagOfTokensConfig),
+    kmer_linear: "kmer_linear" => KmerLinear(KmerLinearConfig),
     bistrand: "bistrand" => BiStrand(BiStrandConfig),
     region_pretrain: "region_pretrain" => RegionPretrain(RegionPretrainConfig),
     expression: "expression" => Expression(ExpressionConfig),

@@ -29,6 +29,8 @@ pub struct BagOfTokensArgs {
     pub train: TrainArgs,
     #[command(flatten)]
     pub classification: ClassificationArgs,
+    #[command(flatten)]
+    pub floor: crate::models::kmer_linear::KmerFloorArgs,
 }
 
 impl TrainCommand for BagOfTokensArgs {
@@ -81,7 +83,8 @@ impl TrainCommand for BagOfTokensArgs {
             model.config.label_values
         );
         let input = InputSpec::Tokens(data.train.tokenizer().clone());
-        let task = data.into_task::<BagOfTokensConfig>(model, device, t.eval_batch_size)?;
+        let floor = self.floor.search(&self.classification)?;
+        let task = data.into_task::<BagOfTokensConfig>(model, device, t.eval_batch_size, floor)?;
         Ok(TrainingSetup {
             config,
             trainable: parameter_names(&varmap),

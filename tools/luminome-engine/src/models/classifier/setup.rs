@@ -16,6 +16,7 @@ use crate::backbones::{BackboneConfig, EncoderArgs};
 use crate::checkpoint::{load_into, read_checkpoint_meta, read_safetensors, Checkpoint};
 use crate::input::tokens::{check_length, check_same_vocab, open_dataset};
 use crate::input::InputSpec;
+use crate::models::kmer_linear::{KmerFloorArgs, KmerSearch};
 use crate::models::mlm::MlmConfig;
 use crate::models::{parameter_names, BuiltModel, FamilyConfig, ModelConfig};
 use crate::train::{TrainArgs, TrainCommand, TrainingSetup};
@@ -48,6 +49,8 @@ pub struct ClassifyArgs {
     pub freeze_encoder: bool,
     #[command(flatten)]
     pub classification: ClassificationArgs,
+    #[command(flatten)]
+    pub floor: KmerFloorArgs,
 }
 
 /// Flags of every token-classification command.
@@ -157,6 +160,7 @@ impl ClassificationData {
         model: C::Model,
         device: &Device,
         eval_batch_size: usize,
+        floor: Option<KmerSearch>,
     ) -> Result<ClassifierTask<C>>
     where
         C::Model: TokenClassifier,
@@ -177,6 +181,7 @@ impl ClassificationData {
             test,
             device: device.clone(),
             eval_batch_size,
+            floor,
         })
     }
 }
@@ -230,7 +235,8 @@ impl TrainCommand for ClassifyArgs {
             model.config.label_values
         );
         let input = InputSpec::Tokens(data.train.tokenizer().clone());
-        let task = data.into_task::<ClassifierConfig>(model, device, t.eval_batch_size)?;
+        let floor = self.floor.search(&self.classification)?;
+        let task = data.into_task::<ClassifierConfig>(model, device, t.eval_batch_size, floor)?;
         let mut sources = t.sources();
         sources.extend(self.init.iter().map(|p| p.display().to_string()));
         Ok(TrainingSetup {

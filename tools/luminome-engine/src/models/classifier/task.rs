@@ -5,13 +5,14 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor};
 use luminome_io::token_dataset::TokenDataset;
 use luminome_metrics::ClassificationMetrics;
 
 use super::token_classifier::TokenClassifier;
 use crate::checkpoint::Checkpoint;
+use crate::models::kmer_linear::{KmerFloor, KmerSearch};
 use crate::input::batch_tensors;
 use crate::models::FamilyConfig;
 use crate::nn::DropoutRng;
@@ -126,6 +127,9 @@ where
     pub test: Option<LabelledSet>,
     pub device: Device,
     pub eval_batch_size: usize,
+    /// The k-mer floor fitted after training and reported beside the model (kmer_floor.tsv);
+    /// `None`: not fitted.
+    pub floor: Option<KmerSearch>,
 }
 
 impl<C: FamilyConfig> TrainTask for ClassifierTask<C>
@@ -168,11 +172,9 @@ where
         Ok(out)
     }
 
-    /// Scores the run's best checkpoint on the test set; writes `test_metrics.tsv`.
+    /// Scores the run's best checkpoint on the test set (`test_metrics.tsv`) and fits the k-mer
+    /// floor on the same sets (`kmer_floor.tsv`).
     fn after_training(&self, paths: &RunPaths, quiet: bool) -> Result<()> {
-        let Some(test) = &self.test else {
-            return Ok(());
-        };
         let best = if paths.best().exists() {
             paths.best()
         } else {
@@ -180,24 +182,119 @@ where
         };
         let ck = Checkpoint::load(&best, &self.device)?;
         let model = ck.get::<C>()?;
-        let (_, m) = test.score(model, self.eval_batch_size, &self.device)?;
-        let dest = paths.dir.join("test_metrics.tsv");
-        let mut w = luminome_io::atomic::AtomicWriter::create(&dest)?;
-        writeln!(w, "metric\tvalue")?;
-        writeln!(w, "checkpoint_step\t{}", ck.meta.step)?;
-        for (k, v) in m.rows() {
-            writeln!(w, "{k}\t{v}")?;
+        let test_metrics = match &self.test {
+            Some(test) => {
+                let (_, m) = test.score(model, self.eval_batch_size, &self.device)?;
+                let dest = paths.dir.join("test_metrics.tsv");
+                let mut w = luminome_io::atomic::AtomicWriter::create(&dest)?;
+                writeln!(w, "metric\tvalue")?;
+                writeln!(w, "checkpoint_step\t{}", ck.meta.step)?;
+                for (k, v) in m.rows() {
+                    writeln!(w, "{k}\t{v}")?;
+                }
+                w.commit()?;
+                if !quiet {
+                    eprintln!(
+                        "test ({} records, best checkpoint step {}): accuracy {:.4} auroc {} f1 {:.4} mcc {:.4}",
+                        test.classes.len(),
+                        ck.meta.step,
+                        m.accuracy,
+                        m.auroc.map(|v| format!("{v:.4}")).unwrap_or_else(|| "NA".into()),
+                        m.f1,
+                        m.mcc
+                    );
+                }
+                Some(m)
+            }
+            None => None,
+        };
+        let model_dev = match &self.dev {
+            Some(dev) => Some(dev.score(model, self.eval_batch_size, &self.device)?.1),
+            None => None,
+        };
+        self.report_floor(paths, model_dev.as_ref(), test_metrics.as_ref(), quiet)
+    }
+}
+
+impl<C: FamilyConfig> ClassifierTask<C>
+where
+    C::Model: TokenClassifier,
+{
+    /// Fits the k-mer floor on the training set (chosen on dev) and writes `kmer_floor.tsv`
+    /// (metric, set, model, kmer_floor) beside the model's own dev and test metrics; says so on
+    /// stderr when the model does worse than the floor. Skipped without a dev set or for
+    /// tokens that do not stand for fixed bases (BPE).
+    fn report_floor(
+        &self,
+        paths: &RunPaths,
+        model_dev: Option<&ClassificationMetrics>,
+        model_test: Option<&ClassificationMetrics>,
+        quiet: bool,
+    ) -> Result<()> {
+        let (Some(search), Some(dev), Some(model_dev)) = (&self.floor, &self.dev, model_dev)
+        else {
+            return Ok(());
+        };
+        let train = &self.train.dataset;
+        if !train.tokenizer().scheme.has_base_spans() {
+            if !quiet {
+                eprintln!(
+                    "k-mer floor: skipped ({} tokens do not stand for fixed bases)",
+                    train.tokenizer().scheme
+                );
+            }
+            return Ok(());
         }
+        let floor = KmerFloor::new(
+            train,
+            &dev.dataset,
+            self.model.label_values(),
+            search,
+            |_| {},
+        )
+        .context("fitting the k-mer floor (--no-kmer-floor skips it)")?;
+        let floor_dev = floor.score(&dev.dataset)?;
+        let floor_test = match &self.test {
+            Some(t) => Some(floor.score(&t.dataset)?),
+            None => None,
+        };
+        let dest = paths.dir.join("kmer_floor.tsv");
+        let mut w = luminome_io::atomic::AtomicWriter::create(&dest)?;
+        writeln!(w, "metric\tset\tmodel\tkmer_floor")?;
+        let mut lines = |set: &str, m: &ClassificationMetrics, f: &ClassificationMetrics| {
+            let fm: BTreeMap<String, String> = f.rows().into_iter().collect();
+            for (k, v) in m.rows() {
+                if let Some(fv) = fm.get(&k) {
+                    writeln!(w, "{k}\t{set}\t{v}\t{fv}")?;
+                }
+            }
+            std::io::Result::Ok(())
+        };
+        lines("dev", model_dev, &floor_dev)?;
+        if let (Some(m), Some(f)) = (model_test, &floor_test) {
+            lines("test", m, f)?;
+        }
+        let cfg = &floor.fit.config;
+        writeln!(w, "floor_k\tall\t\t{}-{}", cfg.k_min, cfg.k_max)?;
+        writeln!(w, "floor_l2\tall\t\t{:e}", cfg.l2)?;
         w.commit()?;
-        if !quiet {
+        let verdict = if model_dev.mcc < floor_dev.mcc {
+            "the model does WORSE than the k-mer floor on dev"
+        } else {
+            "the model beats the k-mer floor on dev"
+        };
+        if !quiet || model_dev.mcc < floor_dev.mcc {
             eprintln!(
-                "test ({} records, best checkpoint step {}): accuracy {:.4} auroc {} f1 {:.4} mcc {:.4}",
-                test.classes.len(),
-                ck.meta.step,
-                m.accuracy,
-                m.auroc.map(|v| format!("{v:.4}")).unwrap_or_else(|| "NA".into()),
-                m.f1,
-                m.mcc
+                "k-mer floor (k {}-{}, l2 {:e}): dev mcc {:.4} vs this model's {:.4}{}: {verdict}",
+                cfg.k_min,
+                cfg.k_max,
+                cfg.l2,
+                floor_dev.mcc,
+                model_dev.mcc,
+                match (&floor_test, model_test) {
+                    (Some(f), Some(m)) => format!("; test mcc {:.4} vs {:.4}", f.mcc, m.mcc),
+                    _ => String::new(),
+                }
             );
         }
         Ok(())
