@@ -98,20 +98,8 @@ impl LabelledSet {
     ) -> Result<(f64, ClassificationMetrics)> {
         let c = model.label_values().len();
         let probs = predict_probs(model, &self.dataset, batch_size, device)?;
-        let labels: Vec<usize> = self.classes.iter().map(|&k| k as usize).collect();
-        let loss = labels
-            .iter()
-            .enumerate()
-            .map(|(i, &k)| -(probs[i * c + k].max(1e-12)).ln())
-            .sum::<f64>()
-            / labels.len().max(1) as f64;
-        let m = ClassificationMetrics::compute(&labels, &probs, c).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: cannot compute metrics: {e}",
-                self.dataset.path().display()
-            )
-        })?;
-        Ok((loss, m))
+        crate::models::kmer_linear::select::score(&probs, &self.classes, c)
+            .with_context(|| self.dataset.path().display().to_string())
     }
 }
 

@@ -119,8 +119,12 @@ impl KmerLayout {
 
     /// Counted k-mers of each k in `bases`.
     pub fn positions(&self, bases: &[u8]) -> Vec<usize> {
+        self.count_per_k(&self.occurrences(bases))
+    }
+
+    fn count_per_k(&self, occ: &[(usize, usize, usize)]) -> Vec<usize> {
         let mut n = vec![0usize; self.k_max - self.k_min + 1];
-        for (k, _, _) in self.occurrences(bases) {
+        for &(k, _, _) in occ {
             n[k - self.k_min] += 1;
         }
         n
@@ -130,27 +134,25 @@ impl KmerLayout {
     /// is the training set's mean number of counted k-mers of length k.
     pub fn features(&self, bases: &[u8], scale: &[f64]) -> Vec<(u32, f32)> {
         let occ = self.occurrences(bases);
-        let positions = {
-            let mut n = vec![0usize; self.k_max - self.k_min + 1];
-            for &(k, _, _) in &occ {
-                n[k - self.k_min] += 1;
-            }
-            n
-        };
-        let mut idx: Vec<u32> = occ
+        let positions = self.count_per_k(&occ);
+        // (feature, k index) of every occurrence; the k is known here, not looked up per feature.
+        let mut idx: Vec<(u32, usize)> = occ
             .iter()
-            .map(|&(k, _, code)| (self.offset(k) + code) as u32)
+            .map(|&(k, _, code)| ((self.offset(k) + code) as u32, k - self.k_min))
             .collect();
         idx.sort_unstable();
         let mut row: Vec<(u32, f32)> = Vec::new();
-        for f in idx {
+        let mut ks: Vec<usize> = Vec::new();
+        for (f, k) in idx {
             match row.last_mut() {
                 Some((g, c)) if *g == f => *c += 1.0,
-                _ => row.push((f, 1.0)),
+                _ => {
+                    row.push((f, 1.0));
+                    ks.push(k);
+                }
             }
         }
-        for (f, v) in &mut row {
-            let k = self.k_of(*f as usize) - self.k_min;
+        for ((_, v), k) in row.iter_mut().zip(ks) {
             *v = (f64::from(*v) * scale[k] / positions[k] as f64) as f32;
         }
         row

@@ -69,8 +69,6 @@ impl KmerSearch {
 pub struct KmerRows {
     pub rows: SparseRows,
     pub classes: Vec<u32>,
-    /// Counted k-mers per row for each k (for the training set's scales).
-    pub positions: Vec<Vec<usize>>,
 }
 
 /// The bases of every record of a token dataset.
@@ -104,11 +102,9 @@ impl KmerRows {
             .par_iter()
             .map(|b| layout.features(b, scale))
             .collect();
-        let positions = bases.par_iter().map(|b| layout.positions(b)).collect();
         Self {
             rows: SparseRows::from_rows(rows),
             classes,
-            positions,
         }
     }
 }
