@@ -9,6 +9,10 @@ clipping at 1.0 + AdamW step (lr 1e-4, weight decay 0.01); inference = forward i
 torch.inference_mode(). Three warm-up iterations, then the median of --steps.
 
     python3 bench/engine/torch_bench.py --threads 1 --steps 20
+    python3 bench/engine/torch_bench.py --threads 1 --steps 20 --backbone cnn
+
+--backbone cnn: the dilated residual CNN (128 channels, first kernel 15, 7 blocks of kernel 3 with
+dilations 1..64), mean adapter, same batch and tokens.
 """
 import argparse
 import os
@@ -19,7 +23,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_model import Classifier, model_config  # noqa: E402
+from torch_model import Classifier, cnn_config, model_config  # noqa: E402
 
 B, L = 32, 72
 
@@ -29,10 +33,14 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--backbone", choices=["transformer", "cnn"], default="transformer")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
-    model = Classifier(model_config("gated", dropout=a.dropout))
+    if a.backbone == "cnn":
+        model = Classifier(cnn_config("mean", dropout=a.dropout))
+    else:
+        model = Classifier(model_config("gated", dropout=a.dropout))
     ids = torch.tensor([[1 if j == 0 else 5 + ((i * L + j) * 7 % 4) for j in range(L)] for i in range(B)])
     mask = torch.ones(B, L)
     targets = torch.tensor([i % 2 for i in range(B)])
@@ -61,7 +69,7 @@ def main():
             logits.tolist()
             inf.append(time.perf_counter() - t0)
     inf_ms = statistics.median(inf[3:]) * 1e3
-    print(f"torch {torch.__version__} threads {a.threads}")
+    print(f"torch {torch.__version__} threads {a.threads} backbone {a.backbone}")
     print(f"train_step_ms median {train_ms:.1f}")
     print(f"inference_batch_ms median {inf_ms:.1f} ({B / inf_ms * 1e3:.0f} sequences/s)")
 

@@ -14,6 +14,11 @@ Parameter names (state_dict keys):
   encoder.final_norm.{weight,bias}
   adapter.head.{weight [C, D], bias}                    (every adapter)
   adapter.gate.{weight [D, 2D], bias}, adapter.query.*, adapter.key.*, adapter.norm.*  (gated)
+
+The dilated residual CNN (`--backbone cnn`) is written the way a PyTorch user would write it, with
+nn.Conv1d (channels first, padding "same"); its weights are [out, in, k] where Luminome stores
+[out, k·in] tap-major, i.e. luminome = torch.permute(0, 2, 1).reshape(out, k·in):
+  cnn.first.{weight, bias}, cnn.layers.{i}.{weight, bias}, cnn.final_norm.{weight, bias}
 """
 import torch
 import torch.nn as nn
@@ -130,27 +135,88 @@ class DynamicGated(nn.Module):
         return self.head(self.norm(z)), gates
 
 
+class DilatedResidualCnn(nn.Module):
+    """One-hot bases -> Conv1d(first_kernel) + ReLU, then blocks h + Dropout(ReLU(Conv1d(k,
+    dilation 2^i)(h))), padding held at zero before every convolution, final LayerNorm."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.vocab_size = cfg["vocab_size"]
+        c = cfg["channels"]
+        self.first = nn.Conv1d(self.vocab_size, c, cfg["first_kernel"], padding="same")
+        self.layers = nn.ModuleList(
+            nn.Conv1d(c, c, cfg["kernel"], dilation=2 ** i, padding="same")
+            for i in range(cfg["num_layers"])
+        )
+        self.final_norm = nn.LayerNorm(c, eps=cfg["layer_norm_eps"])
+        self.dropout = cfg["dropout"]
+
+    def embed(self, ids):
+        return F.one_hot(ids, self.vocab_size).float()
+
+    def forward_from_embeddings(self, x, mask):
+        m = mask.unsqueeze(1)  # [B, 1, L]
+        x = x.transpose(1, 2) * m
+        h = F.relu(self.first(x)) * m
+        for conv in self.layers:
+            h = h + F.dropout(F.relu(conv(h)), self.dropout, self.training) * m
+        return self.final_norm(h.transpose(1, 2))
+
+
 class Classifier(nn.Module):
     def __init__(self, model_cfg):
         super().__init__()
-        enc = model_cfg["encoder"]
-        self.encoder = Encoder(enc)
+        if "cnn" in model_cfg:
+            enc = model_cfg["cnn"]
+            self.cnn = DilatedResidualCnn(enc)
+            width = enc["channels"]
+        else:
+            enc = model_cfg["encoder"]
+            self.encoder = Encoder(enc)
+            width = enc["d_model"]
         kind = model_cfg["adapter"]
         c = model_cfg["num_classes"]
         if kind == "gated":
-            self.adapter = DynamicGated(enc["d_model"], c, enc["layer_norm_eps"])
+            self.adapter = DynamicGated(width, c, enc["layer_norm_eps"])
         else:
-            self.adapter = LinearHead(kind, enc["d_model"], c)
+            self.adapter = LinearHead(kind, width, c)
+
+    def backbone(self):
+        return self.cnn if hasattr(self, "cnn") else self.encoder
 
     def embed(self, ids):
+        if hasattr(self, "cnn"):
+            return self.cnn.embed(ids)
         return self.encoder.tok_emb(ids)
 
     def forward_from_embeddings(self, emb, mask):
-        return self.adapter(self.encoder.forward_from_embeddings(emb, mask), mask)
+        return self.adapter(self.backbone().forward_from_embeddings(emb, mask), mask)
 
     def forward(self, ids, mask):
         """Returns (logits [B, C], gates [B, L, D] or None)."""
         return self.forward_from_embeddings(self.embed(ids), mask)
+
+
+def cnn_config(adapter, vocab_size=10, channels=128, num_layers=7, kernel=3, first_kernel=15,
+               max_length=72, dropout=0.1, num_classes=2, layer_norm_eps=1e-5):
+    """A Luminome classifier `ModelConfig` with the dilated residual CNN backbone."""
+    return {
+        "kind": "classifier",
+        "cnn": {
+            "vocab_size": vocab_size,
+            "channels": channels,
+            "first_kernel": first_kernel,
+            "kernel": kernel,
+            "num_layers": num_layers,
+            "dropout": dropout,
+            "max_length": max_length,
+            "layer_norm_eps": layer_norm_eps,
+            "pad_id": 0,
+        },
+        "adapter": adapter,
+        "num_classes": num_classes,
+        "label_values": list(range(num_classes)),
+    }
 
 
 def model_config(adapter, vocab_size=10, d_model=128, num_layers=4, num_heads=4, ffn_dim=512,

@@ -1,13 +1,15 @@
 //! Training-step and inference timing of the benchmark model (vocab 10, d 128, 4 layers,
 //! 4 heads, FFN 512, length 72, batch 32, learned positions, pre-LN, gated adapter), on random
-//! tokens. Same configuration as bench/engine/torch_bench.py.
+//! tokens. Same configuration as bench/engine/torch_bench.py. With `cnn` as the third argument:
+//! the dilated residual CNN (128 channels, first kernel 15, 7 blocks of kernel 3, dilations
+//! 1..64) with the mean adapter, as `torch_bench.py --backbone cnn`.
 //!
-//!     RAYON_NUM_THREADS=1 cargo run --release -p luminome-engine --example bench_step -- [steps] [dropout]
+//!     RAYON_NUM_THREADS=1 cargo run --release -p luminome-engine --example bench_step -- [steps] [dropout] [transformer|cnn]
 
 use std::time::Instant;
 
 use candle_core::{Device, Tensor};
-use luminome_engine::backbones::{BackboneConfig, EncoderConfig, PositionEncoding};
+use luminome_engine::backbones::{BackboneConfig, CnnConfig, EncoderConfig, PositionEncoding};
 use luminome_engine::models::classifier::{AdapterKind, ClassifierConfig};
 use luminome_engine::models::{BuiltModel, ModelConfig};
 use luminome_engine::nn::DropoutRng;
@@ -21,9 +23,23 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let steps: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(20);
     let dropout: f64 = args.get(2).map(|s| s.parse()).transpose()?.unwrap_or(0.1);
+    let cnn = args.get(3).is_some_and(|s| s == "cnn");
     let (b, l) = (32usize, 72usize);
-    let cfg = ModelConfig::Classifier(ClassifierConfig {
-        backbone: BackboneConfig::Transformer(EncoderConfig {
+    let (backbone, adapter) = if cnn {
+        let c = CnnConfig {
+            vocab_size: 10,
+            channels: 128,
+            first_kernel: 15,
+            kernel: 3,
+            num_layers: 7,
+            dropout,
+            max_length: l,
+            layer_norm_eps: 1e-5,
+            pad_id: 0,
+        };
+        (BackboneConfig::Cnn(c), AdapterKind::Mean)
+    } else {
+        let e = EncoderConfig {
             vocab_size: 10,
             d_model: 128,
             num_layers: 4,
@@ -34,10 +50,15 @@ fn main() -> anyhow::Result<()> {
             position: PositionEncoding::Learned,
             layer_norm_eps: 1e-5,
             pad_id: 0,
-        }),
-        adapter: AdapterKind::Gated,
+        };
+        (BackboneConfig::Transformer(e), AdapterKind::Gated)
+    };
+    let cfg = ModelConfig::Classifier(ClassifierConfig {
+        backbone,
+        adapter,
         num_classes: 2,
         label_values: vec![0, 1],
+        rc_average: None,
     });
     let dev = Device::Cpu;
     let built = BuiltModel::new(&cfg, &dev, 1)?;

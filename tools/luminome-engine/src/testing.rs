@@ -28,6 +28,25 @@ pub fn encode(seq: &[u8]) -> Vec<u32> {
     ids
 }
 
+/// ids `[B, len]` (u32) and mask `[B, len]` (f32) of DNA strings, each [CLS] seq [SEP] then
+/// padding, on the CPU (for tests that run models directly).
+pub fn padded_batch(seqs: &[&[u8]], len: usize) -> (candle_core::Tensor, candle_core::Tensor) {
+    let mut ids = Vec::new();
+    let mut mask = Vec::new();
+    for s in seqs {
+        let mut row = encode(s);
+        let n = row.len();
+        row.resize(len, 0);
+        ids.extend(row);
+        mask.extend((0..len).map(|i| if i < n { 1f32 } else { 0.0 }));
+    }
+    let dev = candle_core::Device::Cpu;
+    (
+        candle_core::Tensor::from_vec(ids, (seqs.len(), len), &dev).expect("ids"),
+        candle_core::Tensor::from_vec(mask, (seqs.len(), len), &dev).expect("mask"),
+    )
+}
+
 /// Writes sequences (and optional labels) as a token dataset padded to `max_length`.
 pub fn write_dataset(
     dest: &Path,
@@ -343,6 +362,49 @@ pub fn write_expression_checkpoint(
     );
     crate::checkpoint::save_checkpoint(&ckpt, &meta, &built.varmap)?;
     Ok((ckpt, ds_path))
+}
+
+/// An untrained dilated-CNN classifier (8 channels, 3 blocks, labels 0/1) over the
+/// single-nucleotide vocabulary, averaging both strands when `rc_average`, written to `dest`.
+pub fn write_cnn_checkpoint(
+    dest: &Path,
+    adapter: crate::models::classifier::AdapterKind,
+    rc_average: bool,
+) -> Result<()> {
+    use crate::backbones::{BackboneConfig, CnnConfig};
+    let tok = nucleotide_tokenizer();
+    let rc_average = match rc_average {
+        true => Some(crate::input::strand::ReverseComplement::for_tokenizer(
+            &tok,
+        )?),
+        false => None,
+    };
+    let config = crate::ModelConfig::from(crate::models::classifier::ClassifierConfig {
+        backbone: BackboneConfig::Cnn(CnnConfig {
+            vocab_size: tok.vocab_size(),
+            channels: 8,
+            first_kernel: 5,
+            kernel: 3,
+            num_layers: 3,
+            dropout: 0.0,
+            max_length: 64,
+            layer_norm_eps: 1e-5,
+            pad_id: tok.pad_id,
+        }),
+        adapter,
+        num_classes: 2,
+        label_values: vec![0, 1],
+        rc_average,
+    });
+    let built = crate::BuiltModel::new(&config, &candle_core::Device::Cpu, 4)?;
+    let meta = crate::checkpoint::CheckpointMeta::new(
+        config,
+        crate::input::InputSpec::Tokens(tok),
+        vec![],
+        "test",
+        "",
+    );
+    crate::checkpoint::save_checkpoint(dest, &meta, &built.varmap)
 }
 
 /// The rows of a TSV with a header line, as column → value maps (for tests reading our outputs).

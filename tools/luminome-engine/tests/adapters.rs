@@ -8,7 +8,6 @@ use luminome_engine::models::classifier::adapters::{Adapter, DynamicGated};
 use luminome_engine::models::classifier::{AdapterKind, Classifier, ClassifierConfig};
 use luminome_engine::nn::gradcheck::max_grad_error;
 use luminome_engine::nn::init::init_parameters;
-use luminome_engine::testing::encode;
 
 fn tiny(adapter: AdapterKind, position: PositionEncoding, dtype: DType) -> (VarMap, Classifier) {
     let cfg = ClassifierConfig {
@@ -27,6 +26,7 @@ fn tiny(adapter: AdapterKind, position: PositionEncoding, dtype: DType) -> (VarM
         adapter,
         num_classes: 2,
         label_values: vec![0, 1],
+        rc_average: None,
     };
     let varmap = VarMap::new();
     let model =
@@ -43,19 +43,7 @@ fn tiny(adapter: AdapterKind, position: PositionEncoding, dtype: DType) -> (VarM
 }
 
 fn batch(seqs: &[&[u8]], len: usize) -> (Tensor, Tensor) {
-    let mut ids = Vec::new();
-    let mut mask = Vec::new();
-    for s in seqs {
-        let mut row = encode(s);
-        let n = row.len();
-        row.resize(len, 0);
-        ids.extend(row);
-        mask.extend((0..len).map(|i| if i < n { 1f32 } else { 0.0 }));
-    }
-    (
-        Tensor::from_vec(ids, (seqs.len(), len), &Device::Cpu).unwrap(),
-        Tensor::from_vec(mask, (seqs.len(), len), &Device::Cpu).unwrap(),
-    )
+    luminome_engine::testing::padded_batch(seqs, len)
 }
 
 #[test]

@@ -79,6 +79,7 @@ fn classifier_logits_and_gates_match_pytorch() {
             adapter,
             num_classes: 3,
             label_values: vec![0, 1, 2],
+            rc_average: None,
         };
         let varmap = VarMap::new();
         let model = Classifier::new(

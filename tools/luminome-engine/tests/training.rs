@@ -36,6 +36,7 @@ fn config(adapter: AdapterKind, dropout: f64) -> ModelConfig {
         adapter,
         num_classes: 2,
         label_values: vec![0, 1],
+        rc_average: None,
     })
 }
 
@@ -51,6 +52,7 @@ fn train_config(steps: u64, seed: u64) -> TrainConfig {
         clip_norm: 1.0,
         eval_every: 3,
         patience: None,
+        loss_patience: None,
         metric: "dev_accuracy".into(),
         maximize: true,
         seed,
@@ -88,6 +90,7 @@ fn task(model: &Classifier, dir: &Path) -> ClassifierTask<ClassifierConfig> {
         device: Device::Cpu,
         eval_batch_size: 64,
         floor: None,
+        rc_augment: None,
     }
 }
 

@@ -6,6 +6,7 @@ use std::process::Command;
 
 use candle_core::{Device, Tensor};
 use luminome_engine::checkpoint::read_safetensors;
+use luminome_engine::models::classifier::AdapterKind;
 use luminome_importance::args::{Method, Reduce};
 use luminome_importance::methods::{token_scores, MethodOptions};
 use luminome_importance::Input as ClassifierInput;
@@ -142,42 +143,50 @@ fn saliency_ig_and_gates_match_the_pytorch_reference() {
 
 #[test]
 fn integrated_gradients_add_up_to_the_change_of_the_explained_output() {
-    // Completeness: Σ_i IG_i = f(x) − f(baseline), up to the Riemann error of 128 steps.
+    // Completeness: Σ_i IG_i = f(x) − f(baseline), up to the Riemann error of 128 steps; for
+    // the transformer (token embeddings) and for the CNN averaging both strands (one-hot
+    // input, through the reverse-complement gathers).
     let dir = tempfile::tempdir().unwrap();
     let ds = fixture_dataset(dir.path());
-    let input = ClassifierInput::open(&checkpoint("mean"), &ds, Device::Cpu).unwrap();
-    let batch = input.batch(&[0]).unwrap();
-    let opts = MethodOptions {
-        method: Method::Ig,
-        reduce: Reduce::Mean,
-        ig_steps: 128,
-    };
-    let ig: f32 = token_scores(&input, &batch, &[1], &opts).unwrap()[0]
-        .iter()
-        .sum();
-    let clf = input.model().unwrap();
-    let t = luminome_engine::batch_tensors(&batch, &Device::Cpu).unwrap();
-    let emb = clf.embed(&t.ids).unwrap();
-    let special: Vec<f32> = batch
-        .input_ids
-        .iter()
-        .map(|&id| if id <= 2 { 1.0 } else { 0.0 })
-        .collect();
-    let keep = Tensor::from_vec(special, (1, batch.max_length, 1), &Device::Cpu).unwrap();
-    let f = |e: &Tensor| {
-        let l = clf
-            .forward_from_embeddings(e, &t.mask, None)
-            .unwrap()
-            .logits
-            .to_vec2::<f32>()
-            .unwrap();
-        l[0][1] - (l[0][0] + l[0][1]) / 2.0
-    };
-    let delta = f(&emb) - f(&emb.broadcast_mul(&keep).unwrap());
-    assert!(
-        (ig - delta).abs() < 1e-3 * (1.0 + delta.abs()),
-        "Σ IG {ig} vs f(x) − f(x') {delta}"
-    );
+    let cnn = dir.path().join("cnn.safetensors");
+    luminome_engine::testing::write_cnn_checkpoint(&cnn, AdapterKind::Gated, true).unwrap();
+    for ck in [checkpoint("mean"), cnn] {
+        let input = ClassifierInput::open(&ck, &ds, Device::Cpu).unwrap();
+        let batch = input.batch(&[0]).unwrap();
+        let opts = MethodOptions {
+            method: Method::Ig,
+            reduce: Reduce::Mean,
+            ig_steps: 128,
+        };
+        let ig: f32 = token_scores(&input, &batch, &[1], &opts).unwrap()[0]
+            .iter()
+            .sum();
+        let clf = input.model().unwrap();
+        let t = luminome_engine::batch_tensors(&batch, &Device::Cpu).unwrap();
+        let emb = clf.embed(&t.ids).unwrap();
+        let special: Vec<f32> = batch
+            .input_ids
+            .iter()
+            .map(|&id| if id <= 2 { 1.0 } else { 0.0 })
+            .collect();
+        let keep = Tensor::from_vec(special, (1, batch.max_length, 1), &Device::Cpu).unwrap();
+        let f = |e: &Tensor| {
+            let l = clf
+                .forward_from_embeddings(e, &t.mask, None)
+                .unwrap()
+                .logits
+                .to_vec2::<f32>()
+                .unwrap();
+            l[0][1] - (l[0][0] + l[0][1]) / 2.0
+        };
+        let delta = f(&emb) - f(&emb.broadcast_mul(&keep).unwrap());
+        assert!(delta.abs() > 1e-4, "{}: nothing to explain", ck.display());
+        assert!(
+            (ig - delta).abs() < 1e-3 * (1.0 + delta.abs()),
+            "{}: Σ IG {ig} vs f(x) − f(x') {delta}",
+            ck.display()
+        );
+    }
 }
 
 fn importance(args: &[&str]) -> std::process::Output {

@@ -2,6 +2,7 @@
 //! classification adapters sit on any [`Backbone`] (they need hidden states `[B, L, D]` and the
 //! padding mask `[B, L]`, nothing else), so a new backbone serves every head at once.
 
+pub mod cnn;
 pub mod transformer;
 
 use std::sync::Arc;
@@ -12,7 +13,10 @@ use candle_nn::VarBuilder;
 use serde::{Deserialize, Serialize};
 
 use crate::nn::DropoutRng;
-pub use transformer::{Encoder, EncoderArgs, EncoderConfig, EncoderStack, PositionEncoding};
+pub use cnn::{CnnArgs, CnnConfig, DilatedResidualCnn};
+pub use transformer::{
+    Encoder, EncoderArgs, EncoderConfig, EncoderDefaults, EncoderStack, PositionEncoding,
+};
 
 /// Anything that yields per-position hidden states and respects a padding mask.
 pub trait Backbone: std::fmt::Debug + Send + Sync {
@@ -43,32 +47,64 @@ pub trait Backbone: std::fmt::Debug + Send + Sync {
     }
 }
 
+/// Which backbone to build (`--backbone`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackboneKind {
+    Transformer,
+    Cnn,
+}
+
+impl std::str::FromStr for BackboneKind {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "transformer" => Ok(Self::Transformer),
+            "cnn" => Ok(Self::Cnn),
+            _ => anyhow::bail!("unknown backbone {s:?} (expected transformer or cnn)"),
+        }
+    }
+}
+
 /// Which backbone a model uses and its sizes. Serialised as one key naming the backbone
-/// (`"encoder": {...}` for the transformer), which is also the prefix of its parameters.
+/// (`"encoder": {...}` for the transformer, `"cnn": {...}` for the CNN), which is also the prefix
+/// of its parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum BackboneConfig {
     /// The transformer encoder; parameters under `encoder.*`.
     #[serde(rename = "encoder")]
     Transformer(EncoderConfig),
+    /// The dilated residual CNN over one-hot bases; parameters under `cnn.*`.
+    #[serde(rename = "cnn")]
+    Cnn(CnnConfig),
 }
 
 impl BackboneConfig {
+    pub fn kind(&self) -> BackboneKind {
+        match self {
+            Self::Transformer(_) => BackboneKind::Transformer,
+            Self::Cnn(_) => BackboneKind::Cnn,
+        }
+    }
+
     /// The prefix of the backbone's parameter names (without the dot).
     pub fn prefix(&self) -> &'static str {
         match self {
             Self::Transformer(_) => "encoder",
+            Self::Cnn(_) => "cnn",
         }
     }
 
     pub fn validate(&self) -> Result<()> {
         match self {
             Self::Transformer(c) => c.validate(),
+            Self::Cnn(c) => c.validate(),
         }
     }
 
     pub fn hidden_size(&self) -> usize {
         match self {
             Self::Transformer(c) => c.d_model,
+            Self::Cnn(c) => c.channels,
         }
     }
 
@@ -76,6 +112,7 @@ impl BackboneConfig {
     pub fn max_length(&self) -> usize {
         match self {
             Self::Transformer(c) => c.max_length,
+            Self::Cnn(c) => c.max_length,
         }
     }
 
@@ -83,6 +120,7 @@ impl BackboneConfig {
     pub fn layer_norm_eps(&self) -> f64 {
         match self {
             Self::Transformer(c) => c.layer_norm_eps,
+            Self::Cnn(c) => c.layer_norm_eps,
         }
     }
 
@@ -90,6 +128,7 @@ impl BackboneConfig {
     pub fn dropout(&self) -> f64 {
         match self {
             Self::Transformer(c) => c.dropout,
+            Self::Cnn(c) => c.dropout,
         }
     }
 
@@ -98,6 +137,7 @@ impl BackboneConfig {
         let vb = vb.pp(self.prefix());
         Ok(match self {
             Self::Transformer(c) => Arc::new(Encoder::new(c, vb)?),
+            Self::Cnn(c) => Arc::new(DilatedResidualCnn::new(c, vb)?),
         })
     }
 }

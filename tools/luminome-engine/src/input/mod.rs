@@ -4,6 +4,7 @@
 //! vocabulary a dataset must share; the maximum length is the backbone's) or region features
 //! (with their names, which a region dataset must have in the same order).
 
+pub mod strand;
 pub mod tokens;
 
 use std::path::Path;

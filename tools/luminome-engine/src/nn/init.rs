@@ -26,7 +26,8 @@ fn is_norm_scale(name: &str) -> bool {
             .is_some_and(|m| m.contains("norm") || m.starts_with("ln"))
 }
 
-/// Matrices and embeddings ~ N(0, 0.02²); layer-norm scales 1; biases 0.
+/// Matrices and embeddings ~ N(0, 0.02²) (CNN convolutions U(±1/√fan_in)); layer-norm scales 1;
+/// biases 0.
 pub fn init_parameters(
     varmap: &VarMap,
     seed: u64,
@@ -44,7 +45,16 @@ pub fn init_parameters(
         let var = &data[name];
         let t = var.as_tensor();
         let n = t.elem_count();
-        let values: Vec<f32> = if t.rank() >= 2 {
+        let values: Vec<f32> = if t.rank() == 2 && name.starts_with("cnn.") {
+            // Convolutions (ReLU, no normalisation between blocks): PyTorch's Conv1d default,
+            // U(±1/√fan_in), so activations keep their scale through the stack where N(0, 0.02²)
+            // would shrink them block by block.
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ name_hash(name));
+            let bound = 1.0 / (t.dims()[1] as f64).sqrt();
+            (0..n)
+                .map(|_| ((rng.random::<f64>() * 2.0 - 1.0) * bound) as f32)
+                .collect()
+        } else if t.rank() >= 2 {
             let mut rng = ChaCha8Rng::seed_from_u64(seed ^ name_hash(name));
             (0..n)
                 .map(|_| (normal(&mut rng) * INIT_STD) as f32)

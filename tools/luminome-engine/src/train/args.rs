@@ -8,6 +8,31 @@ use luminome_cli::RuntimeArgs;
 use super::optim::AdamWConfig;
 use super::trainer::TrainConfig;
 
+/// Training sets with fewer records than this get the small-data defaults (`classify` with the
+/// transformer backbone; docs/small-data.md).
+pub const SMALL_TRAINING_SET: usize = 10_000;
+
+/// The defaults of the training settings that depend on the size of the training set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrainDefaults {
+    pub weight_decay: f64,
+    pub patience: Option<u64>,
+    pub loss_patience: Option<u64>,
+}
+
+impl TrainDefaults {
+    pub const STANDARD: Self = Self {
+        weight_decay: 0.01,
+        patience: None,
+        loss_patience: None,
+    };
+    pub const SMALL_DATA: Self = Self {
+        weight_decay: 0.1,
+        patience: Some(5),
+        loss_patience: Some(5),
+    };
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct TrainArgs {
     /// Training dataset.
@@ -38,18 +63,24 @@ pub struct TrainArgs {
     /// Final learning rate of the cosine decay, as a fraction of the peak.
     #[arg(long, default_value_t = 0.1)]
     pub min_lr_ratio: f64,
-    /// AdamW decoupled weight decay (matrices and embeddings only).
-    #[arg(long, default_value_t = 0.01)]
-    pub weight_decay: f64,
+    /// AdamW decoupled weight decay (matrices and embeddings only) [default: 0.01; classify with
+    /// the transformer: 0.1 below 10,000 training records].
+    #[arg(long)]
+    pub weight_decay: Option<f64>,
     /// Clip the global gradient norm to this value (0: no clipping).
     #[arg(long, default_value_t = 1.0)]
     pub clip_norm: f64,
     /// Evaluate on --dev and write checkpoints every this many steps.
     #[arg(long, default_value_t = 200)]
     pub eval_every: u64,
-    /// Stop when the selection metric has not improved for this many evaluations.
+    /// Stop when the selection metric has not improved for this many evaluations (0: never)
+    /// [default: never; classify with the transformer: 5 below 10,000 training records].
     #[arg(long)]
     pub patience: Option<u64>,
+    /// Also stop when the dev loss has not improved for this many evaluations (0: never)
+    /// [default: never; classify with the transformer: 5 below 10,000 training records].
+    #[arg(long)]
+    pub loss_patience: Option<u64>,
     /// Batch size for evaluation.
     #[arg(long, default_value_t = 128)]
     pub eval_batch_size: usize,
@@ -69,8 +100,19 @@ pub struct TrainArgs {
 }
 
 impl TrainArgs {
-    /// The loop's settings for a new run selecting checkpoints on `metric`.
-    pub fn train_config(&self, metric: &str, maximize: bool) -> TrainConfig {
+    /// The loop's settings for a new run selecting checkpoints on `metric`; flags not given take
+    /// `defaults`.
+    pub fn train_config(
+        &self,
+        metric: &str,
+        maximize: bool,
+        defaults: &TrainDefaults,
+    ) -> TrainConfig {
+        let patience = |flag: Option<u64>, default: Option<u64>| match flag {
+            Some(0) => None,
+            Some(p) => Some(p),
+            None => default,
+        };
         TrainConfig {
             batch_size: self.batch_size,
             grad_accum: self.grad_accum,
@@ -79,16 +121,33 @@ impl TrainArgs {
             warmup_steps: self.warmup,
             min_lr_ratio: self.min_lr_ratio,
             adamw: AdamWConfig {
-                weight_decay: self.weight_decay,
+                weight_decay: self.weight_decay.unwrap_or(defaults.weight_decay),
                 ..Default::default()
             },
             clip_norm: self.clip_norm,
             eval_every: self.eval_every,
-            patience: self.patience,
+            patience: patience(self.patience, defaults.patience),
+            loss_patience: patience(self.loss_patience, defaults.loss_patience),
             metric: metric.to_string(),
             maximize,
             seed: self.seed,
         }
+    }
+
+    /// The flags, among those `defaults` sets, that the user did not give, with their values
+    /// (for the log).
+    pub fn defaulted(&self, defaults: &TrainDefaults) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.weight_decay.is_none() {
+            v.push(format!("--weight-decay {}", defaults.weight_decay));
+        }
+        if let (None, Some(p)) = (self.patience, defaults.patience) {
+            v.push(format!("--patience {p}"));
+        }
+        if let (None, Some(p)) = (self.loss_patience, defaults.loss_patience) {
+            v.push(format!("--loss-patience {p}"));
+        }
+        v
     }
 
     /// The input files a checkpoint names as its sources: training and dev sets.

@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use candle_core::Device;
 use candle_nn::VarMap;
 
-use super::args::TrainArgs;
+use super::args::{TrainArgs, TrainDefaults};
 use super::state::read_state;
 use super::task::TrainTask;
 use super::trainer::{RunPaths, Trainer};
@@ -33,6 +33,8 @@ pub struct TrainingSetup {
     pub maximize: bool,
     /// What the run is, for the log ("adapter gated, 12345 parameters, ...").
     pub description: String,
+    /// Defaults of the training flags the user did not give (small-data ones for small sets).
+    pub train_defaults: TrainDefaults,
 }
 
 /// A `luminome-train` subcommand.
@@ -66,7 +68,7 @@ pub fn run<C: TrainCommand>(cmd: &C, command_line: &str) -> Result<()> {
     );
     let train_config = match &t.resume {
         Some(r) => read_state(r, &Device::Cpu)?.0.config,
-        None => t.train_config(&setup.metric, setup.maximize),
+        None => t.train_config(&setup.metric, setup.maximize, &setup.train_defaults),
     };
     let metric = train_config.metric.clone();
     let trainer = Trainer {

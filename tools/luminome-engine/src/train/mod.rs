@@ -11,7 +11,7 @@ pub mod state;
 pub mod task;
 pub mod trainer;
 
-pub use args::TrainArgs;
+pub use args::{TrainArgs, TrainDefaults, SMALL_TRAINING_SET};
 pub use command::{run, TrainCommand, TrainingSetup};
 pub use optim::{AdamW, AdamWConfig};
 pub use schedule::WarmupCosine;

@@ -28,6 +28,41 @@ pub struct TrainerState {
     pub best_step: u64,
     pub evals_since_best: u64,
     pub optimizer_steps: u64,
+    /// The lowest dev loss so far and the evaluations since (runs with a loss patience only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dev_loss_watch: Option<DevLossWatch>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DevLossWatch {
+    pub best: f64,
+    pub evals_since_best: u64,
+}
+
+impl TrainerState {
+    /// Records an evaluation's dev loss; returns the evaluations since the lowest one (0 when
+    /// this one is the lowest). A NaN loss never counts as an improvement.
+    pub fn watch_dev_loss(&mut self, loss: f64) -> u64 {
+        let w = match self.dev_loss_watch {
+            // A NaN loss compares as not lower: never an improvement.
+            Some(w) if loss.partial_cmp(&w.best) != Some(std::cmp::Ordering::Less) => {
+                DevLossWatch {
+                    best: w.best,
+                    evals_since_best: w.evals_since_best + 1,
+                }
+            }
+            _ if loss.is_nan() => DevLossWatch {
+                best: f64::INFINITY,
+                evals_since_best: 1,
+            },
+            _ => DevLossWatch {
+                best: loss,
+                evals_since_best: 0,
+            },
+        };
+        self.dev_loss_watch = Some(w);
+        w.evals_since_best
+    }
 }
 
 /// Writes the state file (uncommitted) of a checkpoint.
@@ -61,4 +96,31 @@ pub fn read_state(
         serde_json::from_str(md.get("luminome").map(String::as_str).unwrap_or(""))
             .with_context(|| format!("{}: unreadable training state", sp.display()))?;
     Ok((state, tensors, sp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dev_loss_watch_counts_evaluations_since_the_lowest_loss() {
+        let mut st: TrainerState = serde_json::from_str(
+            r#"{"config":{"batch_size":1,"grad_accum":1,"max_steps":1,"lr":0.1,"warmup_steps":0,"min_lr_ratio":0.1,"adamw":{"beta1":0.9,"beta2":0.999,"eps":1e-8,"weight_decay":0.0},"clip_norm":1.0,"eval_every":1,"patience":null,"metric":"dev_loss","maximize":false,"seed":1},"step":0,"epoch":0,"cursor":0,"best_value":null,"best_step":0,"evals_since_best":0,"optimizer_steps":0}"#,
+        )
+        .unwrap();
+        let seen: Vec<u64> = [1.0, 0.8, 0.9, 0.8, f64::NAN, 0.7, 0.75]
+            .iter()
+            .map(|&l| st.watch_dev_loss(l))
+            .collect();
+        assert_eq!(seen, vec![0, 0, 1, 2, 3, 0, 1]);
+        // Written only when used, so states of runs without it keep their bytes.
+        let mut fresh = st.clone();
+        fresh.dev_loss_watch = None;
+        assert!(!serde_json::to_string(&fresh)
+            .unwrap()
+            .contains("dev_loss_watch"));
+        assert!(!serde_json::to_string(&fresh.config)
+            .unwrap()
+            .contains("loss_patience"));
+    }
 }

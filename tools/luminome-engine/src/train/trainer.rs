@@ -43,6 +43,10 @@ pub struct TrainConfig {
     pub eval_every: u64,
     /// Stop after this many evaluations without improvement (None: never).
     pub patience: Option<u64>,
+    /// Also stop after this many evaluations without a lower dev loss (None: never): the
+    /// overfitting signal, which a noisy metric such as MCC can hide. Absent from older states.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_patience: Option<u64>,
     /// Metric that selects the best checkpoint and drives early stopping (e.g. `dev_mcc`).
     pub metric: String,
     pub maximize: bool,
@@ -164,6 +168,7 @@ impl Trainer<'_> {
             best_step: 0,
             evals_since_best: 0,
             optimizer_steps: 0,
+            dev_loss_watch: None,
         };
         let mut log: Vec<LogRow> = Vec::new();
         if let Some(r) = resume {
@@ -300,6 +305,23 @@ impl Trainer<'_> {
                 }
                 self.save(&self.paths.last(), &state, &metrics, Some(&opt))?;
                 self.write_log(&header, &log)?;
+                let loss_stalled = match (cfg.loss_patience, metrics.get("dev_loss")) {
+                    (Some(p), Some(&loss)) => state.watch_dev_loss(loss) >= p,
+                    _ => false,
+                };
+                if loss_stalled {
+                    early_stopped = true;
+                    if self.verbose {
+                        eprintln!(
+                            "early stop at step {}: dev_loss has not improved for {} evaluations (best checkpoint: step {}, by {})",
+                            state.step,
+                            state.dev_loss_watch.map_or(0, |w| w.evals_since_best),
+                            state.best_step,
+                            cfg.metric
+                        );
+                    }
+                    break;
+                }
                 if cfg.patience.is_some_and(|p| state.evals_since_best >= p) {
                     early_stopped = true;
                     if self.verbose {

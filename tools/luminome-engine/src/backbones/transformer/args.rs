@@ -7,21 +7,23 @@ use super::config::{EncoderConfig, PositionEncoding};
 
 #[derive(Args, Debug, Clone)]
 pub struct EncoderArgs {
-    /// Hidden width of the encoder.
-    #[arg(long, default_value_t = 128)]
-    pub d_model: usize,
-    /// Number of encoder layers.
-    #[arg(long, default_value_t = 4)]
-    pub layers: usize,
+    /// Hidden width of the encoder [default: 128; classify: 64 below 10,000 training records].
+    #[arg(long)]
+    pub d_model: Option<usize>,
+    /// Number of encoder layers [default: 4; classify: 2 below 10,000 training records].
+    #[arg(long)]
+    pub layers: Option<usize>,
     /// Attention heads per layer (must divide --d-model).
     #[arg(long, default_value_t = 4)]
     pub heads: usize,
-    /// Feed-forward width.
-    #[arg(long, default_value_t = 512)]
-    pub ffn: usize,
-    /// Dropout probability (embeddings, attention probabilities, residual branches, FFN).
-    #[arg(long, default_value_t = 0.1)]
-    pub dropout: f64,
+    /// Feed-forward width [default: 512; classify: 256 below 10,000 training records].
+    #[arg(long)]
+    pub ffn: Option<usize>,
+    /// Dropout probability (embeddings, attention probabilities, residual branches, FFN; the
+    /// CNN's residual branches) [default: 0.1; classify with the transformer: 0.2 below 10,000 training
+    /// records].
+    #[arg(long)]
+    pub dropout: Option<f64>,
     /// Longest sequence (tokens, specials included) the model accepts [default: the training
     /// set's row length].
     #[arg(long)]
@@ -31,22 +33,58 @@ pub struct EncoderArgs {
     pub position: PositionEncoding,
 }
 
+/// The defaults of the encoder flags that depend on the size of the training set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EncoderDefaults {
+    pub d_model: usize,
+    pub layers: usize,
+    pub ffn: usize,
+    pub dropout: f64,
+}
+
+impl EncoderDefaults {
+    pub const STANDARD: Self = Self {
+        d_model: 128,
+        layers: 4,
+        ffn: 512,
+        dropout: 0.1,
+    };
+    /// For training sets below `train::SMALL_TRAINING_SET` records (docs/small-data.md).
+    pub const SMALL_DATA: Self = Self {
+        d_model: 64,
+        layers: 2,
+        ffn: 256,
+        dropout: 0.2,
+    };
+}
+
 impl EncoderArgs {
     /// The encoder for a vocabulary of `vocab_size` tokens (padding id `pad_id`) and rows of
-    /// `row_length` tokens (the default max length).
+    /// `row_length` tokens (the default max length), with the standard defaults.
     pub fn config(
         &self,
         vocab_size: usize,
         pad_id: u32,
         row_length: usize,
     ) -> Result<EncoderConfig> {
+        self.config_with(&EncoderDefaults::STANDARD, vocab_size, pad_id, row_length)
+    }
+
+    /// The same with `defaults` for the flags not given.
+    pub fn config_with(
+        &self,
+        defaults: &EncoderDefaults,
+        vocab_size: usize,
+        pad_id: u32,
+        row_length: usize,
+    ) -> Result<EncoderConfig> {
         let cfg = EncoderConfig {
             vocab_size,
-            d_model: self.d_model,
-            num_layers: self.layers,
+            d_model: self.d_model.unwrap_or(defaults.d_model),
+            num_layers: self.layers.unwrap_or(defaults.layers),
             num_heads: self.heads,
-            ffn_dim: self.ffn,
-            dropout: self.dropout,
+            ffn_dim: self.ffn.unwrap_or(defaults.ffn),
+            dropout: self.dropout(defaults),
             max_length: self.max_length.unwrap_or(row_length),
             position: self.position,
             layer_norm_eps: 1e-5,
@@ -54,5 +92,29 @@ impl EncoderArgs {
         };
         cfg.validate()?;
         Ok(cfg)
+    }
+
+    /// `--dropout`, or the default.
+    pub fn dropout(&self, defaults: &EncoderDefaults) -> f64 {
+        self.dropout.unwrap_or(defaults.dropout)
+    }
+
+    /// The flags, among those `defaults` sets, that the user did not give, with their values
+    /// (for the log).
+    pub fn defaulted(&self, defaults: &EncoderDefaults) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.d_model.is_none() {
+            v.push(format!("--d-model {}", defaults.d_model));
+        }
+        if self.layers.is_none() {
+            v.push(format!("--layers {}", defaults.layers));
+        }
+        if self.ffn.is_none() {
+            v.push(format!("--ffn {}", defaults.ffn));
+        }
+        if self.dropout.is_none() {
+            v.push(format!("--dropout {}", defaults.dropout));
+        }
+        v
     }
 }

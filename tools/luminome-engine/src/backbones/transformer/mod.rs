@@ -6,7 +6,7 @@ pub mod attention;
 pub mod config;
 pub mod encoder;
 
-pub use args::EncoderArgs;
+pub use args::{EncoderArgs, EncoderDefaults};
 pub use config::{EncoderConfig, PositionEncoding};
 pub use encoder::{Encoder, EncoderStack};
 

@@ -99,6 +99,7 @@ impl TrainCommand for BagOfTokensArgs {
             },
             maximize,
             description,
+            train_defaults: crate::train::TrainDefaults::STANDARD,
         })
     }
 }

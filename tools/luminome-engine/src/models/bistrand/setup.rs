@@ -188,6 +188,7 @@ impl TrainCommand for BiStrandArgs {
             metric: "dev_loss".into(),
             maximize: false,
             description,
+            train_defaults: crate::train::TrainDefaults::STANDARD,
         })
     }
 }

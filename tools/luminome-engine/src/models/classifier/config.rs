@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::model::Classifier;
 use crate::backbones::BackboneConfig;
+use crate::input::strand::ReverseComplement;
 use crate::models::FamilyConfig;
 
 /// Which sequence-classification adapter sits on the backbone (the adapters spec; docs/engine.md).
@@ -56,6 +57,12 @@ pub struct ClassifierConfig {
     pub num_classes: usize,
     /// The dataset label value of each class index (class i ↔ label_values[i]).
     pub label_values: Vec<i64>,
+    /// Predictions average the logits of the sequence and of its reverse complement (CNN
+    /// backbone only: its input is one-hot, where the reverse complement is a permutation).
+    /// Training runs one strand at a time (with `--rc-augment`, either at random); evaluation,
+    /// prediction and importance see the average. Absent from older checkpoints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rc_average: Option<ReverseComplement>,
 }
 
 impl FamilyConfig for ClassifierConfig {
@@ -64,6 +71,9 @@ impl FamilyConfig for ClassifierConfig {
 
     fn validate(&self) -> Result<()> {
         self.backbone.validate()?;
+        if self.rc_average.is_some() && !matches!(self.backbone, BackboneConfig::Cnn(_)) {
+            bail!("reverse-complement-averaged prediction needs the CNN backbone (its input is one-hot bases)");
+        }
         check_classes(self.num_classes, &self.label_values)
     }
 

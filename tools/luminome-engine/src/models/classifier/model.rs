@@ -45,13 +45,45 @@ impl Classifier {
     }
 
     /// Logits `[B, C]` (and gates for the gated adapter) from input embeddings `[B, L, D]`.
+    /// With `rc_average` and outside training (`rng` None), the mean of the logits of the input
+    /// and of its reverse complement, and the mean of their gates (the reverse strand's moved
+    /// back to forward positions).
     pub fn forward_from_embeddings(
         &self,
         emb: &Tensor,
         mask: &Tensor,
         rng: Option<&DropoutRng>,
     ) -> Result<AdapterOutput> {
-        let h = self.backbone.forward_from_embeddings(emb, mask, rng)?;
+        let forward = self.one_strand(emb, mask, rng)?;
+        let (Some(rc), None) = (&self.config.rc_average, rng) else {
+            return Ok(forward);
+        };
+        let reverse = self.one_strand(&rc.one_hot(emb, mask)?, mask, None)?;
+        let gates = match (forward.gates, reverse.gates) {
+            (Some(f), Some(r)) => Some(((f + rc.back_to_forward(&r, mask)?)? * 0.5)?),
+            _ => None,
+        };
+        Ok(AdapterOutput {
+            logits: ((forward.logits + reverse.logits)? * 0.5)?,
+            gates,
+        })
+    }
+
+    /// The backbone and adapter on one strand (the backbone detached and without dropout when
+    /// it is frozen).
+    fn one_strand(
+        &self,
+        emb: &Tensor,
+        mask: &Tensor,
+        rng: Option<&DropoutRng>,
+    ) -> Result<AdapterOutput> {
+        let h = if self.frozen_backbone {
+            self.backbone
+                .forward_from_embeddings(emb, mask, None)?
+                .detach()
+        } else {
+            self.backbone.forward_from_embeddings(emb, mask, rng)?
+        };
         self.adapter.forward(&h, mask)
     }
 
@@ -62,10 +94,6 @@ impl Classifier {
         mask: &Tensor,
         rng: Option<&DropoutRng>,
     ) -> Result<AdapterOutput> {
-        if self.frozen_backbone {
-            let h = self.backbone.forward(ids, mask, None)?.detach();
-            return self.adapter.forward(&h, mask);
-        }
         self.forward_from_embeddings(&self.embed(ids)?, mask, rng)
     }
 }

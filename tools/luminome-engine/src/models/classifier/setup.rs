@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use candle_core::Device;
 use clap::Args;
 use luminome_io::token_dataset::TokenDataset;
@@ -12,18 +12,22 @@ use luminome_io::token_dataset::TokenDataset;
 use super::config::{AdapterKind, ClassifierConfig};
 use super::task::{ClassifierTask, LabelledSet};
 use super::token_classifier::TokenClassifier;
-use crate::backbones::{BackboneConfig, EncoderArgs};
+use crate::backbones::{BackboneConfig, BackboneKind, CnnArgs, EncoderArgs, EncoderDefaults};
+use crate::input::strand::ReverseComplement;
 use crate::checkpoint::{load_into, read_checkpoint_meta, read_safetensors, Checkpoint};
 use crate::input::tokens::{check_length, check_same_vocab, open_dataset};
 use crate::input::InputSpec;
 use crate::models::kmer_linear::{KmerFloorArgs, KmerSearch};
 use crate::models::mlm::MlmConfig;
 use crate::models::{parameter_names, BuiltModel, FamilyConfig, ModelConfig};
-use crate::train::{TrainArgs, TrainCommand, TrainingSetup};
+use crate::train::{TrainArgs, TrainCommand, TrainDefaults, TrainingSetup, SMALL_TRAINING_SET};
 
 pub const EXAMPLE: &str = "Example (fine-tune the DynamicGated adapter on a pretrained encoder):
   luminome-train classify --train train.safetensors --dev dev.safetensors -o gated/ \\
       --adapter gated --init mlm/best.safetensors --steps 3000 --eval-every 250 --metric dev_mcc
+Example (a dilated CNN on single nucleotides, both strands):
+  luminome-train classify --train train.safetensors --dev dev.safetensors -o cnn/ \\
+      --adapter mean --backbone cnn --rc-augment --rc-average --steps 3000 --eval-every 250
 Writes gated/best.safetensors (best dev MCC), gated/last.safetensors (+ state, for --resume) and
 gated/metrics.tsv (step, epoch, loss, lr, grad_norm, examples_per_s, dev_loss, dev_accuracy,
 dev_auroc, dev_f1, dev_mcc). Labels: the training set's label values are the classes (or --classes).";
@@ -35,8 +39,23 @@ dev_auroc, dev_f1, dev_mcc). Labels: the training set's label values are the cla
 pub struct ClassifyArgs {
     #[command(flatten)]
     pub train: TrainArgs,
+    /// Backbone: transformer (the --d-model … --position flags) or cnn (a dilated residual CNN
+    /// over single nucleotides, the --cnn-* flags; docs/engine.md).
+    #[arg(long, default_value = "transformer")]
+    pub backbone: BackboneKind,
     #[command(flatten)]
     pub encoder: EncoderArgs,
+    #[command(flatten)]
+    pub cnn: CnnArgs,
+    /// Reverse-complement augmentation: each training row is read as its reverse complement
+    /// with probability 1/2 (single-nucleotide datasets).
+    #[arg(long)]
+    pub rc_augment: bool,
+    /// Predict with the mean of the logits of each sequence and of its reverse complement
+    /// (evaluation, luminome-predict and luminome-importance; --backbone cnn). Stored in the
+    /// checkpoint.
+    #[arg(long)]
+    pub rc_average: bool,
     /// Adapter: cls (LinearCLS), mean (LinearMeanPool), max (LinearMaxPool) or gated
     /// (DynamicGated).
     #[arg(long)]
@@ -182,6 +201,7 @@ impl ClassificationData {
             device: device.clone(),
             eval_batch_size,
             floor,
+            rc_augment: None,
         })
     }
 }
@@ -203,6 +223,13 @@ impl TrainCommand for ClassifyArgs {
             self.classification.test.as_deref(),
             Self::NAME,
         )?;
+        let small = t.resume.is_none()
+            && self.backbone == BackboneKind::Transformer
+            && data.train.len() < SMALL_TRAINING_SET;
+        let encoder_defaults = match small {
+            true => EncoderDefaults::SMALL_DATA,
+            false => EncoderDefaults::STANDARD,
+        };
         let (varmap, mut model, config) = match &t.resume {
             Some(r) => {
                 let ck = Checkpoint::load(r, device)?;
@@ -216,9 +243,17 @@ impl TrainCommand for ClassifyArgs {
                         model.config.adapter.name()
                     );
                 }
+                if model.config.backbone.kind() != self.backbone
+                    || model.config.rc_average.is_some() != self.rc_average
+                {
+                    bail!(
+                        "{}: --backbone and --rc-average must be those of the resumed run",
+                        r.display()
+                    );
+                }
                 (ck.varmap, model, ck.meta.model)
             }
-            None => self.new_model(&data, device)?,
+            None => self.new_model(&data, device, &encoder_defaults)?,
         };
         model.frozen_backbone = self.freeze_encoder;
         let freeze = self.freeze_encoder;
@@ -227,16 +262,48 @@ impl TrainCommand for ClassifyArgs {
             .filter(|n| !freeze || n.starts_with("adapter."))
             .collect();
         let n: usize = varmap.all_vars().iter().map(|v| v.elem_count()).sum();
-        let description = format!(
+        let mut description = format!(
             "adapter {}, {n} parameters{}, {} training records, classes {:?}",
             model.config.adapter.name(),
             if freeze { " (encoder frozen)" } else { "" },
             data.train.len(),
             model.config.label_values
         );
+        let train_defaults = match small {
+            true => TrainDefaults::SMALL_DATA,
+            false => TrainDefaults::STANDARD,
+        };
+        if small {
+            let mut given = match self.init {
+                // A pretrained encoder keeps its size.
+                Some(_) => self
+                    .encoder
+                    .defaulted(&encoder_defaults)
+                    .into_iter()
+                    .filter(|f| f.starts_with("--dropout"))
+                    .collect(),
+                None => self.encoder.defaulted(&encoder_defaults),
+            };
+            given.extend(t.defaulted(&train_defaults));
+            description.push_str(&format!(
+                "\nsmall training set ({} records, fewer than {SMALL_TRAINING_SET}): small-data defaults{} (docs/small-data.md; give a flag to override it)",
+                data.train.len(),
+                if given.is_empty() {
+                    " all overridden".to_string()
+                } else {
+                    format!(" {}", given.join(" "))
+                }
+            ));
+        }
         let input = InputSpec::Tokens(data.train.tokenizer().clone());
         let floor = self.floor.search(&self.classification)?;
-        let task = data.into_task::<ClassifierConfig>(model, device, t.eval_batch_size, floor)?;
+        let rc_augment = match self.rc_augment {
+            true => Some(self.reverse_complement(&data)?),
+            false => None,
+        };
+        let mut task =
+            data.into_task::<ClassifierConfig>(model, device, t.eval_batch_size, floor)?;
+        task.rc_augment = rc_augment;
         let mut sources = t.sources();
         sources.extend(self.init.iter().map(|p| p.display().to_string()));
         Ok(TrainingSetup {
@@ -253,6 +320,7 @@ impl TrainCommand for ClassifyArgs {
             },
             maximize,
             description,
+            train_defaults,
         })
     }
 }
@@ -264,11 +332,68 @@ impl ClassifyArgs {
         &self,
         data: &ClassificationData,
         device: &Device,
+        defaults: &EncoderDefaults,
     ) -> Result<(candle_nn::VarMap, super::Classifier, ModelConfig)> {
         let t = &self.train;
         let label_values = data.label_values(self.classification.classes.as_deref())?;
         let tok = data.train.tokenizer();
-        let encoder = match &self.init {
+        let rc_average = match self.rc_average {
+            true => Some(self.reverse_complement(data)?),
+            false => None,
+        };
+        let backbone = match self.backbone {
+            BackboneKind::Transformer => {
+                BackboneConfig::Transformer(self.encoder_config(data, defaults)?)
+            }
+            BackboneKind::Cnn => {
+                if let Some(init) = &self.init {
+                    bail!(
+                        "{}: --init loads a pretrained transformer encoder; --backbone cnn trains from scratch",
+                        init.display()
+                    );
+                }
+                BackboneConfig::Cnn(self.cnn.config(
+                    tok.vocab_size(),
+                    tok.pad_id,
+                    self.encoder.max_length.unwrap_or(data.train.max_length()),
+                    self.encoder.dropout(defaults),
+                )?)
+            }
+        };
+        if rc_average.is_some() && self.backbone != BackboneKind::Cnn {
+            bail!("--rc-average needs --backbone cnn (its input is one-hot bases, whose reverse complement is a permutation); --rc-augment works with either backbone");
+        }
+        let config = ModelConfig::from(ClassifierConfig {
+            backbone,
+            adapter: self.adapter,
+            num_classes: label_values.len(),
+            label_values,
+            rc_average,
+        });
+        let b = BuiltModel::new(&config, device, t.seed)?;
+        if let Some(init) = &self.init {
+            let (_, tensors) = read_safetensors(init, device)?;
+            load_into(&b.varmap, &tensors, init, Some("encoder."))?;
+        }
+        let model = b.get::<ClassifierConfig>()?.clone();
+        Ok((b.varmap, model, b.config))
+    }
+
+    /// The reverse complement of the training set's tokens (single nucleotides only).
+    fn reverse_complement(&self, data: &ClassificationData) -> Result<ReverseComplement> {
+        ReverseComplement::for_tokenizer(data.train.tokenizer())
+            .with_context(|| format!("{}: --rc-augment / --rc-average", data.train.path().display()))
+    }
+
+    /// The transformer encoder: from --init (an MLM checkpoint) or from the encoder flags.
+    fn encoder_config(
+        &self,
+        data: &ClassificationData,
+        defaults: &EncoderDefaults,
+    ) -> Result<crate::backbones::EncoderConfig> {
+        let t = &self.train;
+        let tok = data.train.tokenizer();
+        Ok(match &self.init {
             Some(init) => {
                 let m = read_checkpoint_meta(init)?;
                 let Some(mc) = m.model.get::<MlmConfig>() else {
@@ -280,25 +405,15 @@ impl ClassifyArgs {
                 };
                 m.check_tokenizer(init, &t.train, tok)?;
                 let mut e = mc.encoder.clone();
-                e.dropout = self.encoder.dropout;
+                e.dropout = self.encoder.dropout(defaults);
                 e
             }
-            None => self
-                .encoder
-                .config(tok.vocab_size(), tok.pad_id, data.train.max_length())?,
-        };
-        let config = ModelConfig::from(ClassifierConfig {
-            backbone: BackboneConfig::Transformer(encoder),
-            adapter: self.adapter,
-            num_classes: label_values.len(),
-            label_values,
-        });
-        let b = BuiltModel::new(&config, device, t.seed)?;
-        if let Some(init) = &self.init {
-            let (_, tensors) = read_safetensors(init, device)?;
-            load_into(&b.varmap, &tensors, init, Some("encoder."))?;
-        }
-        let model = b.get::<ClassifierConfig>()?.clone();
-        Ok((b.varmap, model, b.config))
+            None => self.encoder.config_with(
+                defaults,
+                tok.vocab_size(),
+                tok.pad_id,
+                data.train.max_length(),
+            )?,
+        })
     }
 }

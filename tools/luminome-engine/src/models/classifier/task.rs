@@ -7,13 +7,15 @@ use std::io::Write;
 
 use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor};
-use luminome_io::token_dataset::TokenDataset;
+use luminome_io::token_dataset::{TokenBatch, TokenDataset};
 use luminome_metrics::ClassificationMetrics;
 
 use super::token_classifier::TokenClassifier;
 use crate::checkpoint::Checkpoint;
 use crate::models::kmer_linear::{KmerFloor, KmerSearch};
 use crate::input::batch_tensors;
+use crate::input::strand::ReverseComplement;
+use crate::input::tokens::real_length;
 use crate::models::FamilyConfig;
 use crate::nn::DropoutRng;
 use crate::train::task::{chunks, TrainTask};
@@ -77,6 +79,21 @@ pub fn predict_probs<M: TokenClassifier>(
     Ok(probs)
 }
 
+/// Reverse-complements each row of `batch` with probability ½; the coins come from `seed` (a
+/// stream apart from dropout's, which the same seed drives).
+fn flip_random_rows(rc: &ReverseComplement, batch: &mut TokenBatch, seed: u64, vocab: usize) {
+    use rand::{Rng, SeedableRng};
+    let mut coins = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x5256_434f_4d50_4c45);
+    let complement = rc.complement_map(vocab);
+    let l = batch.max_length;
+    for r in 0..batch.batch {
+        if coins.random::<bool>() {
+            let len = real_length(&batch.attention_mask[r * l..(r + 1) * l]);
+            rc.flip_ids(&mut batch.input_ids[r * l..(r + 1) * l], len, &complement);
+        }
+    }
+}
+
 /// A labelled dataset with its records' class indices.
 pub struct LabelledSet {
     pub dataset: TokenDataset,
@@ -118,6 +135,9 @@ where
     /// The k-mer floor fitted after training and reported beside the model (kmer_floor.tsv);
     /// `None`: not fitted.
     pub floor: Option<KmerSearch>,
+    /// Reverse-complement augmentation: each training row is read as its reverse complement
+    /// with probability ½ (drawn from the step's seed).
+    pub rc_augment: Option<ReverseComplement>,
 }
 
 impl<C: FamilyConfig> TrainTask for ClassifierTask<C>
@@ -129,7 +149,11 @@ where
     }
 
     fn train_loss(&self, records: &[usize], seed: u64) -> Result<Tensor> {
-        let t = batch_tensors(&self.train.dataset.batch(records)?, &self.device)?;
+        let mut batch = self.train.dataset.batch(records)?;
+        if let Some(rc) = &self.rc_augment {
+            flip_random_rows(rc, &mut batch, seed, self.train.dataset.tokenizer().vocab.len());
+        }
+        let t = batch_tensors(&batch, &self.device)?;
         let targets: Vec<u32> = records.iter().map(|&r| self.train.classes[r]).collect();
         let targets = Tensor::from_vec(targets, records.len(), &self.device)?;
         let rng = DropoutRng::new(seed);

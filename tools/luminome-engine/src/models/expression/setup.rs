@@ -219,6 +219,7 @@ impl TrainCommand for ExpressionArgs {
             metric: metric.into(),
             maximize: true,
             description,
+            train_defaults: crate::train::TrainDefaults::STANDARD,
         })
     }
 }

@@ -125,6 +125,7 @@ impl TrainCommand for MlmArgs {
             metric: "dev_loss".into(),
             maximize: false,
             description,
+            train_defaults: crate::train::TrainDefaults::STANDARD,
         })
     }
 }

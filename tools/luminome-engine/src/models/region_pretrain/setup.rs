@@ -125,6 +125,7 @@ impl TrainCommand for RegionPretrainArgs {
             metric: metric.into(),
             maximize: false,
             description,
+            train_defaults: crate::train::TrainDefaults::STANDARD,
         })
     }
 }
