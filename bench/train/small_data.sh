@@ -5,7 +5,8 @@
 # (given as flags) against the same command with no size flags (the small-data defaults), and the
 # CNN (with its own learning rate); seeds 1-3, mean adapter, the same 1,000 steps of batch 32.
 # The standard transformer runs on tf/0-2k only (about 0.6 s a step on one core here, so mouse/0
-# would add an hour and a half; STANDARD_ON_MOUSE=1 adds it). One thread per run, PARALLEL runs
+# would add an hour and a half; STANDARD_ON_MOUSE=1 adds it; STANDARD_SEEDS picks its seeds, by
+# default those of the others). One thread per run, PARALLEL runs
 # at a time (default 2).
 #
 #   bench/train/small_data.sh [work_dir] [gue_dir] [seeds]      # from the repository root
@@ -38,7 +39,7 @@ fi
     --test "$work/tf_0_2k/test.safetensors" -o "$work/tf_0_2k/kmer" --k 1-6 --select-k
 standard=(--d-model 128 --layers 4 --ffn 512 --dropout 0.1 --weight-decay 0.01 --patience 0 --loss-patience 0)
 jobs=()
-for seed in $seeds; do
+for seed in ${STANDARD_SEEDS:-$seeds}; do
     jobs+=("tf_0_2k standard $seed")
     if [[ -n "${STANDARD_ON_MOUSE:-}" ]]; then jobs+=("mouse_0 standard $seed"); fi
 done

@@ -88,6 +88,8 @@ fn settings_the_cnn_cannot_honour_are_refused() {
             &d.path("t"),
             "--adapter",
             "mean",
+            "--backbone",
+            "transformer",
             "--rc-average",
         ],
         TINY,

@@ -1,5 +1,6 @@
-//! classify on a small training set: the small-data defaults are applied to the flags not given,
-//! the log says which, and given flags win.
+//! classify on a small training set: single nucleotides get the CNN on both strands, a
+//! transformer gets the small-data sizes and regularisation; the log says which flags were set,
+//! and given flags win.
 
 mod common;
 
@@ -32,12 +33,31 @@ fn a_small_training_set_gets_the_small_data_defaults_unless_flags_say_otherwise(
         "1",
         "--no-kmer-floor",
     ];
-    let o = run_s(&with(&base, &["-o", &d.path("small")]));
+    // No backbone given, single nucleotides: the CNN averaging both strands.
+    let o = run_s(&with(&base, &["-o", &d.path("auto")]));
     assert!(o.status.success(), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
         e.contains("small training set (96 records, fewer than 10000)")
-            && e.contains("--d-model 64 --layers 2 --ffn 256 --dropout 0.2 --weight-decay 0.1 --patience 5 --loss-patience 5"),
+            && e.contains("small-data defaults --backbone cnn --rc-augment --rc-average --lr 1e-3"),
+        "{e}"
+    );
+    let meta = luminome_engine::checkpoint::read_checkpoint_meta(
+        &d.root.join("auto").join("last.safetensors"),
+    )
+    .unwrap();
+    let model = serde_json::to_value(&meta.model).unwrap();
+    assert_eq!(model["cnn"]["channels"], 64, "{model}");
+    assert!(model["rc_average"].is_object(), "{model}");
+    // A transformer asked for: the small-data sizes and regularisation.
+    let o = run_s(&with(
+        &base,
+        &["-o", &d.path("small"), "--backbone", "transformer"],
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("small-data defaults --d-model 64 --layers 2 --ffn 256 --dropout 0.2 --weight-decay 0.1 --patience 5 --loss-patience 5"),
         "{e}"
     );
     let enc = encoder(&d, "small");

@@ -15,6 +15,7 @@ pub const SMALL_TRAINING_SET: usize = 10_000;
 /// The defaults of the training settings that depend on the size of the training set.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TrainDefaults {
+    pub lr: f64,
     pub weight_decay: f64,
     pub patience: Option<u64>,
     pub loss_patience: Option<u64>,
@@ -22,14 +23,24 @@ pub struct TrainDefaults {
 
 impl TrainDefaults {
     pub const STANDARD: Self = Self {
+        lr: 5e-4,
         weight_decay: 0.01,
         patience: None,
         loss_patience: None,
     };
+    /// The transformer on a small training set.
     pub const SMALL_DATA: Self = Self {
+        lr: 5e-4,
         weight_decay: 0.1,
         patience: Some(5),
         loss_patience: Some(5),
+    };
+    /// The CNN backbone, whatever the size (the recipe of docs/results.md).
+    pub const CNN: Self = Self {
+        lr: 1e-3,
+        weight_decay: 0.01,
+        patience: None,
+        loss_patience: None,
     };
 }
 
@@ -54,9 +65,9 @@ pub struct TrainArgs {
     /// Optimizer steps.
     #[arg(long, default_value_t = 1000)]
     pub steps: u64,
-    /// Peak learning rate.
-    #[arg(long, default_value_t = 5e-4)]
-    pub lr: f64,
+    /// Peak learning rate [default: 5e-4; classify with the CNN backbone: 1e-3].
+    #[arg(long)]
+    pub lr: Option<f64>,
     /// Linear warmup steps.
     #[arg(long, default_value_t = 100)]
     pub warmup: u64,
@@ -117,7 +128,7 @@ impl TrainArgs {
             batch_size: self.batch_size,
             grad_accum: self.grad_accum,
             max_steps: self.steps,
-            lr: self.lr,
+            lr: self.lr.unwrap_or(defaults.lr),
             warmup_steps: self.warmup,
             min_lr_ratio: self.min_lr_ratio,
             adamw: AdamWConfig {
@@ -138,7 +149,12 @@ impl TrainArgs {
     /// (for the log).
     pub fn defaulted(&self, defaults: &TrainDefaults) -> Vec<String> {
         let mut v = Vec::new();
-        if self.weight_decay.is_none() {
+        if self.lr.is_none() && defaults.lr != TrainDefaults::STANDARD.lr {
+            v.push(format!("--lr {:e}", defaults.lr));
+        }
+        if self.weight_decay.is_none()
+            && defaults.weight_decay != TrainDefaults::STANDARD.weight_decay
+        {
             v.push(format!("--weight-decay {}", defaults.weight_decay));
         }
         if let (None, Some(p)) = (self.patience, defaults.patience) {

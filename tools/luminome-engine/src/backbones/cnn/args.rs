@@ -9,7 +9,7 @@ use super::CnnConfig;
 #[derive(Args, Debug, Clone)]
 pub struct CnnArgs {
     /// --backbone cnn: channels of every layer (the hidden width the adapter sees).
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 64)]
     pub cnn_channels: usize,
     /// --backbone cnn: dilated residual blocks (block i has dilation 2^i).
     #[arg(long, default_value_t = 7)]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use candle_core::Device;
 use clap::Args;
-use luminome_io::token_dataset::TokenDataset;
+use luminome_io::token_dataset::{TokenDataset, TokenizerScheme};
 
 use super::config::{AdapterKind, ClassifierConfig};
 use super::task::{ClassifierTask, LabelledSet};
@@ -40,9 +40,11 @@ pub struct ClassifyArgs {
     #[command(flatten)]
     pub train: TrainArgs,
     /// Backbone: transformer (the --d-model … --position flags) or cnn (a dilated residual CNN
-    /// over single nucleotides, the --cnn-* flags; docs/engine.md).
-    #[arg(long, default_value = "transformer")]
-    pub backbone: BackboneKind,
+    /// over single nucleotides, the --cnn-* flags; docs/engine.md) [default: transformer; cnn
+    /// with --rc-augment --rc-average for single-nucleotide training sets below 10,000 records,
+    /// docs/small-data.md].
+    #[arg(long)]
+    pub backbone: Option<BackboneKind>,
     #[command(flatten)]
     pub encoder: EncoderArgs,
     #[command(flatten)]
@@ -53,7 +55,7 @@ pub struct ClassifyArgs {
     pub rc_augment: bool,
     /// Predict with the mean of the logits of each sequence and of its reverse complement
     /// (evaluation, luminome-predict and luminome-importance; --backbone cnn). Stored in the
-    /// checkpoint.
+    /// checkpoint; implies --rc-augment.
     #[arg(long)]
     pub rc_average: bool,
     /// Adapter: cls (LinearCLS), mean (LinearMeanPool), max (LinearMaxPool) or gated
@@ -223,13 +225,7 @@ impl TrainCommand for ClassifyArgs {
             self.classification.test.as_deref(),
             Self::NAME,
         )?;
-        let small = t.resume.is_none()
-            && self.backbone == BackboneKind::Transformer
-            && data.train.len() < SMALL_TRAINING_SET;
-        let encoder_defaults = match small {
-            true => EncoderDefaults::SMALL_DATA,
-            false => EncoderDefaults::STANDARD,
-        };
+        let choice = self.choose(&data);
         let (varmap, mut model, config) = match &t.resume {
             Some(r) => {
                 let ck = Checkpoint::load(r, device)?;
@@ -243,8 +239,8 @@ impl TrainCommand for ClassifyArgs {
                         model.config.adapter.name()
                     );
                 }
-                if model.config.backbone.kind() != self.backbone
-                    || model.config.rc_average.is_some() != self.rc_average
+                if self.backbone.is_some_and(|b| b != model.config.backbone.kind())
+                    || (self.rc_average && model.config.rc_average.is_none())
                 {
                     bail!(
                         "{}: --backbone and --rc-average must be those of the resumed run",
@@ -253,7 +249,7 @@ impl TrainCommand for ClassifyArgs {
                 }
                 (ck.varmap, model, ck.meta.model)
             }
-            None => self.new_model(&data, device, &encoder_defaults)?,
+            None => self.new_model(&data, device, &choice)?,
         };
         model.frozen_backbone = self.freeze_encoder;
         let freeze = self.freeze_encoder;
@@ -269,35 +265,16 @@ impl TrainCommand for ClassifyArgs {
             data.train.len(),
             model.config.label_values
         );
-        let train_defaults = match small {
-            true => TrainDefaults::SMALL_DATA,
-            false => TrainDefaults::STANDARD,
-        };
-        if small {
-            let mut given = match self.init {
-                // A pretrained encoder keeps its size.
-                Some(_) => self
-                    .encoder
-                    .defaulted(&encoder_defaults)
-                    .into_iter()
-                    .filter(|f| f.starts_with("--dropout"))
-                    .collect(),
-                None => self.encoder.defaulted(&encoder_defaults),
-            };
-            given.extend(t.defaulted(&train_defaults));
+        if let Some(note) = &choice.note {
             description.push_str(&format!(
-                "\nsmall training set ({} records, fewer than {SMALL_TRAINING_SET}): small-data defaults{} (docs/small-data.md; give a flag to override it)",
-                data.train.len(),
-                if given.is_empty() {
-                    " all overridden".to_string()
-                } else {
-                    format!(" {}", given.join(" "))
-                }
+                "\nsmall training set ({} records, fewer than {SMALL_TRAINING_SET}): {note} (docs/small-data.md)",
+                data.train.len()
             ));
         }
         let input = InputSpec::Tokens(data.train.tokenizer().clone());
         let floor = self.floor.search(&self.classification)?;
-        let rc_augment = match self.rc_augment {
+        // Averaging both strands at prediction implies training on both (also when resuming).
+        let rc_augment = match self.rc_augment || model.config.rc_average.is_some() {
             true => Some(self.reverse_complement(&data)?),
             false => None,
         };
@@ -320,9 +297,19 @@ impl TrainCommand for ClassifyArgs {
             },
             maximize,
             description,
-            train_defaults,
+            train_defaults: choice.train,
         })
     }
+}
+
+/// What a new classify run builds once the size-dependent defaults are applied.
+struct SizeChoice {
+    backbone: BackboneKind,
+    rc_average: bool,
+    encoder: EncoderDefaults,
+    train: TrainDefaults,
+    /// What the log says about a small training set.
+    note: Option<String>,
 }
 
 impl ClassifyArgs {
@@ -332,16 +319,17 @@ impl ClassifyArgs {
         &self,
         data: &ClassificationData,
         device: &Device,
-        defaults: &EncoderDefaults,
+        choice: &SizeChoice,
     ) -> Result<(candle_nn::VarMap, super::Classifier, ModelConfig)> {
+        let defaults = &choice.encoder;
         let t = &self.train;
         let label_values = data.label_values(self.classification.classes.as_deref())?;
         let tok = data.train.tokenizer();
-        let rc_average = match self.rc_average {
+        let rc_average = match choice.rc_average {
             true => Some(self.reverse_complement(data)?),
             false => None,
         };
-        let backbone = match self.backbone {
+        let backbone = match choice.backbone {
             BackboneKind::Transformer => {
                 BackboneConfig::Transformer(self.encoder_config(data, defaults)?)
             }
@@ -360,7 +348,7 @@ impl ClassifyArgs {
                 )?)
             }
         };
-        if rc_average.is_some() && self.backbone != BackboneKind::Cnn {
+        if rc_average.is_some() && choice.backbone != BackboneKind::Cnn {
             bail!("--rc-average needs --backbone cnn (its input is one-hot bases, whose reverse complement is a permutation); --rc-augment works with either backbone");
         }
         let config = ModelConfig::from(ClassifierConfig {
@@ -377,6 +365,64 @@ impl ClassifyArgs {
         }
         let model = b.get::<ClassifierConfig>()?.clone();
         Ok((b.varmap, model, b.config))
+    }
+
+    /// The backbone and the defaults of a new run: the flags given, then what the size of the
+    /// training set calls for (docs/small-data.md).
+    fn choose(&self, data: &ClassificationData) -> SizeChoice {
+        let small =
+            self.train.resume.is_none() && data.train.len() < SMALL_TRAINING_SET;
+        let nucleotides = data.train.tokenizer().scheme == TokenizerScheme::Nucleotide;
+        let auto_cnn =
+            small && self.backbone.is_none() && self.init.is_none() && nucleotides;
+        let backbone = match (self.backbone, auto_cnn) {
+            (Some(b), _) => b,
+            (None, true) => BackboneKind::Cnn,
+            (None, false) => BackboneKind::Transformer,
+        };
+        let (encoder, train) = match (backbone, small) {
+            (BackboneKind::Cnn, _) => (EncoderDefaults::STANDARD, TrainDefaults::CNN),
+            (BackboneKind::Transformer, true) => {
+                (EncoderDefaults::SMALL_DATA, TrainDefaults::SMALL_DATA)
+            }
+            (BackboneKind::Transformer, false) => {
+                (EncoderDefaults::STANDARD, TrainDefaults::STANDARD)
+            }
+        };
+        let note = small.then(|| {
+            let mut set = Vec::new();
+            if auto_cnn {
+                set.push("--backbone cnn --rc-augment --rc-average".to_string());
+            }
+            if backbone == BackboneKind::Transformer {
+                // A pretrained encoder keeps its size.
+                set.extend(
+                    self.encoder
+                        .defaulted(&encoder)
+                        .into_iter()
+                        .filter(|f| self.init.is_none() || f.starts_with("--dropout")),
+                );
+            }
+            set.extend(self.train.defaulted(&train));
+            match (set.is_empty(), auto_cnn) {
+                (true, _) => "small-data defaults all overridden".to_string(),
+                (false, true) => format!(
+                    "small-data defaults {} (give --backbone transformer for a transformer)",
+                    set.join(" ")
+                ),
+                (false, false) => format!(
+                    "small-data defaults {} (give a flag to override it)",
+                    set.join(" ")
+                ),
+            }
+        });
+        SizeChoice {
+            backbone,
+            rc_average: auto_cnn || self.rc_average,
+            encoder,
+            train,
+            note,
+        }
     }
 
     /// The reverse complement of the training set's tokens (single nucleotides only).
