@@ -59,7 +59,9 @@ run_one() {
     local extra=(--lr 5e-4)
     case $model in
         standard) extra+=("${standard[@]}") ;;
-        small) ;;
+        # The transformer with the small-data defaults (without --backbone a small
+        # single-nucleotide set now gets the CNN).
+        small) extra+=(--backbone transformer) ;;
         # The CNN with its own recipe (bench/cnn/gue_cnn.sh).
         cnn) extra=(--lr 1e-3 --backbone cnn --cnn-channels 64 --rc-augment --rc-average) ;;
     esac
