@@ -30,7 +30,7 @@ run_one() {
     local task=$1 steps=$2 adapter=$3 seed=$4
     local d="$work/$task"
     local out="$d/cnn_${adapter}_s$seed"
-    [[ -f "$out/test_metrics.tsv" ]] && return 0
+    [[ -f "$out/kmer_floor.tsv" ]] && return 0   # written last
     rm -rf "$out"
     /usr/bin/time -v "$bin" classify --train "$d/train.safetensors" --dev "$d/dev.safetensors" \
         --test "$d/test.safetensors" -o "$out" --backbone cnn --cnn-channels 64 --cnn-layers 7 \
