@@ -65,7 +65,7 @@ fn a_small_training_set_gets_the_small_data_defaults_unless_flags_say_otherwise(
     assert_eq!(enc["num_layers"], 2);
     assert_eq!(enc["ffn_dim"], 256);
     assert_eq!(enc["dropout"], 0.2);
-    // Flags given are kept and no longer listed.
+    // Flags given are kept and no longer listed; a transformer size asks for a transformer.
     let o = run_s(&with(
         &base,
         &[
@@ -88,7 +88,6 @@ fn a_small_training_set_gets_the_small_data_defaults_unless_flags_say_otherwise(
     let enc = encoder(&d, "given");
     assert_eq!(enc["d_model"], 32);
     assert_eq!(enc["dropout"], 0.1);
-    // The CNN keeps its own defaults.
     let o = run_s(&with(
         &base,
         &[
@@ -103,5 +102,15 @@ fn a_small_training_set_gets_the_small_data_defaults_unless_flags_say_otherwise(
         ],
     ));
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(!stderr(&o).contains("small-data"), "{}", stderr(&o));
+    // A CNN asked for keeps its own recipe, on one strand unless asked.
+    assert!(
+        stderr(&o).contains("small-data defaults --lr 1e-3"),
+        "{}",
+        stderr(&o)
+    );
+    let meta = luminome_engine::checkpoint::read_checkpoint_meta(
+        &d.root.join("cnn").join("last.safetensors"),
+    )
+    .unwrap();
+    assert!(serde_json::to_value(&meta.model).unwrap()["rc_average"].is_null());
 }

@@ -94,6 +94,11 @@ impl EncoderArgs {
         Ok(cfg)
     }
 
+    /// Whether any transformer size (--d-model, --layers, --ffn) was given.
+    pub fn sizes_given(&self) -> bool {
+        self.d_model.is_some() || self.layers.is_some() || self.ffn.is_some()
+    }
+
     /// `--dropout`, or the default.
     pub fn dropout(&self, defaults: &EncoderDefaults) -> f64 {
         self.dropout.unwrap_or(defaults.dropout)

@@ -373,8 +373,12 @@ impl ClassifyArgs {
         let small =
             self.train.resume.is_none() && data.train.len() < SMALL_TRAINING_SET;
         let nucleotides = data.train.tokenizer().scheme == TokenizerScheme::Nucleotide;
-        let auto_cnn =
-            small && self.backbone.is_none() && self.init.is_none() && nucleotides;
+        // Transformer sizes given on the command line ask for a transformer.
+        let auto_cnn = small
+            && self.backbone.is_none()
+            && self.init.is_none()
+            && !self.encoder.sizes_given()
+            && nucleotides;
         let backbone = match (self.backbone, auto_cnn) {
             (Some(b), _) => b,
             (None, true) => BackboneKind::Cnn,
