@@ -112,6 +112,14 @@ fn settings_the_cnn_cannot_honour_are_refused() {
         "{}",
         stderr(&o)
     );
+    // Transformer sizes do not size the CNN.
+    let o = cnn(&d, "c", &["--adapter", "mean", "--d-model", "256"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--d-model, --layers and --ffn size a transformer"),
+        "{}",
+        stderr(&o)
+    );
     // An even kernel has no centre.
     let o = cnn(&d, "c", &["--adapter", "mean", "--cnn-kernel", "4"]);
     assert!(!o.status.success());

@@ -78,11 +78,13 @@ impl ReverseComplement {
 
     /// Reverse-complements one row of ids in place; `len`: its tokens (the rest is padding).
     pub fn flip_ids(&self, row: &mut [u32], len: usize, complement: &[u32]) {
-        let src = self.source_positions(len, row.len());
-        let old = row.to_vec();
-        for (o, &s) in row.iter_mut().zip(&src) {
-            let t = old[s as usize];
-            *o = complement.get(t as usize).copied().unwrap_or(t);
+        if len <= self.leading + self.trailing {
+            return;
+        }
+        let bases = &mut row[self.leading..len - self.trailing];
+        bases.reverse();
+        for t in bases {
+            *t = complement.get(*t as usize).copied().unwrap_or(*t);
         }
     }
 

@@ -72,12 +72,6 @@ impl CnnConfig {
         }
         Ok(())
     }
-
-    /// Positions one output position sees: `first_kernel + (kernel − 1)·Σ_i 2^i`.
-    pub fn receptive_field(&self) -> usize {
-        let dilations: usize = (0..self.num_layers).map(|i| 1usize << i).sum();
-        self.first_kernel + (self.kernel - 1) * dilations
-    }
 }
 
 /// Parameter names (under `cnn.`): `first.{weight,bias}`, `layers.{i}.{weight,bias}`,
@@ -104,10 +98,6 @@ impl DilatedResidualCnn {
             layers,
             final_norm,
         })
-    }
-
-    pub fn config(&self) -> &CnnConfig {
-        &self.cfg
     }
 }
 

@@ -334,6 +334,9 @@ impl ClassifyArgs {
                 BackboneConfig::Transformer(self.encoder_config(data, defaults)?)
             }
             BackboneKind::Cnn => {
+                if self.encoder.sizes_given() {
+                    bail!("--d-model, --layers and --ffn size a transformer; the CNN takes --cnn-channels, --cnn-layers, --cnn-kernel and --cnn-first-kernel");
+                }
                 if let Some(init) = &self.init {
                     bail!(
                         "{}: --init loads a pretrained transformer encoder; --backbone cnn trains from scratch",
