@@ -10,7 +10,7 @@
 //! let device = parse_device("cpu")?;
 //! let ckpt = Checkpoint::load("model/best.safetensors".as_ref(), &device)?; // any family
 //! let ds = TokenDataset::open("test.safetensors".as_ref())?;
-//! ckpt.meta.check_tokenizer(&ckpt.path, ds.path(), ds.tokenizer())?; // vocab mismatch → error
+//! ckpt.meta.check_tokenizer(&ckpt.path, ds.path(), ds.tokenizer())?; // other tokenization → error
 //! let clf = ckpt.get::<ClassifierConfig>()?; // error naming both families if it is another
 //! let t = batch_tensors(&ds.batch(&[0, 1, 2])?, &device)?; // ids [B,L] u32, mask [B,L] f32
 //! let out = clf.forward(&t.ids, &t.mask, None)?; // None = eval mode (no dropout)

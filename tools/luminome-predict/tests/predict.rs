@@ -231,7 +231,7 @@ fn a_dataset_with_another_vocabulary_is_refused() {
     write_dataset_with(&ds, &[rec("ACGT", Some(0))], 12, tok);
     let err = refused(dir.path(), &fixture_checkpoint("gated"), &ds);
     assert!(
-        err.contains("other.safetensors") && err.contains("vocabulary differs"),
+        err.contains("other.safetensors") && err.contains("tokenized differently"),
         "{err}"
     );
 }

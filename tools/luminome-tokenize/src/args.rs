@@ -61,6 +61,12 @@ pub struct Args {
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
 
+    /// Tokenize as this dataset or checkpoint was (scheme, k-mer tiling, [CLS]/[SEP], an hf
+    /// tokenizer.json): how data to fine-tune or score a model on is made to match it.
+    #[arg(long, value_name = "DATASET_OR_CHECKPOINT",
+          conflicts_with_all = ["scheme", "k", "kmer_mode", "tokenizer", "no_cls", "no_sep"])]
+    pub like: Option<PathBuf>,
+
     /// Do not start records with [CLS].
     #[arg(long)]
     pub no_cls: bool,
@@ -89,6 +95,11 @@ pub struct Args {
     /// Reverse-complement augmentation.
     #[arg(long, value_enum, default_value_t = RcMode::None)]
     pub rc: RcMode,
+
+    /// Drop rows (windows) whose fraction of N bases exceeds this (0-1), counted in the log; e.g.
+    /// 0.1 keeps assembly gaps out of genome windows for pretraining. Default: keep every row.
+    #[arg(long, value_name = "FRACTION")]
+    pub max_n: Option<f64>,
 
     /// IUPAC codes and letters other than A, C, G, T, N: map to N (counted in the log) or refuse.
     #[arg(long, value_enum, default_value_t = NonAcgtPolicy::N)]
@@ -146,17 +157,23 @@ pub struct Args {
 impl Args {
     /// Builds the job this command line asks for.
     pub fn job(&self) -> Result<TokenizeJob> {
-        let (scheme, hf_json) = match self.scheme {
-            TokenizerScheme::Nucleotide => (Scheme::Nucleotide, None),
-            TokenizerScheme::Kmer => (Scheme::kmer(self.k, self.kmer_mode)?, None),
-            TokenizerScheme::Hf => {
-                let path = self
-                    .tokenizer
-                    .as_ref()
-                    .context("--scheme hf needs --tokenizer tokenizer.json")?;
-                let json = std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read {}", path.display()))?;
-                (Scheme::hf(path)?, Some(json))
+        let (scheme, hf_json, add_cls, add_sep) = match &self.like {
+            Some(like) => like_scheme(like)?,
+            None => {
+                let (scheme, json) = match self.scheme {
+                    TokenizerScheme::Nucleotide => (Scheme::Nucleotide, None),
+                    TokenizerScheme::Kmer => (Scheme::kmer(self.k, self.kmer_mode)?, None),
+                    TokenizerScheme::Hf => {
+                        let path = self
+                            .tokenizer
+                            .as_ref()
+                            .context("--scheme hf needs --tokenizer tokenizer.json")?;
+                        let json = std::fs::read_to_string(path)
+                            .with_context(|| format!("cannot read {}", path.display()))?;
+                        (Scheme::hf(path)?, Some(json))
+                    }
+                };
+                (scheme, json, !self.no_cls, !self.no_sep)
             }
         };
         let threads = self
@@ -167,6 +184,11 @@ impl Args {
                     .unwrap_or(1)
             })
             .max(1);
+        if let Some(f) = self.max_n {
+            if !(0.0..=1.0).contains(&f) {
+                anyhow::bail!("--max-n {f}: a fraction of bases from 0 to 1");
+            }
+        }
         if self.shard_records == Some(0) {
             anyhow::bail!("--shard-records must be at least 1");
         }
@@ -176,14 +198,15 @@ impl Args {
             output: self.output.clone(),
             scheme,
             hf_json,
-            add_cls: !self.no_cls,
-            add_sep: !self.no_sep,
+            add_cls,
+            add_sep,
             max_length: self.max_length,
             overflow: self.overflow,
             window: self.window,
             stride: self.stride,
             rc: self.rc,
             soft_mask: self.soft_mask,
+            max_n: self.max_n,
             source: SourceOptions {
                 cut: Cut::Whole,
                 policy: self.non_acgt,
@@ -205,6 +228,47 @@ impl Args {
             quiet: self.quiet,
         })
     }
+}
+
+/// The scheme (and tokenizer.json, [CLS]/[SEP] framing) recorded in a dataset or checkpoint.
+fn like_scheme(like: &std::path::Path) -> Result<(Scheme, Option<String>, bool, bool)> {
+    let t = luminome_io::token_dataset::tokenizer_of(like)
+        .with_context(|| format!("--like {}", like.display()))?;
+    let (scheme, json) = match (t.scheme, t.k, t.kmer_step) {
+        (TokenizerScheme::Nucleotide, _, _) => (Scheme::Nucleotide, None),
+        (TokenizerScheme::Kmer, Some(k), Some(1)) => {
+            (Scheme::kmer(k, KmerMode::Overlapping)?, None)
+        }
+        (TokenizerScheme::Kmer, Some(k), Some(step)) if step == k => {
+            (Scheme::kmer(k, KmerMode::NonOverlapping)?, None)
+        }
+        (TokenizerScheme::Hf, _, _) => {
+            let json = t.hf_tokenizer_json.clone().with_context(|| {
+                format!(
+                    "{}: its hf tokenizer has no tokenizer.json recorded",
+                    like.display()
+                )
+            })?;
+            let scheme = Scheme::hf_from_json(&json)
+                .with_context(|| format!("the tokenizer recorded in {}", like.display()))?;
+            (scheme, Some(json))
+        }
+        _ => anyhow::bail!(
+            "{}: a tokenizer this version cannot remake ({})",
+            like.display(),
+            t.describe()
+        ),
+    };
+    // The remade tokenizer must give the recorded vocabulary, or the ids would not match.
+    let remade = scheme.info(t.add_cls, t.add_sep, json.clone());
+    if !remade.same_tokenization(&t) {
+        anyhow::bail!(
+            "{}: its tokenizer ({}) is not the one this version makes for those settings",
+            like.display(),
+            t.describe()
+        );
+    }
+    Ok((scheme, json, t.add_cls, t.add_sep))
 }
 
 /// Parses nothing: runs the job for already-parsed arguments.

@@ -73,6 +73,8 @@ pub struct TokenizeJob {
     pub stride: Option<usize>,
     pub rc: RcMode,
     pub soft_mask: bool,
+    /// Rows whose fraction of N bases exceeds this are dropped (counted in [`Summary::n_skipped`]).
+    pub max_n: Option<f64>,
     pub source: SourceOptions,
     pub shard_records: Option<u64>,
     pub threads: usize,
@@ -89,6 +91,16 @@ pub struct Summary {
     pub bases: u64,
     pub changed: ChangeCounts,
     pub truncated: u64,
+    /// Units (records or windows) dropped by --max-n.
+    pub n_skipped: u64,
+}
+
+/// True when `--max-n` drops this unit: more than the allowed fraction of its bases are N.
+fn too_many_n(job: &TokenizeJob, unit: &Unit) -> bool {
+    job.max_n.is_some_and(|f| {
+        let n = unit.bases.iter().filter(|&&b| b == b'N').count();
+        n as f64 > f * unit.bases.len() as f64
+    })
 }
 
 fn detect_format(path: &std::path::Path) -> InputFormat {
@@ -238,6 +250,9 @@ fn tokenize_unit(
     row_length: Option<usize>,
 ) -> Result<Vec<Row>> {
     let mut rows = Vec::with_capacity(2);
+    if too_many_n(job, unit) {
+        return Ok(rows);
+    }
     if job.rc != RcMode::Only {
         let (ids, soft, truncated) =
             encode_row(job, &unit.bases, &unit.soft, row_length, &unit.origin)?;
@@ -347,6 +362,8 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
             for message in rx.iter() {
                 match message {
                     Message::Units(units) => {
+                        summary.n_skipped +=
+                            units.iter().filter(|u| too_many_n(job, u)).count() as u64;
                         let rows: Vec<Row> = if job.threads > 2 {
                             pool.install(|| {
                                 units
@@ -427,6 +444,13 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
         }
         if summary.truncated > 0 {
             line += &format!("; {} rows truncated", summary.truncated);
+        }
+        if summary.n_skipped > 0 {
+            line += &format!(
+                "; {} windows/records skipped with more than {} N (--max-n)",
+                summary.n_skipped,
+                job.max_n.unwrap_or(0.0)
+            );
         }
         eprintln!("{line}");
     }

@@ -66,10 +66,22 @@ impl Scheme {
     pub fn hf(path: &Path) -> Result<Self> {
         let tok = tokenizers::Tokenizer::from_file(path)
             .map_err(|e| anyhow::anyhow!("{}: not a usable tokenizer.json: {e}", path.display()))?;
+        Self::hf_tokenizer(tok).with_context(|| path.display().to_string())
+    }
+
+    /// A tokenizer.json held as text (as a dataset or checkpoint records it).
+    pub fn hf_from_json(json: &str) -> Result<Self> {
+        let tok: tokenizers::Tokenizer = json
+            .parse()
+            .map_err(|e| anyhow::anyhow!("not a usable tokenizer.json: {e}"))?;
+        Self::hf_tokenizer(tok)
+    }
+
+    fn hf_tokenizer(tok: tokenizers::Tokenizer) -> Result<Self> {
         let id = |i: u32| tok.token_to_id(special::NAMES[i as usize]);
         let pad = id(PAD)
             .or_else(|| tok.get_padding().map(|p| p.pad_id))
-            .with_context(|| format!("{}: the tokenizer has no [PAD] token", path.display()))?;
+            .context("the tokenizer has no [PAD] token")?;
         let ids = HfIds {
             pad,
             cls: id(CLS),

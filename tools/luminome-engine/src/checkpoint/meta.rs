@@ -99,19 +99,34 @@ impl CheckpointMeta {
     /// Checks that a dataset's tokenizer is the one the model was trained with.
     pub fn check_tokenizer(&self, ckpt: &Path, dataset: &Path, tok: &TokenizerInfo) -> Result<()> {
         let mine = self.tokenizer(ckpt)?;
-        if tok.vocab != mine.vocab || tok.pad_id != mine.pad_id {
+        if !tok.same_tokenization(mine) {
             bail!(
-                "{}: vocabulary differs from the checkpoint's ({}: {} tokens [{}], checkpoint {}: {} tokens [{}]); tokenize with the same settings as the training data",
+                "{}: tokenized differently from the data the checkpoint was trained on (dataset: {}; checkpoint {}: {}{}); re-tokenize it to match with `luminome-tokenize --like {}`",
                 dataset.display(),
-                dataset.display(),
-                tok.vocab.len(),
-                preview(&tok.vocab),
+                tok.describe(),
                 ckpt.display(),
-                mine.vocab.len(),
-                preview(&mine.vocab)
+                mine.describe(),
+                vocab_note(tok, mine),
+                ckpt.display()
             );
         }
         Ok(())
+    }
+}
+
+/// When two tokenizers describe alike, what still differs: the vocabularies (shown) or the
+/// tokenizer.json.
+pub fn vocab_note(a: &TokenizerInfo, b: &TokenizerInfo) -> String {
+    if a.describe() != b.describe() {
+        String::new()
+    } else if a.vocab != b.vocab || a.pad_id != b.pad_id {
+        format!(
+            "; the vocabularies differ: [{}] vs [{}]",
+            preview(&a.vocab),
+            preview(&b.vocab)
+        )
+    } else {
+        "; the tokenizer.json files differ".into()
     }
 }
 
@@ -183,4 +198,57 @@ fn parse_meta(path: &Path, md: &serde_json::Value) -> Result<CheckpointMeta> {
         );
     }
     Ok(meta)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A checkpoint trained on non-overlapping 3-mers refuses overlapping 3-mers (the same
+    /// vocabulary, other ids for the same bases), naming both tokenizations and the fix.
+    #[test]
+    fn a_dataset_tokenized_otherwise_than_the_checkpoint_is_refused_naming_both() {
+        let mine = TokenizerInfo::kmer(3, 3, true, true);
+        let model = ModelConfig::from(crate::models::mlm::MlmConfig {
+            encoder: crate::backbones::EncoderConfig {
+                vocab_size: mine.vocab_size(),
+                d_model: 8,
+                num_layers: 1,
+                num_heads: 2,
+                ffn_dim: 16,
+                dropout: 0.0,
+                max_length: 16,
+                position: crate::backbones::PositionEncoding::Learned,
+                layer_norm_eps: 1e-5,
+                pad_id: 0,
+            },
+        });
+        let meta = CheckpointMeta::new(model, InputSpec::Tokens(mine.clone()), vec![], "t", "");
+        let (ck, ds) = (
+            Path::new("genome.safetensors"),
+            Path::new("task.safetensors"),
+        );
+        assert!(meta.check_tokenizer(ck, ds, &mine).is_ok());
+        let overlapping = TokenizerInfo::kmer(3, 1, true, true);
+        assert_eq!(overlapping.vocab, mine.vocab);
+        let e = meta
+            .check_tokenizer(ck, ds, &overlapping)
+            .unwrap_err()
+            .to_string();
+        for part in [
+            "task.safetensors",
+            "genome.safetensors",
+            "kmer k=3 overlapping",
+            "kmer k=3 non-overlapping",
+            "--like genome.safetensors",
+        ] {
+            assert!(e.contains(part), "{part:?} missing: {e}");
+        }
+        let nucleotide = TokenizerInfo::nucleotide(true, true);
+        let e = meta
+            .check_tokenizer(ck, ds, &nucleotide)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("nucleotide, [CLS]+[SEP], 10 tokens"), "{e}");
+    }
 }

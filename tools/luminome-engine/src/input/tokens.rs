@@ -17,14 +17,17 @@ pub fn open_dataset(path: &Path, what: &str) -> Result<TokenDataset> {
     Ok(ds)
 }
 
-/// The dev set must use the training set's vocabulary.
+/// A dev or test set must be tokenized as the training set was (scheme, tiling, vocabulary).
 pub fn check_same_vocab(train: &TokenDataset, other: &TokenDataset) -> Result<()> {
-    if train.tokenizer().vocab != other.tokenizer().vocab
-        || train.tokenizer().pad_id != other.tokenizer().pad_id
-    {
+    let (a, b) = (train.tokenizer(), other.tokenizer());
+    if !a.same_tokenization(b) {
         bail!(
-            "{}: vocabulary differs from the training set's ({}); tokenize both with the same settings",
+            "{}: tokenized differently from the training set (this set: {}; training set {}: {}{}); tokenize both with the same settings, e.g. `luminome-tokenize --like {}`",
             other.path().display(),
+            b.describe(),
+            train.path().display(),
+            a.describe(),
+            crate::checkpoint::meta::vocab_note(b, a),
             train.path().display()
         );
     }

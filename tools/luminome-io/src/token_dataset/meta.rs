@@ -134,6 +134,66 @@ impl TokenizerInfo {
         self.vocab.len()
     }
 
+    /// Whether two tokenizers turn the same bases into the same ids: scheme, k-mer tiling,
+    /// [CLS]/[SEP] framing and vocabulary (a HuggingFace tokenizer: its tokenizer.json too).
+    /// Equal vocabularies are not enough: overlapping and non-overlapping 3-mers share one.
+    pub fn same_tokenization(&self, other: &Self) -> bool {
+        self.scheme == other.scheme
+            && self.vocab == other.vocab
+            && self.pad_id == other.pad_id
+            && self.add_cls == other.add_cls
+            && self.add_sep == other.add_sep
+            && self.k == other.k
+            && self.kmer_step == other.kmer_step
+            && self.hf_tokenizer_json == other.hf_tokenizer_json
+    }
+
+    /// One line a person can compare: `kmer k=3 non-overlapping, [CLS]+[SEP], 74 tokens`.
+    pub fn describe(&self) -> String {
+        let scheme = match (self.scheme, self.k, self.kmer_step) {
+            (TokenizerScheme::Kmer, Some(k), Some(step)) => format!(
+                "kmer k={k} {}",
+                if step == 1 {
+                    "overlapping".to_string()
+                } else if step == k {
+                    "non-overlapping".to_string()
+                } else {
+                    format!("step {step}")
+                }
+            ),
+            (s, _, _) => s.name().to_string(),
+        };
+        let framing = match (self.add_cls, self.add_sep) {
+            (true, true) => "[CLS]+[SEP]",
+            (true, false) => "[CLS] only",
+            (false, true) => "[SEP] only",
+            (false, false) => "no [CLS]/[SEP]",
+        };
+        format!("{scheme}, {framing}, {} tokens", self.vocab.len())
+    }
+
+    /// The `luminome-tokenize` flags that make this tokenization (`None` for a HuggingFace
+    /// tokenizer, which needs its tokenizer.json: use `--like`).
+    pub fn tokenize_flags(&self) -> Option<String> {
+        let mut flags = match (self.scheme, self.k, self.kmer_step) {
+            (TokenizerScheme::Nucleotide, _, _) => "--scheme nucleotide".to_string(),
+            (TokenizerScheme::Kmer, Some(k), Some(1)) => {
+                format!("--scheme kmer -k {k} --kmer-mode overlapping")
+            }
+            (TokenizerScheme::Kmer, Some(k), Some(step)) if step == k => {
+                format!("--scheme kmer -k {k} --kmer-mode non-overlapping")
+            }
+            _ => return None,
+        };
+        if !self.add_cls {
+            flags.push_str(" --no-cls");
+        }
+        if !self.add_sep {
+            flags.push_str(" --no-sep");
+        }
+        Some(flags)
+    }
+
     /// [PAD], [CLS] and [SEP]: tokens that stand for no bases (no span, no importance, never
     /// masked).
     pub fn is_boundary(&self, id: u32) -> bool {
@@ -180,6 +240,38 @@ impl TokenizerInfo {
             }
             TokenizerScheme::Hf => None,
         }
+    }
+}
+
+/// The tokenizer recorded in a Luminome safetensors file: a token or pair dataset (or its first
+/// shard) or the checkpoint of a token model — what `luminome-tokenize --like` copies.
+pub fn tokenizer_of(path: &std::path::Path) -> anyhow::Result<TokenizerInfo> {
+    use anyhow::Context;
+    let file = if path.exists() {
+        path.to_path_buf()
+    } else {
+        super::shard_path(path, 0)
+    };
+    let tf = crate::tensorfile::TensorFile::open(&file)?;
+    let doc: serde_json::Value = serde_json::from_str(
+        tf.metadata()
+            .get("luminome")
+            .map(String::as_str)
+            .unwrap_or(""),
+    )
+    .with_context(|| {
+        format!(
+            "{}: not a Luminome dataset or checkpoint (no readable luminome metadata)",
+            file.display()
+        )
+    })?;
+    match doc.get("tokenizer") {
+        Some(t) => serde_json::from_value(t.clone())
+            .with_context(|| format!("{}: unreadable tokenizer metadata", file.display())),
+        None => anyhow::bail!(
+            "{}: records no tokenizer (a model or dataset that does not read token ids)",
+            file.display()
+        ),
     }
 }
 

@@ -28,7 +28,7 @@ pub mod writer;
 
 pub use index::{index_path_for, read_index, shard_path, IndexRow, INDEX_HEADER, UNKNOWN_LENGTH};
 pub use meta::{
-    special, TokenDatasetMeta, TokenizerInfo, TokenizerScheme, TOKEN_DATASET_KIND,
+    special, tokenizer_of, TokenDatasetMeta, TokenizerInfo, TokenizerScheme, TOKEN_DATASET_KIND,
     TOKEN_DATASET_VERSION,
 };
 pub use reader::{TokenBatch, TokenDataset};
