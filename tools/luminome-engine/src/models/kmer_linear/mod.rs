@@ -158,7 +158,7 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(
-            e.contains("kmer3.safetensors") && e.contains("best.safetensors") && e.contains("vocabulary"),
+            e.contains("kmer3.safetensors") && e.contains("best.safetensors") && e.contains("tokenized differently"),
             "{e}"
         );
     }
