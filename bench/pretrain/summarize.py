@@ -5,34 +5,15 @@ each run's wall time and peak memory (from its /usr/bin/time -v log).
 
     python3 bench/pretrain/summarize.py WORK        # WORK as given to gue_from_genome.sh
 """
-import csv
 import glob
 import os
-import re
-import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from summary_util import mean_sd, time_log, tsv  # noqa: E402
 
 TASKS = ["prom_core_all", "tf0", "mouse0"]
 DNABERT2 = {"prom_core_all": 0.694, "tf0": 0.720, "mouse0": 0.568}
-
-
-def tsv(path):
-    with open(path) as f:
-        return list(csv.DictReader(f, delimiter="\t"))
-
-
-def time_log(path):
-    text = open(path).read()
-    wall = re.search(r"Elapsed \(wall clock\) time.*: (\S+)", text)
-    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
-    return (wall.group(1) if wall else "?", int(rss.group(1)) // 1024 if rss else 0)
-
-
-def mean_sd(v):
-    if not v:
-        return "n/a"
-    sd = statistics.stdev(v) if len(v) > 1 else 0.0
-    return f"{statistics.mean(v):.3f} ± {sd:.3f} (n={len(v)})"
 
 
 def main():
