@@ -25,6 +25,11 @@ Examples:
   # peaks, centred to 200 bp, strand-aware, plus reverse complements
   luminome-tokenize peaks.narrowPeak --reference chr22.fa --width 200 --rc both -o peaks.safetensors
 
+  # genome windows without assembly gaps for pretraining; a task tokenized to match the checkpoint
+  luminome-tokenize chr22.fa.gz --scheme kmer -k 3 --kmer-mode non-overlapping --window 128 \\
+      --overflow window --max-n 0 -o chr22_3mer.safetensors
+  luminome-tokenize task.csv --like mlm/best.safetensors -o task.safetensors
+
 Outputs: OUTPUT (safetensors: input_ids, attention_mask, [labels], [soft_mask]) and, beside it,
 OUTPUT minus .safetensors + .index.tsv (record, shard, name, coords chr:start-end(strand) 0-based
 half-open, seq_length, window_offset, window_length, strand). In Python:

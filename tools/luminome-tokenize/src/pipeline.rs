@@ -250,9 +250,6 @@ fn tokenize_unit(
     row_length: Option<usize>,
 ) -> Result<Vec<Row>> {
     let mut rows = Vec::with_capacity(2);
-    if too_many_n(job, unit) {
-        return Ok(rows);
-    }
     if job.rc != RcMode::Only {
         let (ids, soft, truncated) =
             encode_row(job, &unit.bases, &unit.soft, row_length, &unit.origin)?;
@@ -361,9 +358,11 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
         let consumed = (|| -> Result<()> {
             for message in rx.iter() {
                 match message {
-                    Message::Units(units) => {
-                        summary.n_skipped +=
-                            units.iter().filter(|u| too_many_n(job, u)).count() as u64;
+                    Message::Units(mut units) => {
+                        // --max-n: drop gap windows once, here, before any tokenizing.
+                        let before = units.len();
+                        units.retain(|u| !too_many_n(job, u));
+                        summary.n_skipped += (before - units.len()) as u64;
                         let rows: Vec<Row> = if job.threads > 2 {
                             pool.install(|| {
                                 units

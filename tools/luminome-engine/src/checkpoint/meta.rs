@@ -101,13 +101,16 @@ impl CheckpointMeta {
         let mine = self.tokenizer(ckpt)?;
         if !tok.same_tokenization(mine) {
             bail!(
-                "{}: tokenized differently from the data the checkpoint was trained on (dataset: {}; checkpoint {}: {}{}); re-tokenize it to match with `luminome-tokenize --like {}`",
+                "{}: tokenized differently from the data the checkpoint was trained on (dataset: {}; checkpoint {}: {}{}); re-tokenize it to match with `luminome-tokenize --like {}`{}",
                 dataset.display(),
                 tok.describe(),
                 ckpt.display(),
                 mine.describe(),
                 vocab_note(tok, mine),
-                ckpt.display()
+                ckpt.display(),
+                mine.tokenize_flags()
+                    .map(|f| format!(" (the same as `{f}`)"))
+                    .unwrap_or_default()
             );
         }
         Ok(())
@@ -241,6 +244,7 @@ mod tests {
             "kmer k=3 overlapping",
             "kmer k=3 non-overlapping",
             "--like genome.safetensors",
+            "--scheme kmer -k 3 --kmer-mode non-overlapping",
         ] {
             assert!(e.contains(part), "{part:?} missing: {e}");
         }
