@@ -36,11 +36,29 @@ impl RuntimeArgs {
 /// `RAYON_NUM_THREADS`); must run before either starts its pool.
 pub fn set_threads(threads: Option<usize>) {
     if let Some(n) = threads.filter(|&n| n > 0) {
+        let n = thread_count(Some(n));
         std::env::set_var("RAYON_NUM_THREADS", n.to_string());
         // The global pool may already exist (in tests); the variable still governs candle.
         let _ = rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build_global();
+    }
+}
+
+/// The worker threads to start for `--threads` (`None` or 0: every core the machine has).
+/// More than the machine has only adds contention, and tens of thousands hang a pool's
+/// start-up: such a count is capped to the machine's with a warning (the results are the same).
+pub fn thread_count(requested: Option<usize>) -> usize {
+    let available = std::thread::available_parallelism().map_or(1, |v| v.get());
+    match requested.filter(|&n| n > 0) {
+        None => available,
+        Some(n) if n > available => {
+            eprintln!(
+                "warning: --threads {n} is more than this machine's {available}; using {available}"
+            );
+            available
+        }
+        Some(n) => n,
     }
 }
 

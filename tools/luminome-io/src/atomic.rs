@@ -37,6 +37,53 @@ pub fn check_output_dir(dest: &Path) -> Result<PathBuf> {
     Ok(parent)
 }
 
+/// A file's identity: its canonical path, and (dev, inode) when it exists (hard links).
+fn identity(p: &Path) -> (Option<PathBuf>, Option<(u64, u64)>) {
+    use std::os::unix::fs::MetadataExt;
+    let canonical = p.canonicalize().ok().or_else(|| {
+        // Not there yet: its folder's canonical path and its name.
+        let parent = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        Some(parent.canonicalize().ok()?.join(p.file_name()?))
+    });
+    let inode = std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    (canonical, inode)
+}
+
+/// Refuses a run whose outputs (flag, path) name one of its inputs (flag, path) or each other:
+/// writing would replace the input (or one output would replace the other). Compares canonical
+/// paths (symlinks, `./`, `..`) and, for files that exist, device and inode (hard links).
+pub fn check_outputs_distinct(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)]) -> Result<()> {
+    let ids: Vec<_> = outputs.iter().map(|(_, p)| identity(p)).collect();
+    for (i, (flag, out)) in outputs.iter().enumerate() {
+        let same = |other: &(Option<PathBuf>, Option<(u64, u64)>)| {
+            (ids[i].0.is_some() && ids[i].0 == other.0)
+                || (ids[i].1.is_some() && ids[i].1 == other.1)
+        };
+        for (in_flag, input) in inputs {
+            if same(&identity(input)) {
+                bail!(
+                    "{flag} {} is the input {in_flag} {}: writing it would destroy the input; choose another output path",
+                    out.display(),
+                    input.display()
+                );
+            }
+        }
+        for (j, (other_flag, other)) in outputs.iter().enumerate().take(i) {
+            if same(&ids[j]) {
+                bail!(
+                    "{flag} {} and {other_flag} {} are the same file; give each output its own path",
+                    out.display(),
+                    other.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 impl AtomicFile {
     pub fn create(dest: impl AsRef<Path>) -> Result<Self> {
         let dest = dest.as_ref().to_path_buf();
@@ -145,6 +192,26 @@ impl Commit for AtomicWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outputs_that_are_inputs_by_link_or_path_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.tsv");
+        std::fs::write(&input, "x").unwrap();
+        let hard = dir.path().join("hard.tsv");
+        std::fs::hard_link(&input, &hard).unwrap();
+        let soft = dir.path().join("soft.tsv");
+        std::os::unix::fs::symlink(&input, &soft).unwrap();
+        let dotted = dir.path().join(".").join("in.tsv");
+        for out in [&input, &hard, &soft, &dotted] {
+            let e = check_outputs_distinct(&[("-o", out)], &[("--in", &input)]).unwrap_err();
+            assert!(e.to_string().contains("would destroy the input"), "{e}");
+        }
+        let new = dir.path().join("new.tsv");
+        check_outputs_distinct(&[("-o", &new)], &[("--in", &input)]).unwrap();
+        let e = check_outputs_distinct(&[("-o", &new), ("--m", &new)], &[]).unwrap_err();
+        assert!(e.to_string().contains("are the same file"), "{e}");
+    }
 
     #[test]
     fn uncommitted_output_leaves_no_file() {

@@ -63,17 +63,32 @@ fn check_args(a: &Args) -> Result<()> {
     if !a.keep_info.is_empty() && a.variants.is_none() {
         bail!("--keep-info needs --variants");
     }
-    Ok(())
+    let index = luminome_io::pair_dataset::index::pair_index_path(&a.output);
+    let inputs: Vec<(&str, &std::path::Path)> = [
+        ("--fasta", &a.fasta),
+        ("--fasta-a", &a.fasta_a),
+        ("--fasta-b", &a.fasta_b),
+        ("--paired", &a.paired),
+        ("--reference", &a.reference),
+        ("--variants", &a.variants),
+    ]
+    .into_iter()
+    .filter_map(|(f, p)| p.as_ref().map(|p| (f, p.as_path())))
+    .collect();
+    luminome_io::atomic::check_outputs_distinct(
+        &[
+            ("-o", a.output.as_path()),
+            ("the index of -o", index.as_path()),
+        ],
+        &inputs,
+    )
 }
 
 /// Runs the command.
 pub fn run(a: &Args) -> Result<Summary> {
     let started = Instant::now();
     check_args(a)?;
-    let threads = a
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let threads = luminome_cli::thread_count(a.threads);
     let variants = a.variants.is_some();
     let mode = match a.mask.unwrap_or(if variants {
         MaskArg::VariantSite

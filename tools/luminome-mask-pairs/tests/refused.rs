@@ -156,3 +156,26 @@ fn a_window_with_only_n_is_left_out_and_a_file_with_nothing_left_is_refused() {
         &["no pairs to write", "windows_over_max_n 2"],
     );
 }
+
+#[test]
+fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let fasta = dir.path().join("in.fa");
+    std::fs::copy(test_data("celegans/celegans_small.fa"), &fasta).unwrap();
+    let before = std::fs::read(&fasta).unwrap();
+    let o = run(&[
+        "--fasta",
+        fasta.to_str().unwrap(),
+        "--window",
+        "128",
+        "-o",
+        fasta.to_str().unwrap(),
+    ]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("would destroy the input") && e.contains("--fasta"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(&fasta).unwrap(), before);
+}

@@ -281,6 +281,9 @@ fn parse_motif_format(s: &str) -> Result<MotifFormat, String> {
     MotifFormat::parse(s).ok_or_else(|| format!("{s:?}: expected meme, jaspar, transfac or homer"))
 }
 
+/// The most regions per sample `--n-regions` takes.
+pub const MAX_REGIONS: usize = 1 << 14;
+
 impl Args {
     pub fn into_config(self, command_line: String) -> Result<Config> {
         if self.n_regions == 0 || self.window == 0 {
@@ -292,8 +295,21 @@ impl Args {
         if !(self.pvalue > 0.0 && self.pvalue < 1.0) {
             bail!("--pvalue must be between 0 and 1");
         }
-        if self.pseudocount < 0.0 {
-            bail!("--pseudocount must not be negative");
+        if !(self.pseudocount.is_finite() && self.pseudocount >= 0.0) {
+            bail!(
+                "--pseudocount must be a finite number ≥ 0, got {}",
+                self.pseudocount
+            );
+        }
+        if let Some(t) = self.score_threshold.filter(|t| !t.is_finite()) {
+            bail!("--score-threshold must be a finite log2-odds score, got {t}");
+        }
+        // N regions × features per sample are held in memory; far beyond any window's peaks.
+        if self.n_regions > MAX_REGIONS {
+            bail!(
+                "--n-regions {} is more than {MAX_REGIONS} (each sample holds N × features values in memory)",
+                self.n_regions
+            );
         }
         let samples_output = self
             .samples_output
@@ -309,6 +325,37 @@ impl Args {
         {
             bail!("the dataset, samples and regions outputs must be three different files");
         }
+        let mut inputs: Vec<(&str, &std::path::Path)> = vec![("--reference", &self.reference)];
+        inputs.extend(self.peaks.iter().map(|p| ("--peaks", p.as_path())));
+        inputs.extend(
+            self.accessibility
+                .iter()
+                .map(|a| ("--accessibility", a.path.as_path())),
+        );
+        inputs.extend(
+            self.expression
+                .iter()
+                .map(|e| ("--expression", e.path.as_path())),
+        );
+        for (flag, p) in [
+            ("--reuse-regions", &self.reuse_regions),
+            ("--motifs", &self.motifs),
+            ("--motif-clusters", &self.motif_clusters),
+            ("--genes", &self.genes),
+            ("--expression-matrix", &self.expression_matrix),
+        ] {
+            if let Some(p) = p {
+                inputs.push((flag, p.as_path()));
+            }
+        }
+        luminome_io::atomic::check_outputs_distinct(
+            &[
+                ("-o", self.output.as_path()),
+                ("the samples table", samples_output.as_path()),
+                ("the regions table", regions_output.as_path()),
+            ],
+            &inputs,
+        )?;
         Ok(Config {
             reference: self.reference,
             peaks: self.peaks,

@@ -119,3 +119,52 @@ fn duplicate_genes_in_the_expression_table_are_refused() {
     args[i] = format!("K562={}", p.display());
     assert_refused(args, "dup.tsv: line 3", "appears twice");
 }
+
+#[test]
+fn non_finite_motif_settings_and_huge_region_counts_are_refused() {
+    // --pseudocount nan / inf panicked inside lightmotif-tfmpvalue; --score-threshold nan gave
+    // all-zero motif features; --n-regions 10^8 aborted on allocation with temp files left.
+    for (flag, value) in [
+        ("--pseudocount", "nan"),
+        ("--pseudocount", "inf"),
+        ("--score-threshold", "nan"),
+        ("--n-regions", "100000000"),
+    ] {
+        let mut args = base_args();
+        if flag == "--score-threshold" {
+            args.extend([flag.to_string(), value.to_string()]);
+        } else if args.iter().any(|a| a == flag) {
+            args = with(args, flag, Some(value));
+        } else {
+            args.extend([flag.to_string(), value.to_string()]);
+        }
+        // Rust prints NaN as "NaN".
+        assert_refused(args, flag, &value.replace("nan", "NaN"));
+    }
+}
+
+#[test]
+fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = dir.path().join("ref.fa");
+    std::fs::copy(data("chr22_slice/chr22_slice.fa"), &reference).unwrap();
+    std::fs::copy(
+        data("chr22_slice/chr22_slice.fa.fai"),
+        dir.path().join("ref.fa.fai"),
+    )
+    .unwrap();
+    let before = std::fs::read(&reference).unwrap();
+    let args = with(
+        base_args(),
+        "--reference",
+        Some(reference.to_str().unwrap()),
+    );
+    let o = run(&args, &reference);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("would destroy the input") && e.contains("--reference"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(&reference).unwrap(), before);
+}

@@ -13,6 +13,9 @@ use luminome_io::token_dataset::TokenizerScheme;
 use crate::scheme::{KmerMode, Scheme};
 use crate::source::{Cut, SourceOptions};
 
+/// The longest row `--max-length` takes (2^20 tokens).
+pub const MAX_ROW_LENGTH: usize = 1 << 20;
+
 const EXAMPLES: &str = "\
 Examples:
   # GUE-style CSV (sequence,label) → single-nucleotide ids with [CLS]/[SEP], padded to 72
@@ -181,14 +184,7 @@ impl Args {
                 (scheme, json, !self.no_cls, !self.no_sep)
             }
         };
-        let threads = self
-            .threads
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(1)
-            })
-            .max(1);
+        let threads = luminome_cli::thread_count(self.threads);
         if let Some(f) = self.max_n {
             if !(0.0..=1.0).contains(&f) {
                 anyhow::bail!("--max-n {f}: a fraction of bases from 0 to 1");
@@ -196,6 +192,13 @@ impl Args {
         }
         if self.shard_records == Some(0) {
             anyhow::bail!("--shard-records must be at least 1");
+        }
+        // Rows are padded to --max-length and a batch of them is held in memory: a length
+        // beyond this is a typo or a whole chromosome, which --window handles.
+        if let Some(l) = self.max_length.filter(|&l| l > MAX_ROW_LENGTH) {
+            anyhow::bail!(
+                "--max-length {l}: rows take at most {MAX_ROW_LENGTH} tokens; split long sequences with --window"
+            );
         }
         Ok(TokenizeJob {
             input: self.input.clone(),
@@ -278,5 +281,17 @@ fn like_scheme(like: &std::path::Path) -> Result<(Scheme, Option<String>, bool, 
 
 /// Parses nothing: runs the job for already-parsed arguments.
 pub fn run(args: &Args) -> Result<Summary> {
+    let index = luminome_io::token_dataset::index_path_for(&args.output);
+    let mut inputs = vec![("the input", args.input.as_path())];
+    if let Some(r) = &args.reference {
+        inputs.push(("--reference", r.as_path()));
+    }
+    luminome_io::atomic::check_outputs_distinct(
+        &[
+            ("-o", args.output.as_path()),
+            ("the index of -o", index.as_path()),
+        ],
+        &inputs,
+    )?;
     crate::pipeline::run(&args.job()?)
 }

@@ -389,3 +389,23 @@ fn help_has_an_example_and_version_is_one_line() {
         format!("luminome-tokenize {}", env!("CARGO_PKG_VERSION"))
     );
 }
+
+#[test]
+fn more_threads_than_the_machine_has_are_capped_with_a_warning() {
+    // --threads 100000 used to hang starting the thread pool.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("dev.safetensors");
+    let csv = test_data("gue_prom_core_all/dev.csv");
+    let o = bin()
+        .args([csv.to_str().unwrap(), "--threads", "100000", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{e}");
+    assert!(
+        e.contains("--threads 100000 is more than this machine's"),
+        "{e}"
+    );
+    assert_eq!(TokenDataset::open(&out).unwrap().len(), 500);
+}

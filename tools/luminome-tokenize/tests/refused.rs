@@ -223,3 +223,51 @@ fn refuses_records_too_long_with_overflow_error() {
         &["dev.csv: line 2", "longer than the maximum of 48"],
     );
 }
+
+#[test]
+fn row_lengths_that_cannot_fit_in_memory_are_refused_before_allocating() {
+    // u64::MAX overflowed a capacity computation (a panic); 10^9 allocated until the OOM killer.
+    let dir = tempfile::tempdir().unwrap();
+    let (out_dir, out) = out_in(dir.path());
+    let csv = test_data("gue_prom_core_all/dev.csv");
+    for l in ["18446744073709551615", "1000000000"] {
+        assert_refused(
+            &[csv.to_str().unwrap(), "--max-length", l, "-o", &out],
+            &out_dir,
+            &["--max-length", "--window"],
+        );
+    }
+}
+
+#[test]
+fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("in.csv");
+    std::fs::copy(test_data("gue_prom_core_all/dev.csv"), &csv).unwrap();
+    let before = std::fs::read(&csv).unwrap();
+    for out in [csv.clone(), dir.path().join(".").join("in.csv")] {
+        let o = bin()
+            .args([csv.to_str().unwrap(), "-o", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{e}");
+        assert!(e.contains("would destroy the input"), "{e}");
+    }
+    // The index written beside -o must not replace the input either.
+    let idx_named = dir.path().join("x.index.tsv");
+    std::fs::copy(&csv, &idx_named).unwrap();
+    let o = bin()
+        .args([idx_named.to_str().unwrap(), "-o"])
+        .arg(dir.path().join("x.safetensors"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(std::fs::read(&csv).unwrap(), before, "input changed");
+    assert_eq!(std::fs::read(&idx_named).unwrap(), before, "input changed");
+}

@@ -288,3 +288,141 @@ fn cuda_in_a_cpu_build_is_a_clear_error() {
     assert!(stderr(&o).contains("no CUDA support"), "{}", stderr(&o));
     assert!(!d.root.join("out").exists());
 }
+
+#[test]
+fn training_flags_out_of_range_are_refused_by_name_before_anything_is_written() {
+    let d = data();
+    let train = d.path("train.safetensors");
+    for (flag, value) in [
+        ("--eval-batch-size", "0"),
+        ("--batch-size", "0"),
+        ("--grad-accum", "0"),
+        ("--lr", "-1"),
+        ("--lr", "nan"),
+        ("--clip-norm", "nan"),
+        ("--clip-norm", "-1"),
+        ("--weight-decay", "nan"),
+        ("--min-lr-ratio", "2"),
+        ("--min-lr-ratio", "nan"),
+        ("--stop-after-steps", "0"),
+    ] {
+        let out = d.root.join("out");
+        let o = run(&[
+            "classify",
+            "--adapter",
+            "mean",
+            "--train",
+            &train,
+            "--dev",
+            &train,
+            "--no-kmer-floor",
+            "-o",
+            out.to_str().unwrap(),
+            &format!("{flag}={value}"),
+        ]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{flag} {value}: {e}");
+        assert!(e.contains(flag), "{flag} {value}: {e}");
+        assert!(!out.exists(), "{flag} {value}: output folder created");
+    }
+}
+
+/// `src` with tensor `name` cut to its first `rows` rows (metadata kept).
+fn with_short_tensor(src: &Path, dest: &Path, name: &str, rows: usize) {
+    let bytes = std::fs::read(src).unwrap();
+    let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let metadata: std::collections::BTreeMap<String, String> = header
+        .metadata()
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let tensors: Vec<(String, safetensors::tensor::TensorView)> = st
+        .tensors()
+        .into_iter()
+        .map(|(n, t)| {
+            if n != name {
+                return (n, t);
+            }
+            let mut shape = t.shape().to_vec();
+            let row: usize = shape[1..].iter().product::<usize>() * t.dtype().bitsize() / 8;
+            shape[0] = rows;
+            let data = &t.data()[..rows * row];
+            (
+                n,
+                safetensors::tensor::TensorView::new(t.dtype(), shape, data).unwrap(),
+            )
+        })
+        .collect();
+    luminome_io::tensorfile::write_tensors(dest, &tensors, &metadata)
+        .unwrap()
+        .commit()
+        .unwrap();
+}
+
+#[test]
+fn a_dataset_with_fewer_labels_or_mask_rows_than_records_is_refused_on_open() {
+    let d = data();
+    for tensor in ["labels", "attention_mask"] {
+        let short = d.root.join(format!("short_{tensor}.safetensors"));
+        with_short_tensor(&d.root.join("train.safetensors"), &short, tensor, 10);
+        std::fs::copy(
+            d.root.join("train.index.tsv"),
+            d.root.join(format!("short_{tensor}.index.tsv")),
+        )
+        .unwrap();
+        let out = d.root.join("out");
+        let o = run(&[
+            "classify",
+            "--adapter",
+            "mean",
+            "--train",
+            short.to_str().unwrap(),
+            "--no-kmer-floor",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{tensor}: {e}");
+        assert!(
+            e.contains(&format!(
+                "short_{tensor}.safetensors: {tensor} has shape [10"
+            )),
+            "{e}"
+        );
+        assert!(!out.exists());
+    }
+}
+
+#[test]
+fn a_run_folder_holding_the_training_set_as_a_run_file_is_refused() {
+    // train --train run/best.safetensors -o run would replace its own input.
+    let d = data();
+    let run_dir = d.root.join("run");
+    std::fs::create_dir(&run_dir).unwrap();
+    let input = run_dir.join("best.safetensors");
+    std::fs::copy(d.root.join("train.safetensors"), &input).unwrap();
+    std::fs::copy(
+        d.root.join("train.index.tsv"),
+        run_dir.join("best.index.tsv"),
+    )
+    .unwrap();
+    let before = std::fs::read(&input).unwrap();
+    let o = run(&[
+        "classify",
+        "--adapter",
+        "mean",
+        "--train",
+        input.to_str().unwrap(),
+        "--no-kmer-floor",
+        "--steps",
+        "2",
+        "-o",
+        run_dir.to_str().unwrap(),
+    ]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("would destroy the input"), "{e}");
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+}

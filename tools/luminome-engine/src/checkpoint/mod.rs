@@ -45,6 +45,21 @@ impl Checkpoint {
             .validate()
             .with_context(|| format!("{}: invalid model config", path.display()))?;
         let (_, tensors) = read_safetensors(path, device)?;
+        // A dry build over the file's own tensors checks every parameter's name and shape
+        // against the config before any parameter is allocated (a config claiming a larger
+        // model than the file holds is an error here, not an allocation).
+        meta.model
+            .build(VarBuilder::from_tensors(
+                tensors.clone(),
+                DType::F32,
+                device,
+            ))
+            .with_context(|| {
+                format!(
+                    "{}: the weights do not match the model its metadata describes",
+                    path.display()
+                )
+            })?;
         let varmap = VarMap::new();
         let vb = VarBuilder::from_varmap(&varmap, DType::F32, device);
         let model = meta.model.build(vb)?;

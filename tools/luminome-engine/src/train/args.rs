@@ -111,6 +111,48 @@ pub struct TrainArgs {
 }
 
 impl TrainArgs {
+    /// Checks every numeric flag's range before anything is read or written (a zero batch size
+    /// or a NaN learning rate would otherwise fail deep in the loop, or train silently wrong).
+    pub fn check(&self) -> anyhow::Result<()> {
+        for (flag, v) in [
+            ("--batch-size", self.batch_size as u64),
+            ("--grad-accum", self.grad_accum as u64),
+            ("--steps", self.steps),
+            ("--eval-every", self.eval_every),
+            ("--eval-batch-size", self.eval_batch_size as u64),
+        ] {
+            if v == 0 {
+                anyhow::bail!("{flag} must be at least 1");
+            }
+        }
+        if self.stop_after_steps == Some(0) {
+            anyhow::bail!("--stop-after-steps must be at least 1");
+        }
+        if let Some(lr) = self.lr {
+            if !(lr.is_finite() && lr > 0.0) {
+                anyhow::bail!("--lr must be a positive number, got {lr}");
+            }
+        }
+        if let Some(wd) = self.weight_decay {
+            if !(wd.is_finite() && wd >= 0.0) {
+                anyhow::bail!("--weight-decay must be a number ≥ 0, got {wd}");
+            }
+        }
+        if !(self.clip_norm.is_finite() && self.clip_norm >= 0.0) {
+            anyhow::bail!(
+                "--clip-norm must be a number ≥ 0 (0: no clipping), got {}",
+                self.clip_norm
+            );
+        }
+        if !(0.0..=1.0).contains(&self.min_lr_ratio) {
+            anyhow::bail!(
+                "--min-lr-ratio must be in [0, 1], got {}",
+                self.min_lr_ratio
+            );
+        }
+        Ok(())
+    }
+
     /// The loop's settings for a new run selecting checkpoints on `metric`; flags not given take
     /// `defaults`.
     pub fn train_config(

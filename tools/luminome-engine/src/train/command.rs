@@ -51,12 +51,45 @@ pub trait TrainCommand {
     fn setup(&self, device: &Device) -> Result<TrainingSetup>;
 }
 
+/// The files a training run writes in its folder.
+pub const RUN_FILES: [&str; 6] = [
+    "best.safetensors",
+    "best.config.json",
+    "last.safetensors",
+    "last.config.json",
+    "last.state.safetensors",
+    "metrics.tsv",
+];
+
+/// Refuses a run folder whose files ([`RUN_FILES`] and `extra`) would replace one of the run's
+/// inputs (`train --train run/best.safetensors -o run`).
+pub fn check_run_outputs(dir: &std::path::Path, extra: &[&str], sources: &[String]) -> Result<()> {
+    let outputs: Vec<std::path::PathBuf> =
+        RUN_FILES.iter().chain(extra).map(|f| dir.join(f)).collect();
+    let outputs: Vec<(&str, &std::path::Path)> =
+        outputs.iter().map(|p| ("-o", p.as_path())).collect();
+    let inputs: Vec<(&str, &std::path::Path)> = sources
+        .iter()
+        .map(|s| ("input", std::path::Path::new(s.as_str())))
+        .collect();
+    luminome_io::atomic::check_outputs_distinct(&outputs, &inputs)
+}
+
 /// Runs a subcommand end to end.
 pub fn run<C: TrainCommand>(cmd: &C, command_line: &str) -> Result<()> {
     let t = cmd.train_args();
+    t.check()?;
     t.runtime.apply_threads();
     let device = parse_device(&t.runtime.device)?;
     let setup = cmd.setup(&device)?;
+    // --resume continues last.safetensors in place, by design; every other input is protected.
+    let inputs: Vec<String> = setup
+        .sources
+        .iter()
+        .filter(|s| t.resume.as_deref() != Some(std::path::Path::new(s.as_str())))
+        .cloned()
+        .collect();
+    check_run_outputs(&t.output, &[], &inputs)?;
     luminome_cli::prepare_output_dir(&t.output)?;
     let tool = format!("luminome-train {}", C::NAME);
     let meta = CheckpointMeta::new(

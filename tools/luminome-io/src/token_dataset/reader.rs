@@ -78,6 +78,31 @@ impl TokenDataset {
                 bail!("{}: input_ids must be 2-dimensional", f.display());
             }
             let l = ids.shape[1];
+            // Every per-record tensor must have a row per record (a short one would be read past
+            // its end) and, for the masks, the rows' length.
+            let n = ids.shape[0];
+            for (name, row_shape) in [
+                ("attention_mask", vec![l]),
+                ("soft_mask", vec![l]),
+                ("labels", vec![]),
+            ] {
+                let Some(t) = tf.tensor(name) else {
+                    if name == "attention_mask" {
+                        tf.require(name)?;
+                    }
+                    continue;
+                };
+                let mut want = vec![n];
+                want.extend(row_shape);
+                if t.shape != want.as_slice() {
+                    bail!(
+                        "{}: {name} has shape {:?}, but input_ids {:?} needs {want:?}",
+                        f.display(),
+                        t.shape,
+                        ids.shape
+                    );
+                }
+            }
             if *max_length.get_or_insert(l) != l {
                 bail!("{}: shards have different row lengths", f.display());
             }

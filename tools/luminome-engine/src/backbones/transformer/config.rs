@@ -65,6 +65,19 @@ impl EncoderConfig {
         if self.max_length == 0 {
             bail!("max length must be positive");
         }
+        // Caps far above any model this suite trains: a checkpoint's config is user input, and
+        // an absurd size must be refused before anything of that size is allocated.
+        for (what, v, cap) in [
+            ("vocabulary size", self.vocab_size, 1usize << 24),
+            ("d_model", self.d_model, 1 << 16),
+            ("FFN width", self.ffn_dim, 1 << 18),
+            ("layers", self.num_layers, 1 << 10),
+            ("max length", self.max_length, 1 << 22),
+        ] {
+            if v > cap {
+                bail!("{what} {v} is larger than the largest this suite builds ({cap})");
+            }
+        }
         Ok(())
     }
 

@@ -115,6 +115,13 @@ pub fn run(args: &KmerLinearArgs, command_line: &str) -> Result<()> {
         );
     }
     let search = args.search()?;
+    // Refused before the fit: its files must not replace an input.
+    let mut sources = vec![
+        args.train.display().to_string(),
+        args.dev.display().to_string(),
+    ];
+    sources.extend(args.classification.test.iter().map(|p| p.display().to_string()));
+    crate::train::command::check_run_outputs(&args.output, &["test_metrics.tsv"], &sources)?;
     let data = ClassificationData::open(
         &args.train,
         Some(&args.dev),
@@ -133,11 +140,6 @@ pub fn run(args: &KmerLinearArgs, command_line: &str) -> Result<()> {
         }
     })?;
     luminome_cli::prepare_output_dir(&args.output)?;
-    let mut sources = vec![
-        args.train.display().to_string(),
-        args.dev.display().to_string(),
-    ];
-    sources.extend(args.classification.test.iter().map(|p| p.display().to_string()));
     let tool = "luminome-train kmer-linear";
     write_checkpoint(
         &fit.fit,
