@@ -13,7 +13,8 @@
 # (from an MLM checkpoint, frozen encoder, from scratch, paused and resumed), predict, importance
 # (gates, saliency, integrated gradients; TSV, bedGraph, npz), regions (gene windows, a rerun on
 # its own region table, tiles), region-pretrain and expression (both heads, --init), their predict
-# and importance, mask-pairs (genome and variant windows), bistrand training and variant scoring. Small models, --threads 1: about a minute on a laptop core.
+# and importance, mask-pairs (genome and variant windows), bistrand training and variant scoring,
+# tabular CV and split training, its predict and importance. Small models, --threads 1: about a minute on a laptop core.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="${1:-$repo/target/release}"
@@ -117,6 +118,20 @@ run luminome-train bistrand --train out/pairs.safetensors --dev out/pairs_ecoli.
     --threads 1 --seed 7 "${q[@]}"
 run luminome-predict --checkpoint out/bistrand/best.safetensors --dataset out/snvs.safetensors \
     -o out/snvs.scores.tsv --vcf out/snvs.scores.vcf --bedgraph out/snvs.llr.bedgraph --threads 1 "${q[@]}"
+
+# Tabular: CV of the MLP, a split of the FT-Transformer with the Youden threshold, its predict
+# and importance.
+bc=(--train test-data/tabular/breast_cancer.tsv --label diagnosis --id sample --classes benign,malignant)
+run luminome-train tabular "${bc[@]}" --folds 3 --model mlp --steps 30 --threads 1 --seed 7 \
+    -o out/tab_mlp "${q[@]}"
+run luminome-train tabular "${bc[@]}" --d-model 16 --layers 1 --heads 2 --steps 20 --threshold youden \
+    --threads 1 --seed 7 -o out/tab_ft "${q[@]}"
+run luminome-predict --checkpoint out/tab_ft/best.safetensors --dataset test-data/tabular/breast_cancer.tsv \
+    -o out/tab_ft.predictions.tsv --metrics out/tab_ft.metrics.tsv --threads 1 "${q[@]}"
+run luminome-importance --checkpoint out/tab_ft/best.safetensors --dataset test-data/tabular/breast_cancer.tsv \
+    --method ig --ig-steps 8 --records 20 -o out/tab_ft.ig.tsv --ranking out/tab_ft.ranking.tsv --threads 1 "${q[@]}"
+run luminome-importance --checkpoint out/tab_ft/best.safetensors --dataset test-data/tabular/breast_cancer.tsv \
+    --method attention --top 5 -o out/tab_ft.attention.tsv --threads 1 "${q[@]}"
 
 # A training log's examples_per_s column is a wall-clock measurement: it is left out of the hash.
 without_timing() {

@@ -23,6 +23,9 @@ include { LUMINOME_PREDICT as LUMINOME_PREDICT_EXPRESSION } from './modules/loca
 include { LUMINOME_IMPORTANCE as LUMINOME_IMPORTANCE_EXPRESSION } from './modules/local/luminome/importance/main'
 include { LUMINOME_PREDICT                               } from './modules/local/luminome/predict/main'
 include { LUMINOME_IMPORTANCE                            } from './modules/local/luminome/importance/main'
+include { LUMINOME_TRAIN as LUMINOME_TRAIN_TABULAR       } from './modules/local/luminome/train/main'
+include { LUMINOME_PREDICT as LUMINOME_PREDICT_TABULAR   } from './modules/local/luminome/predict/main'
+include { LUMINOME_IMPORTANCE as LUMINOME_IMPORTANCE_TABULAR } from './modules/local/luminome/importance/main'
 
 // A samplesheet path, relative to the samplesheet's folder unless absolute or a URL.
 def samplesheetFile(String value, baseDir) {
@@ -207,6 +210,23 @@ workflow {
                     .combine(ch_model)
                     .map { id, pairs, variants, model -> [[id: id], model, pairs, variants] }
                 LUMINOME_PREDICTVARIANTS(ch_score)
+            }
+        }
+    }
+
+    // Tabular classifier: --tabular_table (a CSV/TSV feature table) with --tabular_args naming
+    // at least its --label column; the model predicts and explains --tabular_predict_table.
+    if (params.tabular_table) {
+        def table = file(params.tabular_table, checkIfExists: true)
+        def id = table.baseName.replaceAll(/\.(tsv|csv|txt|tab)$/, '')
+        LUMINOME_TRAIN_TABULAR(channel.value([[id: "${id}_tabular"], table, [], []]), 'tabular')
+        if (params.tabular_predict_table) {
+            def predict_table = file(params.tabular_predict_table, checkIfExists: true)
+            ch_tabular = LUMINOME_TRAIN_TABULAR.out.best
+                .map { meta, best -> [[id: meta.id], best, predict_table] }
+            LUMINOME_PREDICT_TABULAR(ch_tabular)
+            if (params.tabular_importance_args) {
+                LUMINOME_IMPORTANCE_TABULAR(ch_tabular)
             }
         }
     }

@@ -213,6 +213,24 @@ npz = np.load(results / "importance" / "prom_test_ig.npz")
 assert npz["contrib"].shape[:2] == (50, 4) and npz["onehot"].shape == npz["contrib"].shape
 print(f"importance: {len(scores)} token rows, contrib {npz['contrib'].shape}")
 
+# Tabular: 3-fold CV covers every row once; the split model's predictions, metrics (with its
+# Youden threshold) and the attention importance of 50 samples x 5 columns with a ranking.
+cv = read_tsv(results / "train" / "tabular" / "bc_cv" / "cv_metrics.tsv")
+assert [row["fold"] for row in cv] == ["1", "2", "3", "mean", "sd"], cv
+assert sum(int(row["n"]) for row in cv[:3]) == 569, cv
+assert len(read_tsv(results / "train" / "tabular" / "bc_cv" / "cv_predictions.tsv")) == 569
+tabular_predictions = read_tsv(results / "predict" / "tabular" / "bc.predictions.tsv")
+assert len(tabular_predictions) == 569 and tabular_predictions[0]["name"] == "bc001"
+for row in tabular_predictions:
+    assert abs(float(row["prob_benign"]) + float(row["prob_malignant"]) - 1) < 1e-4, row
+metrics = {row["metric"]: row["value"] for row in read_tsv(results / "predict" / "tabular" / "bc.metrics.tsv")}
+assert int(metrics["n"]) == 569 and "threshold" in metrics, metrics
+features = read_tsv(results / "importance" / "tabular" / "bc_features.tsv")
+assert len(features) == 50 * 5 and {row["rank"] for row in features} == {"1", "2", "3", "4", "5"}
+ranking = read_tsv(results / "importance" / "tabular" / "bc_features.ranking.tsv")
+assert len(ranking) == 30 and ranking[0]["rank"] == "1", ranking[:1]
+print(f"tabular: CV MCC {cv[3]['mcc']}, predict accuracy {metrics['accuracy']}, top column {ranking[0]['feature']}")
+
 for tool in ("tokenize", "mask-pairs", "regions", "train", "predict", "importance"):
     version = (results / "versions" / f"luminome-{tool}.txt").read_text().strip()
     assert version.startswith(f"luminome-{tool} "), version

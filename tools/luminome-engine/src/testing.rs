@@ -422,3 +422,63 @@ pub fn tsv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
         })
         .collect()
 }
+
+/// A random-weight tabular model (seed `seed`) whose schema is fitted on every row of `table`
+/// (label column `label`, id column `id`), with every row encoded for it.
+pub fn tabular_model(
+    table: &Path,
+    label: &str,
+    id: Option<&str>,
+    arch: crate::models::tabular::TabularArch,
+    threshold: Option<f64>,
+    seed: u64,
+) -> Result<(
+    crate::models::BuiltModel,
+    crate::models::tabular::EncodedRows,
+)> {
+    use crate::models::tabular::schema::table_classes;
+    use crate::models::tabular::{SchemaOptions, TabularConfig, TabularSchema};
+    let t = luminome_io::table::FeatureTable::read(table, None)?;
+    let opts = SchemaOptions {
+        label: label.into(),
+        id: id.map(String::from),
+        ..Default::default()
+    };
+    let classes = table_classes(&t, label, None)?;
+    let rows: Vec<usize> = (0..t.len()).collect();
+    let (schema, _) = TabularSchema::fit(&t, &rows, &opts, classes)?;
+    let encoded = schema.encode(&t, &rows)?;
+    let config = crate::models::ModelConfig::from(TabularConfig {
+        schema,
+        arch,
+        threshold,
+    });
+    let built = crate::models::BuiltModel::new(&config, &candle_core::Device::Cpu, seed)?;
+    Ok((built, encoded))
+}
+
+/// [`tabular_model`] written to `dest` as a checkpoint.
+pub fn write_tabular_checkpoint(
+    dest: &Path,
+    table: &Path,
+    label: &str,
+    id: Option<&str>,
+    arch: crate::models::tabular::TabularArch,
+    threshold: Option<f64>,
+    seed: u64,
+) -> Result<()> {
+    let (built, _) = tabular_model(table, label, id, arch, threshold, seed)?;
+    let config = built.config.clone();
+    let columns = config
+        .get::<crate::models::tabular::TabularConfig>()
+        .map(|c| c.schema.columns.iter().map(|c| c.name.clone()).collect())
+        .unwrap_or_default();
+    let meta = crate::checkpoint::CheckpointMeta::new(
+        config,
+        crate::input::InputSpec::Table(columns),
+        vec![],
+        "test",
+        "",
+    );
+    crate::checkpoint::save_checkpoint(dest, &meta, &built.varmap)
+}

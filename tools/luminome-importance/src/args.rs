@@ -17,6 +17,9 @@ pub enum Method {
     Ig,
     /// Expression models with the attention-pooling head: each region's pooling weight α_i.
     Pooling,
+    /// Tabular FT-Transformer models: the last block's attention from [CLS] to each column,
+    /// mean over heads.
+    Attention,
 }
 
 impl Method {
@@ -26,6 +29,7 @@ impl Method {
             Self::Saliency => "saliency",
             Self::Ig => "ig",
             Self::Pooling => "pooling",
+            Self::Attention => "attention",
         }
     }
 }
@@ -73,7 +77,17 @@ Expression models (luminome-train expression on a luminome-regions dataset):
        contribution to the prediction summed over the sample's regions, the --top largest |score|;
   TSV (pooling): sample gene gene_id cell_type slot region chrom start end alpha;
   bedGraph: per region, the mean over samples of alpha or of its summed contribution;
-  npz: alpha (S, N) or contrib (S, N, F), region_index (S, N), sample (S).";
+  npz: alpha (S, N) or contrib (S, N, F), region_index (S, N), sample (S).
+
+Tabular models (luminome-train tabular on a CSV/TSV table):
+  luminome-importance --checkpoint cv/fold-1/best.safetensors --dataset samples.tsv \\
+      --method saliency -o samples.importance.tsv --ranking samples.ranking.tsv
+  TSV: sample feature value importance rank — per sample, every column (or the --top), largest
+       |importance| first; value is the cell as the table has it. saliency: gradient × input on
+       the standardised number (baseline: the training mean; missing scores 0) or on the
+       category embedding; ig: integrated gradients from that baseline; attention
+       (FT-Transformer): the last block's [CLS] → column attention, mean over heads.
+  --ranking: feature, mean_abs_importance, mean_importance, n, rank over the scored samples.";
 
 /// Token and base importance of a trained Luminome sequence classifier; region and motif
 /// importance of an expression model.
@@ -115,11 +129,12 @@ pub struct ImportanceArgs {
     #[arg(long)]
     pub only_label: Option<i64>,
 
-    /// Class (label value) whose output is explained by saliency / ig [default: the larger label
-    /// value for two classes, each record's predicted class for more]. The explained output is
-    /// logit[target] − mean over classes of the logits.
+    /// Class (label value; tabular models: a class name) whose output is explained by saliency
+    /// / ig [default: the larger label value for two classes (tabular: the second class), each
+    /// record's predicted class for more]. The explained output is logit[target] − mean over
+    /// classes of the logits.
     #[arg(long)]
-    pub target: Option<i64>,
+    pub target: Option<String>,
 
     /// --method gates: how the d gate channels of a token become one score.
     #[arg(long, value_enum, default_value_t = Reduce::Mean)]
@@ -129,9 +144,15 @@ pub struct ImportanceArgs {
     #[arg(long, default_value_t = 32)]
     pub ig_steps: usize,
 
-    /// Expression models: features reported per sample (largest |summed contribution| first).
-    #[arg(long, default_value_t = 20)]
-    pub top: usize,
+    /// Expression and tabular models: features reported per sample (largest |score| first)
+    /// [tabular: all columns].
+    #[arg(long)]
+    pub top: Option<usize>,
+
+    /// Tabular models: also the global ranking of the columns (TSV: feature, mean |score|,
+    /// mean score, samples, rank).
+    #[arg(long)]
+    pub ranking: Option<PathBuf>,
 
     /// Expression models trained with --holdout: explain only this part of their split.
     #[arg(long, value_enum)]

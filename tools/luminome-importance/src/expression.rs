@@ -49,13 +49,18 @@ pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
             true
         }
         Method::Saliency | Method::Ig => false,
-        Method::Gates => bail!(
-            "{}: --method gates is for DynamicGated sequence classifiers; expression models take pooling, saliency or ig",
-            args.checkpoint.display()
+        Method::Gates | Method::Attention => bail!(
+            "{}: --method {} is not for expression models; they take pooling, saliency or ig",
+            args.checkpoint.display(),
+            args.method.name()
         ),
     };
-    if args.top == 0 {
+    let top = args.top.unwrap_or(20);
+    if top == 0 {
         bail!("--top must be at least 1");
+    }
+    if args.ranking.is_some() {
+        bail!("--ranking is for tabular models");
     }
     let mut records = input.subset(args.subset.unwrap_or(Subset::All))?;
     let empty = records
@@ -162,7 +167,7 @@ pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
                         .total_cmp(&per_feature[a].abs())
                         .then(a.cmp(&b))
                 });
-                for (rank, &k) in order.iter().take(args.top).enumerate() {
+                for (rank, &k) in order.iter().take(top).enumerate() {
                     writeln!(
                         tsv,
                         "{r}\t{}\t{}\t{}\t{}\t{:.6e}\t{}",

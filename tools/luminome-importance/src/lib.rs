@@ -16,6 +16,7 @@ pub mod bases;
 pub mod expression;
 pub mod methods;
 pub mod outputs;
+pub mod tabular;
 
 use std::io::Write;
 use std::time::Instant;
@@ -56,7 +57,10 @@ where
     C::Model: TokenClassifier,
 {
     let values = input.model()?.label_values();
-    if let Some(t) = args.target {
+    if let Some(t) = &args.target {
+        let t: i64 = t.parse().with_context(|| {
+            format!("--target {t}: sequence classifiers name a class by its integer label value")
+        })?;
         let class = values.iter().position(|&v| v == t).with_context(|| {
             format!(
                 "--target {t}: not a class of the model in {} (its label values: {values:?})",
@@ -163,11 +167,41 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
     {
         check_output_dir(out)?;
     }
+    let dataset_index = luminome_io::token_dataset::index_path_for(&args.dataset);
+    let outputs: Vec<(&str, &std::path::Path)> = [
+        ("-o", Some(&args.output)),
+        ("--bedgraph", args.bedgraph.as_ref()),
+        ("--npz", args.npz.as_ref()),
+        ("--ranking", args.ranking.as_ref()),
+    ]
+    .into_iter()
+    .filter_map(|(f, p)| p.map(|p| (f, p.as_path())))
+    .collect();
+    luminome_io::atomic::check_outputs_distinct(
+        &outputs,
+        &[
+            ("--checkpoint", args.checkpoint.as_path()),
+            ("--dataset", args.dataset.as_path()),
+            ("the index of --dataset", dataset_index.as_path()),
+        ],
+    )?;
     let kind = luminome_engine::checkpoint::read_checkpoint_meta(&args.checkpoint)?
         .model
         .kind();
     if kind == "expression" {
         return expression::run(args, started);
+    }
+    if kind == "tabular" {
+        return tabular::run(args, started);
+    }
+    if args.method == Method::Attention {
+        bail!(
+            "{}: --method attention is for tabular FT-Transformer models",
+            args.checkpoint.display()
+        );
+    }
+    if args.ranking.is_some() || args.top.is_some() {
+        bail!("--ranking and --top are for tabular and expression models");
     }
     if args.method == Method::Pooling {
         bail!(

@@ -31,7 +31,9 @@ pub fn token_scores(
     let clf = input.model()?;
     let t = batch_tensors(batch, &input.device)?;
     let scores = match opts.method {
-        Method::Pooling => bail!("internal: pooling weights are for expression models"),
+        Method::Pooling | Method::Attention => {
+            bail!("internal: {} is not a sequence method", opts.method.name())
+        }
         Method::Gates => {
             let out = clf.forward(&t.ids, &t.mask, None)?;
             let gates = out

@@ -20,6 +20,7 @@ pub mod pair_dataset;
 pub mod reference;
 pub mod region_dataset;
 pub mod seqtable;
+pub mod table;
 pub mod tensorfile;
 pub mod token_dataset;
 pub mod tss;

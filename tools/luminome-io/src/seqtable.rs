@@ -48,7 +48,9 @@ pub struct SeqTableReader {
     record: csv::ByteRecord,
 }
 
-fn delimiter_for(path: &Path) -> u8 {
+/// The delimiter a table's name implies: `.tsv`/`.txt`/`.tab` (optionally compressed) → tab,
+/// anything else → comma.
+pub(crate) fn delimiter_for(path: &Path) -> u8 {
     let name = path.to_string_lossy().to_ascii_lowercase();
     let name = name.trim_end_matches(".gz").trim_end_matches(".zst");
     if name.ends_with(".tsv") || name.ends_with(".txt") || name.ends_with(".tab") {
@@ -56,6 +58,26 @@ fn delimiter_for(path: &Path) -> u8 {
     } else {
         b','
     }
+}
+
+/// A CSV reader's error as an [`InputError`] naming the line (`fallback_line` when the reader
+/// does not know it).
+pub(crate) fn csv_error(path: &Path, e: csv::Error, fallback_line: u64) -> InputError {
+    let line = e.position().map(|p| p.line()).unwrap_or(fallback_line);
+    let msg = match e.kind() {
+        csv::ErrorKind::UnequalLengths {
+            expected_len, len, ..
+        } => format!("expected {expected_len} columns as in the header, found {len}"),
+        csv::ErrorKind::Io(io) => {
+            return crate::error::read_error(
+                path,
+                Location::Line(line),
+                std::io::Error::new(io.kind(), io.to_string()),
+            )
+        }
+        _ => e.to_string(),
+    };
+    InputError::line(path, line, msg)
 }
 
 impl SeqTableReader {
@@ -113,25 +135,7 @@ impl SeqTableReader {
         let ok = self
             .reader
             .read_byte_record(&mut self.record)
-            .map_err(|e| {
-                let line = e.position().map(|p| p.line()).unwrap_or(self.row + 2);
-                let msg = match e.kind() {
-                    csv::ErrorKind::UnequalLengths {
-                        expected_len, len, ..
-                    } => {
-                        format!("expected {expected_len} columns as in the header, found {len}")
-                    }
-                    csv::ErrorKind::Io(io) => {
-                        return crate::error::read_error(
-                            &self.path,
-                            Location::Line(line),
-                            std::io::Error::new(io.kind(), io.to_string()),
-                        )
-                    }
-                    _ => e.to_string(),
-                };
-                InputError::line(&self.path, line, msg)
-            })?;
+            .map_err(|e| csv_error(&self.path, e, self.row + 2))?;
         if !ok {
             return Ok(None);
         }

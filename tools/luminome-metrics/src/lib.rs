@@ -32,6 +32,6 @@ pub mod report;
 pub use confusion::ConfusionMatrix;
 pub use error::MetricsError;
 pub use probabilities::softmax;
-pub use ranking::{auroc, average_precision};
+pub use ranking::{auroc, average_precision, youden_threshold};
 pub use regression::RegressionMetrics;
 pub use report::{argmax, ClassificationMetrics};

@@ -46,6 +46,44 @@ pub fn auroc(positive: &[bool], scores: &[f64]) -> Option<f64> {
 /// Average precision (sklearn's `average_precision_score`): `Σ_n (R_n − R_{n−1}) P_n` over the
 /// distinct score thresholds from highest to lowest, examples with equal scores entering
 /// together; no interpolation. `None` when there are no positives.
+/// The score threshold that maximises Youden's J = sensitivity + specificity − 1 when scores
+/// ≥ threshold are called positive, among the distinct scores; ties go to the threshold nearest
+/// 0.5. `None` without both positives and negatives.
+pub fn youden_threshold(positive: &[bool], scores: &[f64]) -> Option<f64> {
+    let n_pos = positive.iter().filter(|&&p| p).count();
+    let n_neg = positive.len() - n_pos;
+    if n_pos == 0 || n_neg == 0 || scores.iter().any(|s| s.is_nan()) {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..scores.len()).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+    let (mut tp, mut fp) = (0usize, 0usize);
+    let mut best: Option<(f64, f64)> = None; // (J, threshold)
+    let mut i = 0;
+    while i < order.len() {
+        let s = scores[order[i]];
+        while i < order.len() && scores[order[i]] == s {
+            if positive[order[i]] {
+                tp += 1;
+            } else {
+                fp += 1;
+            }
+            i += 1;
+        }
+        let j = tp as f64 / n_pos as f64 - fp as f64 / n_neg as f64;
+        let better = match best {
+            None => true,
+            Some((bj, bt)) => {
+                j > bj + 1e-12 || ((j - bj).abs() <= 1e-12 && (s - 0.5).abs() < (bt - 0.5).abs())
+            }
+        };
+        if better {
+            best = Some((j, s));
+        }
+    }
+    best.map(|(_, t)| t)
+}
+
 pub fn average_precision(positive: &[bool], scores: &[f64]) -> Option<f64> {
     assert_eq!(
         positive.len(),
@@ -116,6 +154,19 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-12
+    }
+
+    #[test]
+    fn youden_threshold_by_hand() {
+        // Scores 0.9 P, 0.8 N, 0.6 P, 0.3 P, 0.2 N. Calling ≥ 0.9: J = 1/3 − 0; ≥ 0.8: 1/3 − 1/2;
+        // ≥ 0.6: 2/3 − 1/2; ≥ 0.3: 1 − 1/2 = 0.5 (the best); ≥ 0.2: 1 − 1 = 0.
+        let pos = [true, false, true, true, false];
+        let s = [0.9, 0.8, 0.6, 0.3, 0.2];
+        assert_eq!(youden_threshold(&pos, &s), Some(0.3));
+        // Separable: calling ≥ 0.6 (the lowest positive) is the one threshold with J = 1.
+        let s = [0.9, 0.1, 0.7, 0.6, 0.2];
+        assert_eq!(youden_threshold(&pos, &s), Some(0.6));
+        assert_eq!(youden_threshold(&[true, true], &[0.1, 0.2]), None);
     }
 
     #[test]

@@ -52,7 +52,37 @@ impl ClassificationMetrics {
             });
         }
         let predicted: Vec<usize> = probs.chunks_exact(n_classes).map(argmax).collect();
-        let confusion = ConfusionMatrix::from_predictions(labels, &predicted, n_classes)?;
+        Self::from_predictions(labels, probs, &predicted, n_classes)
+    }
+
+    /// As [`ClassificationMetrics::compute`], two classes: class 1 is predicted when its
+    /// probability is at least `threshold` (the argmax without one).
+    pub fn compute_with_threshold(
+        labels: &[usize],
+        probs: &[f64],
+        n_classes: usize,
+        threshold: Option<f64>,
+    ) -> Result<Self, MetricsError> {
+        match threshold {
+            Some(t) if n_classes == 2 && probs.len() == 2 * labels.len() => {
+                let predicted: Vec<usize> = probs
+                    .chunks_exact(2)
+                    .map(|p| usize::from(p[1] >= t))
+                    .collect();
+                Self::from_predictions(labels, probs, &predicted, n_classes)
+            }
+            _ => Self::compute(labels, probs, n_classes),
+        }
+    }
+
+    /// The metrics of given predicted classes (the threshold-free ones from `probs`).
+    fn from_predictions(
+        labels: &[usize],
+        probs: &[f64],
+        predicted: &[usize],
+        n_classes: usize,
+    ) -> Result<Self, MetricsError> {
+        let confusion = ConfusionMatrix::from_predictions(labels, predicted, n_classes)?;
         let (auroc, auprc, f1, sensitivity, specificity) = if n_classes == 2 {
             let positive: Vec<bool> = labels.iter().map(|&l| l == 1).collect();
             let score: Vec<f64> = probs.iter().skip(1).step_by(2).copied().collect();

@@ -33,7 +33,14 @@ Expression (an expression model; a luminome-regions dataset):
   TSV: record name(gene) gene_id cell_type [split] predicted [observed]; metrics (n, pearson,
   spearman, r2, poisson_deviance, mse) over all samples with a value, then per cell type
   (K562.pearson, ...). --subset train|dev|test: only that part of the split the model was
-  trained with (--holdout).";
+  trained with (--holdout).
+
+Tabular (a tabular model; a CSV/TSV table with the columns it was trained on):
+  luminome-predict --checkpoint cv/fold-1/best.safetensors --dataset new_samples.tsv \\
+      -o new_samples.predictions.tsv
+  TSV: record name(sample id) [label] prob_<class>... predicted (with the model's decision
+  threshold when it was trained with --threshold youden); metrics when the label column is
+  there; category values not seen in training are read as unknown and counted.";
 
 /// Runs a trained Luminome model on a dataset and writes its predictions.
 #[derive(Debug, Clone, Parser)]
@@ -45,7 +52,8 @@ pub struct PredictArgs {
 
     /// Dataset to predict on: a token dataset (luminome-tokenize) for sequence models, tokenized
     /// like the model's training data; a pair dataset (luminome-mask-pairs) for bi-strand
-    /// models; a region dataset (luminome-regions) for expression models.
+    /// models; a region dataset (luminome-regions) for expression models; a feature table
+    /// (CSV/TSV with the training columns) for tabular models.
     #[arg(long)]
     pub dataset: PathBuf,
 

@@ -40,6 +40,7 @@ predict_families! {
     luminome_engine::models::kmer_linear::KmerLinearConfig,
     luminome_engine::models::bistrand::BiStrandConfig,
     luminome_engine::models::expression::ExpressionConfig,
+    luminome_engine::models::tabular::TabularConfig,
 }
 
 /// Reads the checkpoint's model kind and opens the matching predictor on `dataset`.
@@ -83,6 +84,25 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     {
         check_output_dir(out)?;
     }
+    let dataset_index = luminome_io::token_dataset::index_path_for(&args.dataset);
+    let mut inputs = vec![
+        ("--checkpoint", args.checkpoint.as_path()),
+        ("--dataset", args.dataset.as_path()),
+        ("the index of --dataset", dataset_index.as_path()),
+    ];
+    if let Some(v) = &args.variants {
+        inputs.push(("--variants", v.as_path()));
+    }
+    let outputs: Vec<(&str, &std::path::Path)> = [
+        ("-o", Some(&args.output)),
+        ("--metrics", args.metrics.as_ref()),
+        ("--vcf", args.vcf.as_ref()),
+        ("--bedgraph", args.bedgraph.as_ref()),
+    ]
+    .into_iter()
+    .filter_map(|(f, p)| p.map(|p| (f, p.as_path())))
+    .collect();
+    luminome_io::atomic::check_outputs_distinct(&outputs, &inputs)?;
     let extra = ExtraOutputs {
         vcf: args.vcf.clone(),
         bedgraph: args.bedgraph.clone(),

@@ -39,6 +39,7 @@ train_commands! {
     Bistrand(luminome_engine::models::bistrand::BiStrandArgs) => run,
     RegionPretrain(luminome_engine::models::region_pretrain::RegionPretrainArgs) => run,
     Expression(luminome_engine::models::expression::ExpressionArgs) => run,
+    Tabular(luminome_engine::models::tabular::TabularArgs) => luminome_engine::models::tabular::run,
 }
 
 pub fn run_cli(cli: Cli) -> Result<()> {

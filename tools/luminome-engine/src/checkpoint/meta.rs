@@ -31,6 +31,9 @@ pub struct CheckpointMeta {
     /// Paired-strand models: what strand B was relative to A in the training pairs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairing: Option<Pairing>,
+    /// Tabular models: the feature columns they read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_columns: Option<Vec<String>>,
     /// Optimizer step the weights are from.
     pub step: u64,
     /// Dev metrics at that step (when evaluated).
@@ -50,10 +53,11 @@ impl CheckpointMeta {
         tool: &str,
         command_line: &str,
     ) -> Self {
-        let (tokenizer, feature_names, pairing) = match input {
-            InputSpec::Tokens(t) => (Some(t), None, None),
-            InputSpec::RegionFeatures(f) => (None, Some(f), None),
-            InputSpec::TokenPairs(t, p) => (Some(t), None, Some(p)),
+        let (tokenizer, feature_names, pairing, table_columns) = match input {
+            InputSpec::Tokens(t) => (Some(t), None, None, None),
+            InputSpec::RegionFeatures(f) => (None, Some(f), None, None),
+            InputSpec::TokenPairs(t, p) => (Some(t), None, Some(p), None),
+            InputSpec::Table(c) => (None, None, None, Some(c)),
         };
         Self {
             kind: CHECKPOINT_KIND.into(),
@@ -62,6 +66,7 @@ impl CheckpointMeta {
             tokenizer,
             feature_names,
             pairing,
+            table_columns,
             step: 0,
             metrics: BTreeMap::new(),
             sources,
@@ -73,12 +78,13 @@ impl CheckpointMeta {
 
     /// What the model reads.
     pub fn input(&self, ckpt: &Path) -> Result<InputSpec> {
-        match (&self.tokenizer, &self.feature_names, self.pairing) {
-            (Some(t), None, None) => Ok(InputSpec::Tokens(t.clone())),
-            (None, Some(f), None) => Ok(InputSpec::RegionFeatures(f.clone())),
-            (Some(t), None, Some(p)) => Ok(InputSpec::TokenPairs(t.clone(), p)),
+        match (&self.tokenizer, &self.feature_names, self.pairing, &self.table_columns) {
+            (Some(t), None, None, None) => Ok(InputSpec::Tokens(t.clone())),
+            (None, Some(f), None, None) => Ok(InputSpec::RegionFeatures(f.clone())),
+            (Some(t), None, Some(p), None) => Ok(InputSpec::TokenPairs(t.clone(), p)),
+            (None, None, None, Some(c)) => Ok(InputSpec::Table(c.clone())),
             _ => bail!(
-                "{}: the checkpoint metadata must record either a tokenizer or feature names",
+                "{}: the checkpoint metadata must record one of a tokenizer, feature names or table columns",
                 ckpt.display()
             ),
         }

@@ -27,6 +27,8 @@ pub enum InputSpec {
     RegionFeatures(Vec<String>),
     /// Pairs of strands of token ids (a luminome-mask-pairs dataset) with this pairing.
     TokenPairs(TokenizerInfo, Pairing),
+    /// Rows of a feature table (CSV/TSV) with these columns (the full schema is the model's).
+    Table(Vec<String>),
 }
 
 impl InputSpec {
@@ -36,6 +38,7 @@ impl InputSpec {
             Self::Tokens(_) => "token ids (a luminome-tokenize dataset)",
             Self::RegionFeatures(_) => "region features (a luminome-regions dataset)",
             Self::TokenPairs(..) => "paired strands (a luminome-mask-pairs dataset)",
+            Self::Table(_) => "a feature table (CSV or TSV)",
         }
     }
 }
@@ -47,6 +50,7 @@ impl InputSpec {
             Self::Tokens(_) => luminome_io::token_dataset::TOKEN_DATASET_KIND,
             Self::RegionFeatures(_) => luminome_io::region_dataset::REGION_DATASET_KIND,
             Self::TokenPairs(..) => luminome_io::pair_dataset::PAIR_DATASET_KIND,
+            Self::Table(_) => "table",
         }
     }
 }

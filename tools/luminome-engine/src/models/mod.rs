@@ -95,4 +95,5 @@ model_families! {
     bistrand: "bistrand" => BiStrand(BiStrandConfig),
     region_pretrain: "region_pretrain" => RegionPretrain(RegionPretrainConfig),
     expression: "expression" => Expression(ExpressionConfig),
+    tabular: "tabular" => Tabular(TabularConfig),
 }

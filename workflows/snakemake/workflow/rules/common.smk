@@ -114,6 +114,10 @@ CLASSIFY_RUNS = TRAIN["classify"]
 BISTRAND_RUNS = TRAIN["bistrand"]
 PRETRAIN_RUNS = TRAIN["region_pretrain"]
 EXPRESSION_RUNS = TRAIN["expression"]
+TABULAR_RUNS = TRAIN["tabular"]
+# Tabular runs with `folds` write cross-validation tables; the others one model.
+TABULAR_CV = [i for i, run in TABULAR_RUNS.items() if "folds" in run]
+TABULAR_SPLIT = [i for i, run in TABULAR_RUNS.items() if "folds" not in run]
 # Subcommand -> its runs (the output folder is <outdir>/train/<subcommand with _>/<id>/).
 TRAIN_COMMANDS = {
     "mlm": MLM_RUNS,
@@ -125,12 +129,38 @@ TRAIN_COMMANDS = {
 
 
 def train_targets():
-    if not any(TRAIN_COMMANDS.values()):
+    if not (any(TRAIN_COMMANDS.values()) or TABULAR_RUNS):
         return []
     targets = []
     for command, runs in TRAIN_COMMANDS.items():
         targets += expand(f"{OUTDIR}/train/{command}/{{id}}/best.safetensors", id=runs)
+    targets += expand(
+        f"{OUTDIR}/train/tabular/{{id}}/best.safetensors", id=TABULAR_SPLIT
+    )
+    targets += expand(f"{OUTDIR}/train/tabular/{{id}}/cv_metrics.tsv", id=TABULAR_CV)
     return targets + [f"{OUTDIR}/versions/luminome-train.txt"]
+
+
+def tabular_inputs(wildcards):
+    """A tabular run's table (and test table)."""
+    run = TABULAR_RUNS[wildcards.id]
+    files = {"table": run["table"]}
+    if "test" in run:
+        files["test"] = run["test"]
+    return files
+
+
+def tabular_options(wildcards, input):
+    run = TABULAR_RUNS[wildcards.id]
+    parts = [TRAIN["extra"], f"--label {run['label']}", run.get("args", "")]
+    parts.append(f"--device {TRAIN['device']}")
+    if "id" in run:
+        parts.append(f"--id {run['id']}")
+    if "folds" in run:
+        parts.append(f"--folds {run['folds']}")
+    if "test" in run:
+        parts.append(f"--test {input.test}")
+    return " ".join(part for part in parts if part)
 
 
 def checkpoint_of(command, run_id):
@@ -185,10 +215,13 @@ PREDICT_WITHOUT_METRICS = [
 
 VARIANT_RUNS = PREDICT["variants"]
 EXPRESSION_PREDICT_RUNS = PREDICT["expression"]
+TABULAR_PREDICT_RUNS = PREDICT["tabular"]
 
 
 def predict_targets():
-    if not (PREDICT_RUNS or VARIANT_RUNS or EXPRESSION_PREDICT_RUNS):
+    if not (
+        PREDICT_RUNS or VARIANT_RUNS or EXPRESSION_PREDICT_RUNS or TABULAR_PREDICT_RUNS
+    ):
         return []
     return (
         expand(f"{OUTDIR}/predict/{{id}}.predictions.tsv", id=PREDICT_RUNS)
@@ -201,6 +234,11 @@ def predict_targets():
         + expand(
             f"{OUTDIR}/predict/expression/{{id}}.{{ext}}",
             id=EXPRESSION_PREDICT_RUNS,
+            ext=["predictions.tsv", "metrics.tsv"],
+        )
+        + expand(
+            f"{OUTDIR}/predict/tabular/{{id}}.{{ext}}",
+            id=TABULAR_PREDICT_RUNS,
             ext=["predictions.tsv", "metrics.tsv"],
         )
         + [f"{OUTDIR}/versions/luminome-predict.txt"]
@@ -225,6 +263,25 @@ def expression_predict_options(wildcards):
     parts = [PREDICT["extra"], run.get("args", ""), f"--device {PREDICT['device']}"]
     if "subset" in run:
         parts.append(f"--subset {run['subset']}")
+    return " ".join(part for part in parts if part)
+
+
+def tabular_model_inputs(runs):
+    """A tabular run's best checkpoint (a run without folds) and a table."""
+
+    def inputs(wildcards):
+        run = runs[wildcards.id]
+        return {
+            "checkpoint": checkpoint_of("tabular", run["model"]),
+            "table": run["table"],
+        }
+
+    return inputs
+
+
+def tabular_predict_options(wildcards):
+    parts = [PREDICT["extra"], TABULAR_PREDICT_RUNS[wildcards.id].get("args", "")]
+    parts.append(f"--device {PREDICT['device']}")
     return " ".join(part for part in parts if part)
 
 
@@ -270,10 +327,11 @@ def predict_options(wildcards):
 IMPORTANCE = config["importance"]
 IMPORTANCE_RUNS = IMPORTANCE["runs"]
 EXPRESSION_IMPORTANCE_RUNS = IMPORTANCE["expression"]
+TABULAR_IMPORTANCE_RUNS = IMPORTANCE["tabular"]
 
 
 def importance_targets():
-    if not (IMPORTANCE_RUNS or EXPRESSION_IMPORTANCE_RUNS):
+    if not (IMPORTANCE_RUNS or EXPRESSION_IMPORTANCE_RUNS or TABULAR_IMPORTANCE_RUNS):
         return []
     return (
         expand(
@@ -286,6 +344,11 @@ def importance_targets():
             id=EXPRESSION_IMPORTANCE_RUNS,
             ext=["tsv", "bedgraph", "npz"],
         )
+        + expand(
+            f"{OUTDIR}/importance/tabular/{{id}}.{{ext}}",
+            id=TABULAR_IMPORTANCE_RUNS,
+            ext=["tsv", "ranking.tsv"],
+        )
         + [f"{OUTDIR}/versions/luminome-importance.txt"]
     )
 
@@ -296,6 +359,13 @@ def expression_importance_options(wildcards):
     parts.append(f"--device {IMPORTANCE['device']}")
     if "subset" in run:
         parts.append(f"--subset {run['subset']}")
+    return " ".join(part for part in parts if part)
+
+
+def tabular_importance_options(wildcards):
+    run = TABULAR_IMPORTANCE_RUNS[wildcards.id]
+    parts = [IMPORTANCE["extra"], f"--method {run['method']}", run.get("args", "")]
+    parts.append(f"--device {IMPORTANCE['device']}")
     return " ".join(part for part in parts if part)
 
 

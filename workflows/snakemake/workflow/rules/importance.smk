@@ -56,6 +56,33 @@ rule importance_expression:
         " --threads {threads} -o {output.scores} 2> {log}"
 
 
+# Tabular models: config["importance"]["tabular"] entries explain a train_tabular model (a run
+# without folds) on a table. Outputs per run id: {outdir}/importance/tabular/{id}.tsv (sample,
+# feature, value, importance, rank) and {id}.ranking.tsv (the columns ranked over the samples).
+rule importance_tabular:
+    input:
+        unpack(tabular_model_inputs(TABULAR_IMPORTANCE_RUNS)),
+    output:
+        scores=f"{OUTDIR}/importance/tabular/{{id}}.tsv",
+        ranking=f"{OUTDIR}/importance/tabular/{{id}}.ranking.tsv",
+    log:
+        f"{LOGDIR}/importance/tabular/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(TABULAR_IMPORTANCE_RUNS),
+    conda:
+        "../envs/luminome.yaml"
+    threads: IMPORTANCE["threads"]
+    resources:
+        mem_mb=IMPORTANCE["mem_mb"],
+        gpu=gpu_count(IMPORTANCE),
+    params:
+        options=tabular_importance_options,
+    shell:
+        "luminome-importance --checkpoint {input.checkpoint} --dataset {input.table}"
+        " {params.options} --ranking {output.ranking} --threads {threads}"
+        " -o {output.scores} 2> {log}"
+
+
 rule importance_version:
     output:
         f"{OUTDIR}/versions/luminome-importance.txt",

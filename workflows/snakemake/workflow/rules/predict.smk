@@ -117,3 +117,30 @@ rule predict_version:
     threads: 1
     shell:
         "luminome-predict --version > {output} 2> {log}"
+
+
+# Tabular models: config["predict"]["tabular"] entries run a train_tabular model (a run without
+# folds) on a labelled table. Outputs per run id: {outdir}/predict/tabular/{id}.predictions.tsv
+# (sample, label, prob_<class>..., predicted) and {id}.metrics.tsv.
+rule predict_tabular:
+    input:
+        unpack(tabular_model_inputs(TABULAR_PREDICT_RUNS)),
+    output:
+        predictions=f"{OUTDIR}/predict/tabular/{{id}}.predictions.tsv",
+        metrics=f"{OUTDIR}/predict/tabular/{{id}}.metrics.tsv",
+    log:
+        f"{LOGDIR}/predict/tabular/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(TABULAR_PREDICT_RUNS),
+    conda:
+        "../envs/luminome.yaml"
+    threads: PREDICT["threads"]
+    resources:
+        mem_mb=PREDICT["mem_mb"],
+        gpu=gpu_count(PREDICT),
+    params:
+        options=tabular_predict_options,
+    shell:
+        "luminome-predict --checkpoint {input.checkpoint} --dataset {input.table}"
+        " {params.options} --metrics {output.metrics} --threads {threads}"
+        " -o {output.predictions} 2> {log}"

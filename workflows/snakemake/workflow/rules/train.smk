@@ -5,7 +5,9 @@
 # entries; outputs per run id: {outdir}/train/<command>/{id}/best.safetensors,
 # last.safetensors (+ .config.json, last.state.safetensors for --resume) and metrics.tsv.
 # A classify run with `init: <mlm run id>` starts from that run's best checkpoint; an
-# expression run with `init: <region_pretrain run id>` from that run's encoder.
+# expression run with `init: <region_pretrain run id>` from that run's encoder. Tabular runs
+# (tabular) read a CSV/TSV table named in the config: with `folds`, cross-validation
+# (cv_metrics.tsv, cv_predictions.tsv, fold-<k>/); without, one model (best.safetensors).
 
 
 rule train_mlm:
@@ -134,6 +136,54 @@ rule train_expression:
         folder=lambda wildcards, output: os.path.dirname(output.best),
     shell:
         "luminome-train expression --train {input.train} {params.options}"
+        " --threads {threads} -o {params.folder} 2> {log}"
+
+
+rule train_tabular:
+    input:
+        unpack(tabular_inputs),
+    output:
+        best=f"{OUTDIR}/train/tabular/{{id}}/best.safetensors",
+        metrics=f"{OUTDIR}/train/tabular/{{id}}/metrics.tsv",
+    log:
+        f"{LOGDIR}/train/tabular/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(TABULAR_SPLIT),
+    conda:
+        "../envs/luminome.yaml"
+    threads: TRAIN["threads"]
+    resources:
+        mem_mb=TRAIN["mem_mb"],
+        gpu=gpu_count(TRAIN),
+    params:
+        options=tabular_options,
+        folder=lambda wildcards, output: os.path.dirname(output.best),
+    shell:
+        "luminome-train tabular --train {input.table} {params.options}"
+        " --threads {threads} -o {params.folder} 2> {log}"
+
+
+rule train_tabular_cv:
+    input:
+        unpack(tabular_inputs),
+    output:
+        metrics=f"{OUTDIR}/train/tabular/{{id}}/cv_metrics.tsv",
+        predictions=f"{OUTDIR}/train/tabular/{{id}}/cv_predictions.tsv",
+    log:
+        f"{LOGDIR}/train/tabular/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(TABULAR_CV),
+    conda:
+        "../envs/luminome.yaml"
+    threads: TRAIN["threads"]
+    resources:
+        mem_mb=TRAIN["mem_mb"],
+        gpu=gpu_count(TRAIN),
+    params:
+        options=tabular_options,
+        folder=lambda wildcards, output: os.path.dirname(output.metrics),
+    shell:
+        "luminome-train tabular --train {input.table} {params.options}"
         " --threads {threads} -o {params.folder} 2> {log}"
 
 

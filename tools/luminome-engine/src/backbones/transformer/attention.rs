@@ -74,15 +74,10 @@ impl SelfAttention {
         })
     }
 
-    /// `x`: `[B, L, D]`; `bias`: `[B, 1, 1, L]` additive mask.
-    pub(crate) fn forward(
-        &self,
-        x: &Tensor,
-        bias: &Tensor,
-        rotary: Option<&Rotary>,
-        rng: Option<&DropoutRng>,
-    ) -> Result<Tensor> {
-        let (b, l, d) = x.dims3()?;
+    /// Scaled queries, keys and values `[B, H, L, Dh]` of `x` `[B, L, D]` (rotary positions
+    /// applied to queries and keys).
+    fn project(&self, x: &Tensor, rotary: Option<&Rotary>) -> Result<(Tensor, Tensor, Tensor)> {
+        let (b, l, _) = x.dims3()?;
         let (h, dh) = (self.num_heads, self.head_dim);
         // [B, L, 3, H, Dh] → [3, B, H, L, Dh]: one copy gives q, k and v in matmul layout.
         let qkv = self
@@ -99,6 +94,31 @@ impl SelfAttention {
             q = r.apply(&q)?;
             k = r.apply(&k)?;
         }
+        Ok((q, k, v))
+    }
+
+    /// The attention probabilities `[B, H, L, L]` (query × key, eval mode) of `x` `[B, L, D]`
+    /// with `bias` `[B, 1, 1, L]`: what attention-based importance reads.
+    pub(crate) fn probabilities(
+        &self,
+        x: &Tensor,
+        bias: &Tensor,
+        rotary: Option<&Rotary>,
+    ) -> Result<Tensor> {
+        let (q, k, _) = self.project(x, rotary)?;
+        softmax_last_dim(&q.matmul(&k.t()?)?.broadcast_add(bias)?)
+    }
+
+    /// `x`: `[B, L, D]`; `bias`: `[B, 1, 1, L]` additive mask.
+    pub(crate) fn forward(
+        &self,
+        x: &Tensor,
+        bias: &Tensor,
+        rotary: Option<&Rotary>,
+        rng: Option<&DropoutRng>,
+    ) -> Result<Tensor> {
+        let (b, l, d) = x.dims3()?;
+        let (q, k, v) = self.project(x, rotary)?;
         let scores = q.matmul(&k.t()?)?.broadcast_add(bias)?;
         let probs = softmax_last_dim(&scores)?;
         let probs = maybe_dropout(&probs, self.dropout, rng)?;

@@ -54,6 +54,11 @@ impl EncoderLayer {
         })
     }
 
+    /// This block's attention probabilities `[B, H, L, L]` on its input `x` (eval mode).
+    fn attention(&self, x: &Tensor, bias: &Tensor, rotary: Option<&Rotary>) -> Result<Tensor> {
+        self.attn.probabilities(&self.ln1.forward(x)?, bias, rotary)
+    }
+
     fn forward(
         &self,
         x: &Tensor,
@@ -109,6 +114,21 @@ impl EncoderStack {
             x = layer.forward(&x, &bias, self.rotary.as_ref(), rng)?;
         }
         self.final_norm.forward(&x)
+    }
+
+    /// The last block's attention probabilities `[B, H, L, L]` (query × key) on inputs `x`
+    /// `[B, L, D]` with mask `[B, L]`, in eval mode.
+    pub fn last_attention(&self, x: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        let bias = attention_bias(mask, x.dtype())?;
+        let (last, before) = self
+            .layers
+            .split_last()
+            .ok_or_else(|| candle_core::Error::Msg("an encoder without blocks".into()))?;
+        let mut x = x.clone();
+        for layer in before {
+            x = layer.forward(&x, &bias, self.rotary.as_ref(), None)?;
+        }
+        last.attention(&x, &bias, self.rotary.as_ref())
     }
 }
 

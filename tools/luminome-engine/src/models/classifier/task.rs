@@ -165,9 +165,7 @@ where
         if self.dev.is_none() {
             return Vec::new();
         }
-        ["dev_loss", "dev_accuracy", "dev_auroc", "dev_f1", "dev_mcc"]
-            .map(String::from)
-            .to_vec()
+        crate::models::kmer_linear::select::dev_metric_names()
     }
 
     fn evaluate(&self) -> Result<BTreeMap<String, f64>> {

@@ -157,6 +157,13 @@ pub fn score(
     Ok((loss, m))
 }
 
+/// The names [`dev_metrics`] gives, in log-column order.
+pub fn dev_metric_names() -> Vec<String> {
+    ["dev_loss", "dev_accuracy", "dev_auroc", "dev_f1", "dev_mcc"]
+        .map(String::from)
+        .to_vec()
+}
+
 /// The dev metrics of a classification, by the names training runs use.
 pub fn dev_metrics(loss: f64, m: &ClassificationMetrics) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();

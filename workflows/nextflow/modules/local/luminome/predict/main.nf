@@ -8,7 +8,8 @@ process LUMINOME_PREDICT {
 
     input:
     // checkpoint: from luminome-train classify (dataset: a token dataset tokenized like the
-    // training data) or expression (dataset: a region dataset with its tables)
+    // training data), expression (dataset: a region dataset with its tables) or tabular
+    // (dataset: a CSV/TSV table)
     tuple val(meta), path(checkpoint), path(dataset)
 
     output:
@@ -21,8 +22,8 @@ process LUMINOME_PREDICT {
 
     script:
     // A region dataset comes with its samples and regions tables (read from beside it): the
-    // input may be that list of files; the dataset is its .safetensors.
-    def dataset_file = { files -> (files instanceof List ? files : [files]).find { it.name.endsWith('.safetensors') } }
+    // input may be that list of files; the dataset is its .safetensors (or a table's file).
+    def dataset_file = { files -> def all = files instanceof List ? files : [files]; all.find { it.name.endsWith('.safetensors') } ?: all[0] }
     def args = task.ext.args ?: ''
     prefix = task.ext.prefix ?: "${meta.id}"
     // metrics need labels: meta.labelled = false leaves them out

@@ -10,7 +10,7 @@ process LUMINOME_TRAIN {
     // dev / init: [] when not used; init is an MLM checkpoint (classify) or a region-pretrain
     // checkpoint (expression); train / dev may be a list: a region dataset with its tables
     tuple val(meta), path(train), path(dev), path(init)
-    val command   // 'mlm', 'classify' (token datasets), 'bistrand' (pair datasets), 'region-pretrain' or 'expression' (region datasets)
+    val command   // 'mlm', 'classify' (token datasets), 'bistrand' (pair datasets), 'region-pretrain' or 'expression' (region datasets), 'tabular' (a CSV/TSV table; no --folds: one model)
 
     output:
     tuple val(meta), path("${prefix}/best.safetensors"), emit: best
@@ -23,8 +23,8 @@ process LUMINOME_TRAIN {
 
     script:
     // A region dataset comes with its samples and regions tables (read from beside it): the
-    // input may be that list of files; the dataset is its .safetensors.
-    def dataset_file = { files -> (files instanceof List ? files : [files]).find { it.name.endsWith('.safetensors') } }
+    // input may be that list of files; the dataset is its .safetensors (or a table's file).
+    def dataset_file = { files -> def all = files instanceof List ? files : [files]; all.find { it.name.endsWith('.safetensors') } ?: all[0] }
     def args = task.ext.args ?: ''
     prefix = task.ext.prefix ?: "${meta.id}"
     def dev_option = dev ? "--dev ${dataset_file(dev)}" : ''
