@@ -56,6 +56,7 @@ fn main() -> anyhow::Result<()> {
             max_regions: n,
             position: RegionPosition::TssRelative,
             layer_norm_eps: 1e-5,
+            attention: Default::default(),
         },
         head,
         loss: ExpressionLoss::Poisson,

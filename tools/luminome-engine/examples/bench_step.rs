@@ -50,6 +50,7 @@ fn main() -> anyhow::Result<()> {
             position: PositionEncoding::Learned,
             layer_norm_eps: 1e-5,
             pad_id: 0,
+            attention: Default::default(),
         };
         (BackboneConfig::Transformer(e), AdapterKind::Gated)
     };

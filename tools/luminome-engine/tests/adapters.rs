@@ -22,6 +22,7 @@ fn tiny(adapter: AdapterKind, position: PositionEncoding, dtype: DType) -> (VarM
             position,
             layer_norm_eps: 1e-5,
             pad_id: 0,
+            attention: Default::default(),
         }),
         adapter,
         num_classes: 2,

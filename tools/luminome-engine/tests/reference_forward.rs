@@ -22,6 +22,7 @@ fn encoder(position: PositionEncoding) -> EncoderConfig {
         position,
         layer_norm_eps: 1e-5,
         pad_id: 0,
+        attention: Default::default(),
     }
 }
 

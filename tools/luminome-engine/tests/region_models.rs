@@ -21,6 +21,7 @@ fn model(head: ExpressionHead, loss: ExpressionLoss) -> BuiltModel {
             max_regions: 8,
             position: RegionPosition::TssRelative,
             layer_norm_eps: 1e-5,
+            attention: Default::default(),
         },
         head,
         loss,

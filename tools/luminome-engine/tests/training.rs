@@ -32,6 +32,7 @@ fn config(adapter: AdapterKind, dropout: f64) -> ModelConfig {
             position: PositionEncoding::Learned,
             layer_norm_eps: 1e-5,
             pad_id: 0,
+            attention: Default::default(),
         }),
         adapter,
         num_classes: 2,

@@ -24,6 +24,7 @@ const FT: TabularArch = TabularArch::FtTransformer {
     num_heads: 2,
     ffn_dim: 16,
     dropout: 0.0,
+    attention: luminome_engine::backbones::AttentionKind::Standard,
 };
 const MLP: TabularArch = TabularArch::Mlp {
     hidden: 8,

@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 use crate::nn::DropoutRng;
 pub use cnn::{CnnArgs, CnnConfig, DilatedResidualCnn};
 pub use transformer::{
-    Encoder, EncoderArgs, EncoderConfig, EncoderDefaults, EncoderStack, PositionEncoding,
+    AttentionKind, Encoder, EncoderArgs, EncoderConfig, EncoderDefaults, EncoderStack,
+    PositionEncoding,
 };
 
 /// Anything that yields per-position hidden states and respects a padding mask.

@@ -230,6 +230,7 @@ mod tests {
                 position: crate::backbones::PositionEncoding::Learned,
                 layer_norm_eps: 1e-5,
                 pad_id: 0,
+                attention: Default::default(),
             },
         });
         let meta = CheckpointMeta::new(model, InputSpec::Tokens(mine.clone()), vec![], "t", "");

@@ -115,6 +115,7 @@ pub fn write_mlm_checkpoint(dest: &Path) {
             position: PositionEncoding::Learned,
             layer_norm_eps: 1e-5,
             pad_id: 0,
+            attention: Default::default(),
         },
     });
     let built = BuiltModel::new(&config, &Device::Cpu, 7).unwrap();

@@ -3,7 +3,7 @@
 use anyhow::Result;
 use clap::Args;
 
-use super::config::{EncoderConfig, PositionEncoding};
+use super::config::{AttentionKind, EncoderConfig, PositionEncoding};
 
 #[derive(Args, Debug, Clone)]
 pub struct EncoderArgs {
@@ -31,6 +31,11 @@ pub struct EncoderArgs {
     /// Position encoding: learned (absolute) or rotary.
     #[arg(long, default_value = "learned")]
     pub position: PositionEncoding,
+    /// Attention: standard (softmax(QKᵀ/√d)·V); genetic (the values weighted feature-wise by
+    /// fitness scores that sum to 1 per head, specs/genetic-attention-dual-encoder.md);
+    /// genetic-scaled (the same scores times the head width, so they average 1; not in the spec).
+    #[arg(long, default_value = "standard")]
+    pub attention: AttentionKind,
 }
 
 /// The defaults of the encoder flags that depend on the size of the training set.
@@ -89,6 +94,7 @@ impl EncoderArgs {
             position: self.position,
             layer_norm_eps: 1e-5,
             pad_id,
+            attention: self.attention,
         };
         cfg.validate()?;
         Ok(cfg)

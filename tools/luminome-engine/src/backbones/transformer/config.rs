@@ -24,6 +24,48 @@ impl std::str::FromStr for PositionEncoding {
     }
 }
 
+/// How attention weighs its values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttentionKind {
+    /// softmax(QKᵀ/√d)·V.
+    #[default]
+    Standard,
+    /// Genetic attention (specs/genetic-attention-dual-encoder.md): per head, the values are
+    /// multiplied feature-wise by fitness scores γ_g = (Σ_s (Φ_g + ½)/(Φ_s + ½))⁻¹, where Φ_g is
+    /// the mean over the unmasked positions of σ(V)[:, g]; then softmax(QKᵀ/√d)·(V ⊙ γ).
+    Genetic,
+    /// Genetic attention with γ multiplied by the head width, so the fitness scores average 1
+    /// instead of summing to 1 (not in the spec: values keep their scale; docs/dual.md).
+    GeneticScaled,
+}
+
+impl AttentionKind {
+    pub fn is_standard(&self) -> bool {
+        *self == Self::Standard
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Standard => "standard",
+            Self::Genetic => "genetic",
+            Self::GeneticScaled => "genetic-scaled",
+        }
+    }
+}
+
+impl std::str::FromStr for AttentionKind {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "standard" => Ok(Self::Standard),
+            "genetic" => Ok(Self::Genetic),
+            "genetic-scaled" => Ok(Self::GeneticScaled),
+            _ => bail!("unknown attention {s:?} (expected standard, genetic or genetic-scaled)"),
+        }
+    }
+}
+
 /// The transformer encoder (pre-LN).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EncoderConfig {
@@ -39,6 +81,10 @@ pub struct EncoderConfig {
     /// Token id of padding: its embedding row is still learned, but padded positions are masked
     /// out of attention and of every pooling.
     pub pad_id: u32,
+    /// Standard or genetic attention (absent in checkpoints written before it existed, and for
+    /// standard attention, so their bytes are unchanged).
+    #[serde(default, skip_serializing_if = "AttentionKind::is_standard")]
+    pub attention: AttentionKind,
 }
 
 impl EncoderConfig {

@@ -5,9 +5,9 @@
 use candle_core::{Module, Result, Tensor};
 use candle_nn::{Embedding, VarBuilder};
 
-use super::attention::{Rotary, SelfAttention};
-use super::config::{EncoderConfig, PositionEncoding};
-use crate::nn::{attention_bias, maybe_dropout, DropoutRng, LayerNorm, Linear};
+use super::attention::{AttentionMask, Rotary, SelfAttention};
+use super::config::{AttentionKind, EncoderConfig, PositionEncoding};
+use crate::nn::{maybe_dropout, DropoutRng, LayerNorm, Linear};
 
 /// Position-wise feed-forward: Linear → GELU → dropout → Linear.
 #[derive(Debug, Clone)]
@@ -62,13 +62,13 @@ impl EncoderLayer {
     fn forward(
         &self,
         x: &Tensor,
-        bias: &Tensor,
+        mask: &AttentionMask,
         rotary: Option<&Rotary>,
         rng: Option<&DropoutRng>,
     ) -> Result<Tensor> {
         let a = self
             .attn
-            .forward(&self.ln1.forward(x)?, bias, rotary, rng)?;
+            .forward(&self.ln1.forward(x)?, mask, rotary, rng)?;
         let x = (x + maybe_dropout(&a, self.dropout, rng)?)?;
         let f = self.ffn.forward(&self.ln2.forward(&x)?, rng)?;
         x + maybe_dropout(&f, self.dropout, rng)?
@@ -83,6 +83,7 @@ pub struct EncoderStack {
     layers: Vec<EncoderLayer>,
     final_norm: LayerNorm,
     rotary: Option<Rotary>,
+    attention: AttentionKind,
 }
 
 impl EncoderStack {
@@ -102,16 +103,17 @@ impl EncoderStack {
             layers,
             final_norm,
             rotary,
+            attention: cfg.attention,
         })
     }
 
     /// Hidden states `[B, L, D]` of inputs `[B, L, D]` (embeddings, positions and input dropout
     /// already applied) with mask `[B, L]` (1 = real, 0 = padding; any dtype).
     pub fn forward(&self, x: &Tensor, mask: &Tensor, rng: Option<&DropoutRng>) -> Result<Tensor> {
-        let bias = attention_bias(mask, x.dtype())?;
+        let mask = AttentionMask::new(mask, x.dtype(), self.attention)?;
         let mut x = x.clone();
         for layer in &self.layers {
-            x = layer.forward(&x, &bias, self.rotary.as_ref(), rng)?;
+            x = layer.forward(&x, &mask, self.rotary.as_ref(), rng)?;
         }
         self.final_norm.forward(&x)
     }
@@ -119,16 +121,16 @@ impl EncoderStack {
     /// The last block's attention probabilities `[B, H, L, L]` (query × key) on inputs `x`
     /// `[B, L, D]` with mask `[B, L]`, in eval mode.
     pub fn last_attention(&self, x: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        let bias = attention_bias(mask, x.dtype())?;
+        let mask = AttentionMask::new(mask, x.dtype(), self.attention)?;
         let (last, before) = self
             .layers
             .split_last()
             .ok_or_else(|| candle_core::Error::Msg("an encoder without blocks".into()))?;
         let mut x = x.clone();
         for layer in before {
-            x = layer.forward(&x, &bias, self.rotary.as_ref(), None)?;
+            x = layer.forward(&x, &mask, self.rotary.as_ref(), None)?;
         }
-        last.attention(&x, &bias, self.rotary.as_ref())
+        last.attention(&x, &mask.bias, self.rotary.as_ref())
     }
 }
 

@@ -7,7 +7,7 @@ pub mod config;
 pub mod encoder;
 
 pub use args::{EncoderArgs, EncoderDefaults};
-pub use config::{EncoderConfig, PositionEncoding};
+pub use config::{AttentionKind, EncoderConfig, PositionEncoding};
 pub use encoder::{Encoder, EncoderStack};
 
 impl super::Backbone for Encoder {

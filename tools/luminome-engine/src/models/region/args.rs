@@ -31,6 +31,10 @@ pub struct RegionEncoderArgs {
     /// order and to which region holds the TSS).
     #[arg(long, value_enum, default_value = "tss-relative")]
     pub position: RegionPosition,
+    /// Attention: standard, genetic (specs/genetic-attention-dual-encoder.md) or
+    /// genetic-scaled (docs/dual.md).
+    #[arg(long, default_value = "standard")]
+    pub attention: crate::backbones::AttentionKind,
 }
 
 impl RegionEncoderArgs {
@@ -47,6 +51,7 @@ impl RegionEncoderArgs {
             max_regions: n_regions,
             position: self.position,
             layer_norm_eps: 1e-5,
+            attention: self.attention,
         };
         cfg.validate()?;
         Ok(cfg)

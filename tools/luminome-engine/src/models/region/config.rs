@@ -4,7 +4,7 @@
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::backbones::{EncoderConfig, PositionEncoding};
+use crate::backbones::{AttentionKind, EncoderConfig, PositionEncoding};
 
 /// How a region's place in the window enters the encoder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -43,6 +43,10 @@ pub struct RegionEncoderConfig {
     pub max_regions: usize,
     pub position: RegionPosition,
     pub layer_norm_eps: f64,
+    /// Standard or genetic attention in the blocks (absent for standard: older checkpoints
+    /// keep their bytes).
+    #[serde(default, skip_serializing_if = "AttentionKind::is_standard")]
+    pub attention: AttentionKind,
 }
 
 /// Named sizes: the spec's (GET's) and small ones that train on a laptop CPU.
@@ -125,6 +129,7 @@ impl RegionEncoderConfig {
             position: PositionEncoding::Learned,
             layer_norm_eps: self.layer_norm_eps,
             pad_id: 0,
+            attention: self.attention,
         }
     }
 }

@@ -123,6 +123,10 @@ pub struct TabularArgs {
     /// Dropout.
     #[arg(long, default_value_t = 0.1)]
     pub dropout: f64,
+    /// Transformer attention: standard, genetic (specs/genetic-attention-dual-encoder.md) or
+    /// genetic-scaled (docs/dual.md).
+    #[arg(long, default_value = "standard")]
+    pub attention: crate::backbones::AttentionKind,
     /// Class weights of the loss.
     #[arg(long, value_enum, default_value_t = ClassWeights::None)]
     pub class_weights: ClassWeights,
@@ -214,6 +218,7 @@ impl TabularArgs {
                 num_heads: self.heads,
                 ffn_dim: self.ffn_dim.unwrap_or(2 * self.d_model),
                 dropout: self.dropout,
+                attention: self.attention,
             },
             TabularModelKind::Mlp => TabularArch::Mlp {
                 hidden: self.hidden,

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::model::TabularModel;
 use super::schema::TabularSchema;
-use crate::backbones::transformer::{EncoderConfig, PositionEncoding};
+use crate::backbones::transformer::{AttentionKind, EncoderConfig, PositionEncoding};
 use crate::models::FamilyConfig;
 
 /// The network on top of the encoded columns.
@@ -22,6 +22,9 @@ pub enum TabularArch {
         num_heads: usize,
         ffn_dim: usize,
         dropout: f64,
+        /// Standard or genetic attention (absent for standard).
+        #[serde(default, skip_serializing_if = "AttentionKind::is_standard")]
+        attention: AttentionKind,
     },
     /// The baseline: [standardised numbers, missing flags, category embeddings] →
     /// (Linear → ReLU → dropout) × layers → Linear.
@@ -71,6 +74,7 @@ impl TabularConfig {
                 num_heads,
                 ffn_dim,
                 dropout,
+                attention,
             } => Some(EncoderConfig {
                 vocab_size: 1,
                 d_model,
@@ -82,6 +86,7 @@ impl TabularConfig {
                 position: PositionEncoding::Learned,
                 layer_norm_eps: 1e-5,
                 pad_id: 0,
+                attention,
             }),
             TabularArch::Mlp { .. } => None,
         }

@@ -177,6 +177,7 @@ mod tests {
             num_heads: 2,
             ffn_dim: 16,
             dropout: 0.0,
+            attention: Default::default(),
         });
         let m = built.get::<TabularConfig>().unwrap();
         let t = m.tensors(&rows, &[0, 1, 2, 3], &Device::Cpu).unwrap();
