@@ -21,6 +21,8 @@
 //! - **sensitivity / specificity**: binary: recall of class 1 / recall of class 0; multi-class:
 //!   one-vs-rest per class, macro mean.
 //! - **confusion matrix**: rows = true class, columns = predicted class.
+//!
+//! Retrieval metrics (MRR, MAP, NDCG@K, P@K, R@K, Hit@K) for dual encoders: [`retrieval`].
 
 pub mod confusion;
 pub mod error;
@@ -28,6 +30,7 @@ pub mod probabilities;
 pub mod ranking;
 pub mod regression;
 pub mod report;
+pub mod retrieval;
 
 pub use confusion::ConfusionMatrix;
 pub use error::MetricsError;
@@ -35,3 +38,4 @@ pub use probabilities::softmax;
 pub use ranking::{auroc, average_precision, youden_threshold};
 pub use regression::RegressionMetrics;
 pub use report::{argmax, ClassificationMetrics};
+pub use retrieval::{relevant_ranks, QueryScores, RetrievalMetrics};

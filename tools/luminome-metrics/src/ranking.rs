@@ -43,9 +43,6 @@ pub fn auroc(positive: &[bool], scores: &[f64]) -> Option<f64> {
     Some((rank_sum_pos - p * (p + 1.0) / 2.0) / (p * n))
 }
 
-/// Average precision (sklearn's `average_precision_score`): `Σ_n (R_n − R_{n−1}) P_n` over the
-/// distinct score thresholds from highest to lowest, examples with equal scores entering
-/// together; no interpolation. `None` when there are no positives.
 /// The score threshold that maximises Youden's J = sensitivity + specificity − 1 when scores
 /// ≥ threshold are called positive, among the distinct scores; ties go to the threshold nearest
 /// 0.5. `None` without both positives and negatives.
@@ -84,6 +81,9 @@ pub fn youden_threshold(positive: &[bool], scores: &[f64]) -> Option<f64> {
     best.map(|(_, t)| t)
 }
 
+/// Average precision (sklearn's `average_precision_score`): `Σ_n (R_n − R_{n−1}) P_n` over the
+/// distinct score thresholds from highest to lowest, examples with equal scores entering
+/// together; no interpolation. `None` when there are no positives.
 pub fn average_precision(positive: &[bool], scores: &[f64]) -> Option<f64> {
     assert_eq!(
         positive.len(),
