@@ -19,6 +19,7 @@ pub mod npz;
 pub mod pair_dataset;
 pub mod reference;
 pub mod region_dataset;
+pub mod retrieval_pairs;
 pub mod seqtable;
 pub mod table;
 pub mod tensorfile;

@@ -50,7 +50,7 @@ pub struct SeqTableReader {
 
 /// The delimiter a table's name implies: `.tsv`/`.txt`/`.tab` (optionally compressed) → tab,
 /// anything else → comma.
-pub(crate) fn delimiter_for(path: &Path) -> u8 {
+pub fn delimiter_for(path: &Path) -> u8 {
     let name = path.to_string_lossy().to_ascii_lowercase();
     let name = name.trim_end_matches(".gz").trim_end_matches(".zst");
     if name.ends_with(".tsv") || name.ends_with(".txt") || name.ends_with(".tab") {
@@ -62,7 +62,7 @@ pub(crate) fn delimiter_for(path: &Path) -> u8 {
 
 /// A CSV reader's error as an [`InputError`] naming the line (`fallback_line` when the reader
 /// does not know it).
-pub(crate) fn csv_error(path: &Path, e: csv::Error, fallback_line: u64) -> InputError {
+pub fn csv_error(path: &Path, e: csv::Error, fallback_line: u64) -> InputError {
     let line = e.position().map(|p| p.line()).unwrap_or(fallback_line);
     let msg = match e.kind() {
         csv::ErrorKind::UnequalLengths {

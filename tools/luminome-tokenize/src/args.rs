@@ -33,6 +33,11 @@ Examples:
       --overflow window --max-n 0 -o chr22_3mer.safetensors
   luminome-tokenize task.csv --like mlm/best.safetensors -o task.safetensors
 
+  # (query, passage) pairs for a dual encoder: a TSV with query and passage columns
+  luminome-tokenize train.pairs.tsv --format pairs --max-length 512 -o train.pairs.safetensors
+  # the passage corpus to rank against, tokenized to match
+  luminome-tokenize corpus.fa --like train.pairs.safetensors -o corpus.safetensors
+
 Outputs: OUTPUT (safetensors: input_ids, attention_mask, [labels], [soft_mask]) and, beside it,
 OUTPUT minus .safetensors + .index.tsv (record, shard, name, coords chr:start-end(strand) 0-based
 half-open, seq_length, window_offset, window_length, strand). In Python:
@@ -132,6 +137,26 @@ pub struct Args {
     /// Table input: a column naming each row (default: row1, row2, ...).
     #[arg(long)]
     pub name_column: Option<String>,
+
+    /// --format pairs: the query column.
+    #[arg(long, default_value = "query")]
+    pub query_column: String,
+
+    /// --format pairs: the positive passage column.
+    #[arg(long, default_value = "passage")]
+    pub passage_column: String,
+
+    /// --format pairs: the column naming queries, used when present [default name: q<row>].
+    #[arg(long, default_value = "query_id")]
+    pub query_id_column: String,
+
+    /// --format pairs: the column naming passages, used when present [default name: p<n>].
+    #[arg(long, default_value = "passage_id")]
+    pub passage_id_column: String,
+
+    /// --format pairs: read each side as text (any UTF-8) for --scheme hf, not as DNA.
+    #[arg(long)]
+    pub text: bool,
 
     /// FASTA/FASTQ/BED input: give every record this integer label.
     #[arg(long)]
@@ -293,5 +318,21 @@ pub fn run(args: &Args) -> Result<Summary> {
         ],
         &inputs,
     )?;
-    crate::pipeline::run(&args.job()?)
+    let job = args.job()?;
+    if args.format == InputFormat::Pairs {
+        return crate::pairs::run(
+            &job,
+            &crate::pairs::PairsOptions {
+                query_column: args.query_column.clone(),
+                passage_column: args.passage_column.clone(),
+                query_id_column: args.query_id_column.clone(),
+                passage_id_column: args.passage_id_column.clone(),
+                text: args.text,
+            },
+        );
+    }
+    if args.text {
+        anyhow::bail!("--text is for --format pairs");
+    }
+    crate::pipeline::run(&job)
 }

@@ -3,11 +3,13 @@
 //! - [`bases`]: cleaning input letters to ACGTN with a soft-mask flag.
 //! - [`scheme`]: the nucleotide, k-mer and HuggingFace tokenizer schemes and their vocabularies.
 //! - [`source`]: FASTA/FASTQ (streamed in windows), CSV/TSV tables and BED + reference → units.
+//! - [`pairs`]: (query, passage) pair tables → retrieval pairs datasets for dual encoders.
 //! - [`pipeline`]: the run: read on one thread, tokenize and write the dataset on another.
 //! - [`args`]: the command line.
 
 pub mod args;
 pub mod bases;
+pub mod pairs;
 pub mod pipeline;
 pub mod scheme;
 pub mod source;

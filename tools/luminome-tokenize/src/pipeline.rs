@@ -26,6 +26,8 @@ pub enum InputFormat {
     Table,
     /// BED/narrowPeak intervals with --reference.
     Bed,
+    /// CSV/TSV of (query, passage) pairs → a retrieval pairs dataset for dual encoders.
+    Pairs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -179,7 +181,7 @@ struct Row {
     strand: char,
 }
 
-fn encode_row(
+pub(crate) fn encode_row(
     job: &TokenizeJob,
     bases: &[u8],
     soft: &[u8],
@@ -285,6 +287,9 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
         InputFormat::Auto => detect_format(&job.input),
         f => f,
     };
+    if format == InputFormat::Pairs {
+        bail!("internal: pair tables are tokenized by crate::pairs::run");
+    }
     if format == InputFormat::Bed && job.source.reference.is_none() {
         bail!("BED input {} needs --reference FASTA", job.input.display());
     }
