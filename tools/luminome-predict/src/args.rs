@@ -35,12 +35,29 @@ Expression (an expression model; a luminome-regions dataset):
   (K562.pearson, ...). --subset train|dev|test: only that part of the split the model was
   trained with (--holdout).
 
+Retrieval (a dual encoder; a luminome-tokenize --format pairs dataset):
+  luminome-predict --checkpoint dual/best.safetensors --dataset test.pairs.safetensors \\
+      --corpus test.corpus.safetensors -o test.ranks.tsv --metrics test.metrics.tsv \\
+      --embeddings test.emb.safetensors
+  TSV, one line per distinct query: record name relevant first_rank rr top top_scores
+  positive_similarity (top: the 10 best passages, best first). Metrics: full.* (every query
+  against the whole corpus: MRR, MRR@10, MAP, NDCG@5/@10, P@1/@5, R@1/@5, Hit@1/@5), in_batch.*
+  (batches of --in-batch-size pairs), positive_similarity, query/passage variance and norm.
+  A token dataset instead of pairs is embedded (--embeddings, --side query|passage).
+
 Tabular (a tabular model; a CSV/TSV table with the columns it was trained on):
   luminome-predict --checkpoint cv/fold-1/best.safetensors --dataset new_samples.tsv \\
       -o new_samples.predictions.tsv
   TSV: record name(sample id) [label] prob_<class>... predicted (with the model's decision
   threshold when it was trained with --threshold youden); metrics when the label column is
   there; category values not seen in training are read as unknown and counted.";
+
+/// Which encoder of a dual encoder embeds a token dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EmbedSide {
+    Query,
+    Passage,
+}
 
 /// Runs a trained Luminome model on a dataset and writes its predictions.
 #[derive(Debug, Clone, Parser)]
@@ -82,6 +99,25 @@ pub struct PredictArgs {
     /// The variants file --vcf copies records from [default: the one the dataset was built from].
     #[arg(long)]
     pub variants: Option<PathBuf>,
+
+    /// Dual encoders: the passage corpus to rank (a token dataset tokenized like the model's
+    /// pairs, e.g. every window of a genome region); it must hold every query's positive
+    /// passage [default: the distinct passages of --dataset].
+    #[arg(long)]
+    pub corpus: Option<PathBuf>,
+
+    /// Dual encoders: write the embeddings (safetensors: query and passage, or embedding for a
+    /// token dataset; f32 [n, dim], L2-normalised) with an index TSV beside it.
+    #[arg(long)]
+    pub embeddings: Option<PathBuf>,
+
+    /// Dual encoders: pairs per batch of the in-batch metrics.
+    #[arg(long, default_value_t = 64)]
+    pub in_batch_size: usize,
+
+    /// Dual encoders on a token dataset: which encoder embeds it [default: passage].
+    #[arg(long, value_enum)]
+    pub side: Option<EmbedSide>,
 
     /// Records per forward pass.
     #[arg(long, default_value_t = 64)]

@@ -10,6 +10,7 @@
 //! Outputs are written under temporary names and renamed when everything succeeded.
 
 pub mod args;
+pub mod retrieval;
 
 use std::io::Write;
 use std::path::Path;
@@ -78,11 +79,15 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         args.metrics.as_ref(),
         args.vcf.as_ref(),
         args.bedgraph.as_ref(),
+        args.embeddings.as_ref(),
     ]
     .into_iter()
     .flatten()
     {
         check_output_dir(out)?;
+    }
+    if args.in_batch_size == 0 {
+        bail!("--in-batch-size must be at least 1");
     }
     let dataset_index = luminome_io::token_dataset::index_path_for(&args.dataset);
     let mut inputs = vec![
@@ -93,22 +98,57 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     if let Some(v) = &args.variants {
         inputs.push(("--variants", v.as_path()));
     }
+    let corpus_index = args
+        .corpus
+        .as_deref()
+        .map(luminome_io::token_dataset::index_path_for);
+    if let (Some(c), Some(ci)) = (&args.corpus, &corpus_index) {
+        inputs.push(("--corpus", c.as_path()));
+        inputs.push(("the index of --corpus", ci.as_path()));
+    }
+    let embeddings_index = args.embeddings.as_deref().map(retrieval::embeddings_index);
     let outputs: Vec<(&str, &std::path::Path)> = [
         ("-o", Some(&args.output)),
         ("--metrics", args.metrics.as_ref()),
         ("--vcf", args.vcf.as_ref()),
         ("--bedgraph", args.bedgraph.as_ref()),
+        ("--embeddings", args.embeddings.as_ref()),
+        ("the index of --embeddings", embeddings_index.as_ref()),
     ]
     .into_iter()
     .filter_map(|(f, p)| p.map(|p| (f, p.as_path())))
     .collect();
     luminome_io::atomic::check_outputs_distinct(&outputs, &inputs)?;
+    let device = parse_device(&args.runtime.device)?;
+    let kind = read_checkpoint_meta(&args.checkpoint)?.model.kind();
+    if kind == "dual" {
+        if args.subset.is_some()
+            || args.variants.is_some()
+            || args.vcf.is_some()
+            || args.bedgraph.is_some()
+        {
+            bail!("--subset, --variants, --vcf and --bedgraph are not for dual encoders");
+        }
+        return retrieval::run(args, device);
+    }
+    if args.corpus.is_some() || args.embeddings.is_some() || args.side.is_some() {
+        bail!(
+            "{}: --corpus, --embeddings and --side are for dual encoders (luminome-train dual); this checkpoint holds a {kind} model",
+            args.checkpoint.display()
+        );
+    }
+    if retrieval::is_pairs(&args.dataset) {
+        bail!(
+            "{}: a retrieval pairs dataset is evaluated by a dual encoder (luminome-train dual); {} holds a {kind} model",
+            args.dataset.display(),
+            args.checkpoint.display()
+        );
+    }
     let extra = ExtraOutputs {
         vcf: args.vcf.clone(),
         bedgraph: args.bedgraph.clone(),
         variants: args.variants.clone(),
     };
-    let device = parse_device(&args.runtime.device)?;
     let mut predictor = open_predictor(&args.checkpoint, &args.dataset, device)?;
     if let Some(subset) = args.subset {
         predictor.select_subset(subset)?;

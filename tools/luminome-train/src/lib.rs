@@ -40,6 +40,7 @@ train_commands! {
     RegionPretrain(luminome_engine::models::region_pretrain::RegionPretrainArgs) => run,
     Expression(luminome_engine::models::expression::ExpressionArgs) => run,
     Tabular(luminome_engine::models::tabular::TabularArgs) => luminome_engine::models::tabular::run,
+    Dual(luminome_engine::models::dual::DualArgs) => run,
 }
 
 pub fn run_cli(cli: Cli) -> Result<()> {

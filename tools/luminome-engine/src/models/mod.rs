@@ -96,4 +96,5 @@ model_families! {
     region_pretrain: "region_pretrain" => RegionPretrain(RegionPretrainConfig),
     expression: "expression" => Expression(ExpressionConfig),
     tabular: "tabular" => Tabular(TabularConfig),
+    dual: "dual" => Dual(DualConfig),
 }

@@ -23,6 +23,13 @@ pub trait TrainTask {
     /// Dev-set metrics (in eval mode).
     fn evaluate(&self) -> Result<BTreeMap<String, f64>>;
 
+    /// The order in which an epoch draws its records, given the trainer's shuffled `order` and
+    /// the micro-batch size: a family whose micro-batches must meet a condition (a dual encoder's
+    /// in-batch negatives: no duplicate positives) rearranges it. The default keeps it.
+    fn arrange_epoch(&self, order: Vec<usize>, _batch_size: usize) -> Vec<usize> {
+        order
+    }
+
     /// Runs once training has ended (e.g. scores the best checkpoint on a test set).
     fn after_training(&self, _paths: &RunPaths, _quiet: bool) -> Result<()> {
         Ok(())

@@ -186,7 +186,7 @@ impl Trainer<'_> {
             h.join("\t")
         };
         let start = Instant::now();
-        let mut order = epoch_order(n, cfg.seed, state.epoch);
+        let mut order = task.arrange_epoch(epoch_order(n, cfg.seed, state.epoch), cfg.batch_size);
         let mut early_stopped = false;
         let mut paused = false;
         while state.step < cfg.max_steps {
@@ -202,7 +202,8 @@ impl Trainer<'_> {
                 if state.cursor >= n {
                     state.epoch += 1;
                     state.cursor = 0;
-                    order = epoch_order(n, cfg.seed, state.epoch);
+                    order =
+                        task.arrange_epoch(epoch_order(n, cfg.seed, state.epoch), cfg.batch_size);
                 }
                 let end = (state.cursor + cfg.batch_size).min(n);
                 let records = &order[state.cursor..end];
