@@ -26,6 +26,10 @@ include { LUMINOME_IMPORTANCE                            } from './modules/local
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_TABULAR       } from './modules/local/luminome/train/main'
 include { LUMINOME_PREDICT as LUMINOME_PREDICT_TABULAR   } from './modules/local/luminome/predict/main'
 include { LUMINOME_IMPORTANCE as LUMINOME_IMPORTANCE_TABULAR } from './modules/local/luminome/importance/main'
+include { LUMINOME_TOKENIZE as LUMINOME_TOKENIZE_PAIRS   } from './modules/local/luminome/tokenize/main'
+include { LUMINOME_TOKENIZE as LUMINOME_TOKENIZE_CORPUS  } from './modules/local/luminome/tokenize/main'
+include { LUMINOME_TRAIN as LUMINOME_TRAIN_DUAL          } from './modules/local/luminome/train/main'
+include { LUMINOME_RETRIEVAL                             } from './modules/local/luminome/retrieval/main'
 
 // A samplesheet path, relative to the samplesheet's folder unless absolute or a URL.
 def samplesheetFile(String value, baseDir) {
@@ -228,6 +232,44 @@ workflow {
             if (params.tabular_importance_args) {
                 LUMINOME_IMPORTANCE_TABULAR(ch_tabular)
             }
+        }
+    }
+
+    // Dual encoder: pair tables tokenized with --format pairs, trained with luminome-train dual,
+    // and the test queries ranked against the corpus FASTA (tokenized the same way).
+    if (params.dual_train) {
+        def pair_tables = [train: params.dual_train, dev: params.dual_dev, test: params.dual_test]
+            .findAll { _split, path -> path }
+            .collect { split, path -> [[id: "dual_${split}", split: split], file(path, checkIfExists: true), [], []] }
+        LUMINOME_TOKENIZE_PAIRS(channel.fromList(pair_tables))
+        // [split, dataset, index] per pairs dataset
+        ch_pairs_ds = LUMINOME_TOKENIZE_PAIRS.out.tokens
+            .join(LUMINOME_TOKENIZE_PAIRS.out.index)
+            .map { meta, tokens, index -> [meta.split, tokens, index] }
+        ch_train_pairs = ch_pairs_ds.filter { split, _t, _i -> split == 'train' }.map { _s, t, _i -> t }
+        ch_dev_pairs = ch_pairs_ds.filter { split, _t, _i -> split == 'dev' }.map { _s, t, _i -> t }
+        ch_dual_input = params.dual_dev
+            ? ch_train_pairs.combine(ch_dev_pairs).map { train, dev -> [[id: 'dual'], train, dev, []] }
+            : ch_train_pairs.map { train -> [[id: 'dual'], train, [], []] }
+        LUMINOME_TRAIN_DUAL(ch_dual_input, 'dual')
+        if (params.dual_test) {
+            ch_test_pairs = ch_pairs_ds.filter { split, _t, _i -> split == 'test' }.map { _s, t, i -> [t, i] }
+            if (params.dual_corpus) {
+                LUMINOME_TOKENIZE_CORPUS(channel.value([[id: 'dual_corpus'], file(params.dual_corpus, checkIfExists: true), [], []]))
+                ch_corpus = LUMINOME_TOKENIZE_CORPUS.out.tokens
+                    .join(LUMINOME_TOKENIZE_CORPUS.out.index)
+                    .map { _meta, tokens, index -> [tokens, index] }
+            } else {
+                ch_corpus = channel.value([[], []])
+            }
+            LUMINOME_RETRIEVAL(
+                LUMINOME_TRAIN_DUAL.out.best
+                    .combine(ch_test_pairs)
+                    .combine(ch_corpus)
+                    .map { _meta, best, pairs, pairs_index, corpus, corpus_index ->
+                        [[id: 'dual_test'], best, pairs, pairs_index, corpus, corpus_index]
+                    }
+            )
         }
     }
 

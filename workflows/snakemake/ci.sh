@@ -231,6 +231,17 @@ ranking = read_tsv(results / "importance" / "tabular" / "bc_features.ranking.tsv
 assert len(ranking) == 30 and ranking[0]["rank"] == "1", ranking[:1]
 print(f"tabular: CV MCC {cv[3]['mcc']}, predict accuracy {metrics['accuracy']}, top column {ranking[0]['feature']}")
 
+# Retrieval: 25 test queries ranked against the 25 test windows; metrics and embeddings.
+ranks = read_tsv(results / "predict" / "retrieval" / "retrieval_test.ranks.tsv")
+assert len(ranks) == 25 and all(1 <= int(r["first_rank"]) <= 25 for r in ranks), ranks[:1]
+retrieval = {r["metric"]: float(r["value"]) for r in read_tsv(results / "predict" / "retrieval" / "retrieval_test.metrics.tsv")}
+assert retrieval["corpus_size"] == 25 and 0 < retrieval["full.mrr"] <= 1, retrieval
+emb = load_file(str(results / "predict" / "retrieval" / "retrieval_test.embeddings.safetensors"))
+assert emb["query"].shape == (25, 16) and emb["passage"].shape == (25, 16), {k: v.shape for k, v in emb.items()}
+pairs = load_file(str(results / "tokenize" / "retrieval_train.safetensors"))
+assert pairs["query_ids"].shape[0] == 200 and pairs["passage_group"].shape == (200,)
+print(f"retrieval: MRR {retrieval['full.mrr']:.3f} over {len(ranks)} queries")
+
 for tool in ("tokenize", "mask-pairs", "regions", "train", "predict", "importance"):
     version = (results / "versions" / f"luminome-{tool}.txt").read_text().strip()
     assert version.startswith(f"luminome-{tool} "), version

@@ -96,6 +96,11 @@ def tokenized(dataset_id):
     return f"{OUTDIR}/tokenize/{dataset_id}.safetensors"
 
 
+def tokenized_index(dataset_id):
+    """The record index written beside a tokenize dataset."""
+    return f"{OUTDIR}/tokenize/{dataset_id}.index.tsv"
+
+
 def ids_pattern(ids):
     """Wildcard constraint matching exactly these ids (nothing when there are none)."""
     return "|".join(re.escape(i) for i in ids) or "(?!)"
@@ -115,6 +120,7 @@ BISTRAND_RUNS = TRAIN["bistrand"]
 PRETRAIN_RUNS = TRAIN["region_pretrain"]
 EXPRESSION_RUNS = TRAIN["expression"]
 TABULAR_RUNS = TRAIN["tabular"]
+DUAL_RUNS = TRAIN["dual"]
 # Tabular runs with `folds` write cross-validation tables; the others one model.
 TABULAR_CV = [i for i, run in TABULAR_RUNS.items() if "folds" in run]
 TABULAR_SPLIT = [i for i, run in TABULAR_RUNS.items() if "folds" not in run]
@@ -125,6 +131,7 @@ TRAIN_COMMANDS = {
     "bistrand": BISTRAND_RUNS,
     "region_pretrain": PRETRAIN_RUNS,
     "expression": EXPRESSION_RUNS,
+    "dual": DUAL_RUNS,
 }
 
 
@@ -216,11 +223,16 @@ PREDICT_WITHOUT_METRICS = [
 VARIANT_RUNS = PREDICT["variants"]
 EXPRESSION_PREDICT_RUNS = PREDICT["expression"]
 TABULAR_PREDICT_RUNS = PREDICT["tabular"]
+RETRIEVAL_RUNS = PREDICT["retrieval"]
 
 
 def predict_targets():
     if not (
-        PREDICT_RUNS or VARIANT_RUNS or EXPRESSION_PREDICT_RUNS or TABULAR_PREDICT_RUNS
+        PREDICT_RUNS
+        or VARIANT_RUNS
+        or EXPRESSION_PREDICT_RUNS
+        or TABULAR_PREDICT_RUNS
+        or RETRIEVAL_RUNS
     ):
         return []
     return (
@@ -240,6 +252,11 @@ def predict_targets():
             f"{OUTDIR}/predict/tabular/{{id}}.{{ext}}",
             id=TABULAR_PREDICT_RUNS,
             ext=["predictions.tsv", "metrics.tsv"],
+        )
+        + expand(
+            f"{OUTDIR}/predict/retrieval/{{id}}.{{ext}}",
+            id=RETRIEVAL_RUNS,
+            ext=["ranks.tsv", "metrics.tsv", "embeddings.safetensors"],
         )
         + [f"{OUTDIR}/versions/luminome-predict.txt"]
     )
@@ -282,6 +299,29 @@ def tabular_model_inputs(runs):
 def tabular_predict_options(wildcards):
     parts = [PREDICT["extra"], TABULAR_PREDICT_RUNS[wildcards.id].get("args", "")]
     parts.append(f"--device {PREDICT['device']}")
+    return " ".join(part for part in parts if part)
+
+
+def retrieval_inputs(wildcards):
+    """A dual run's best checkpoint, a pairs dataset and (optionally) a corpus dataset, all
+    tokenize datasets with their indexes."""
+    run = RETRIEVAL_RUNS[wildcards.id]
+    files = {
+        "checkpoint": checkpoint_of("dual", run["model"]),
+        "dataset": tokenized(run["dataset"]),
+        "dataset_index": tokenized_index(run["dataset"]),
+    }
+    if "corpus" in run:
+        files["corpus"] = tokenized(run["corpus"])
+        files["corpus_index"] = tokenized_index(run["corpus"])
+    return files
+
+
+def retrieval_options(wildcards, input):
+    run = RETRIEVAL_RUNS[wildcards.id]
+    parts = [PREDICT["extra"], run.get("args", ""), f"--device {PREDICT['device']}"]
+    if "corpus" in run:
+        parts.append(f"--corpus {input.corpus}")
     return " ".join(part for part in parts if part)
 
 

@@ -144,3 +144,33 @@ rule predict_tabular:
         "luminome-predict --checkpoint {input.checkpoint} --dataset {input.table}"
         " {params.options} --metrics {output.metrics} --threads {threads}"
         " -o {output.predictions} 2> {log}"
+
+
+# Retrieval: config["predict"]["retrieval"] entries rank a corpus (a tokenize dataset, or the
+# pairs' own passages) for the queries of a pairs dataset with a train_dual model. Outputs per
+# run id: {outdir}/predict/retrieval/{id}.ranks.tsv (one line per query), {id}.metrics.tsv
+# (full-corpus and in-batch metrics) and {id}.embeddings.safetensors (+ .embeddings.index.tsv).
+rule predict_retrieval:
+    input:
+        unpack(retrieval_inputs),
+    output:
+        ranks=f"{OUTDIR}/predict/retrieval/{{id}}.ranks.tsv",
+        metrics=f"{OUTDIR}/predict/retrieval/{{id}}.metrics.tsv",
+        embeddings=f"{OUTDIR}/predict/retrieval/{{id}}.embeddings.safetensors",
+        embeddings_index=f"{OUTDIR}/predict/retrieval/{{id}}.embeddings.index.tsv",
+    log:
+        f"{LOGDIR}/predict/retrieval/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(RETRIEVAL_RUNS),
+    conda:
+        "../envs/luminome.yaml"
+    threads: PREDICT["threads"]
+    resources:
+        mem_mb=PREDICT["mem_mb"],
+        gpu=gpu_count(PREDICT),
+    params:
+        options=retrieval_options,
+    shell:
+        "luminome-predict --checkpoint {input.checkpoint} --dataset {input.dataset}"
+        " {params.options} --metrics {output.metrics} --embeddings {output.embeddings}"
+        " --threads {threads} -o {output.ranks} 2> {log}"

@@ -8,6 +8,8 @@
 # expression run with `init: <region_pretrain run id>` from that run's encoder. Tabular runs
 # (tabular) read a CSV/TSV table named in the config: with `folds`, cross-validation
 # (cv_metrics.tsv, cv_predictions.tsv, fold-<k>/); without, one model (best.safetensors).
+# Dual encoders (dual) train on retrieval pairs datasets from the tokenize rule (an entry with
+# `--format pairs` in its args).
 
 
 rule train_mlm:
@@ -136,6 +138,31 @@ rule train_expression:
         folder=lambda wildcards, output: os.path.dirname(output.best),
     shell:
         "luminome-train expression --train {input.train} {params.options}"
+        " --threads {threads} -o {params.folder} 2> {log}"
+
+
+rule train_dual:
+    input:
+        unpack(train_inputs(DUAL_RUNS)),
+    output:
+        best=f"{OUTDIR}/train/dual/{{id}}/best.safetensors",
+        last=f"{OUTDIR}/train/dual/{{id}}/last.safetensors",
+        metrics=f"{OUTDIR}/train/dual/{{id}}/metrics.tsv",
+    log:
+        f"{LOGDIR}/train/dual/{{id}}.log",
+    wildcard_constraints:
+        id=ids_pattern(DUAL_RUNS),
+    conda:
+        "../envs/luminome.yaml"
+    threads: TRAIN["threads"]
+    resources:
+        mem_mb=TRAIN["mem_mb"],
+        gpu=gpu_count(TRAIN),
+    params:
+        options=train_options(DUAL_RUNS, "dual"),
+        folder=lambda wildcards, output: os.path.dirname(output.best),
+    shell:
+        "luminome-train dual --train {input.train} {params.options}"
         " --threads {threads} -o {params.folder} 2> {log}"
 
 
