@@ -100,8 +100,65 @@ pub fn prepare_output_dir(dir: &Path) -> Result<()> {
             );
         }
         std::fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        // Removed again if the run is interrupted before anything is written into it.
+        luminome_io::temps::register_created_dir(dir);
     }
     Ok(())
+}
+
+/// Runs a binary's `main`: SIGINT and SIGTERM remove the run's temporary files (and output
+/// folders it created that are still empty) and exit with 128 + the signal; an error is printed
+/// as `<tool>: error: <message>` (over-long values cut, see [`shorten_message`]) with exit code
+/// 1, after the same clean-up.
+pub fn run_main(tool: &str, main: impl FnOnce() -> Result<()>) -> std::process::ExitCode {
+    install_signal_cleanup(tool);
+    match main() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            luminome_io::temps::remove_all();
+            eprintln!("{tool}: error: {}", shorten_message(&format!("{e:#}")));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn install_signal_cleanup(tool: &str) {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return;
+    };
+    let tool = tool.to_string();
+    let _ = std::thread::Builder::new()
+        .name("lum-signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                let n = luminome_io::temps::remove_all();
+                let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+                eprintln!(
+                    "{tool}: interrupted ({name}); removed {n} temporary file(s), no output was written"
+                );
+                std::process::exit(128 + sig);
+            }
+        });
+}
+
+/// Cuts every run of more than 200 characters without a space (a pasted sequence, a binary
+/// field) to its first 60 and a count, so a bad 20 MB value does not flood the terminal.
+pub fn shorten_message(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(4096));
+    for (i, word) in message.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        let n = word.chars().count();
+        if n > 200 {
+            out.extend(word.chars().take(60));
+            out.push_str(&format!("…[{} more characters]", n - 60));
+        } else {
+            out.push_str(word);
+        }
+    }
+    out
 }
 
 /// The command line as a shell would take it back (arguments with other characters quoted).
@@ -126,6 +183,20 @@ fn quote_args(args: impl Iterator<Item = String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_values_in_messages_are_cut() {
+        let long = "A".repeat(5000);
+        let m = shorten_message(&format!("x.csv: line 2: sequence {long:?} has a bad base"));
+        assert!(m.len() < 200, "{m}");
+        assert!(
+            m.starts_with("x.csv: line 2: sequence \"AAAA")
+                && m.contains("more characters]")
+                && m.ends_with("has a bad base"),
+            "{m}"
+        );
+        assert_eq!(shorten_message("a short one"), "a short one");
+    }
 
     #[test]
     fn command_lines_quote_what_a_shell_would_split() {

@@ -1,9 +1,6 @@
 use clap::Parser;
 
-fn main() {
+fn main() -> std::process::ExitCode {
     let args = luminome_importance::args::ImportanceArgs::parse();
-    if let Err(e) = luminome_importance::run(&args) {
-        eprintln!("luminome-importance: error: {e:#}");
-        std::process::exit(1);
-    }
+    luminome_cli::run_main("luminome-importance", || luminome_importance::run(&args))
 }

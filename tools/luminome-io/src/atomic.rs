@@ -9,10 +9,19 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 /// A file being written; it appears at `dest` only when [`AtomicFile::commit`] succeeds.
-/// Dropping it without committing removes the temporary file.
+/// Dropping it without committing removes the temporary file (and an interrupted run removes
+/// it too: `crate::temps`).
 pub struct AtomicFile {
-    tmp: tempfile::NamedTempFile,
+    tmp: Option<tempfile::NamedTempFile>,
     dest: PathBuf,
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if let Some(t) = &self.tmp {
+            crate::temps::unregister(t.path());
+        }
+    }
 }
 
 /// Checks that the folder `dest` will be written into exists, with a message that names it.
@@ -92,9 +101,10 @@ impl AtomicFile {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "output".into());
-        let prefix = format!(".{file_name}.");
+        crate::temps::sweep_stale(&parent);
+        let prefix = crate::temps::prefix(&file_name);
         let mut builder = tempfile::Builder::new();
-        builder.prefix(&prefix).suffix(".tmp");
+        builder.prefix(&prefix).suffix(crate::temps::SUFFIX);
         // Outputs are ordinary files others on a cluster can read (0644 less the umask), not the
         // 0600 tempfile uses for secrets.
         #[cfg(unix)]
@@ -105,7 +115,11 @@ impl AtomicFile {
         let tmp = builder
             .tempfile_in(&parent)
             .with_context(|| format!("cannot create a temporary file in {}", parent.display()))?;
-        Ok(Self { tmp, dest })
+        crate::temps::register(tmp.path());
+        Ok(Self {
+            tmp: Some(tmp),
+            dest,
+        })
     }
 
     pub fn dest(&self) -> &Path {
@@ -113,16 +127,20 @@ impl AtomicFile {
     }
 
     pub fn file(&mut self) -> &mut File {
-        self.tmp.as_file_mut()
+        self.tmp
+            .as_mut()
+            .expect("an uncommitted file")
+            .as_file_mut()
     }
 
     /// Renames the temporary file onto the destination. There is no fsync: the contract is that
     /// a killed or failed run leaves nothing at the final path, not durability across an OS
     /// crash, and an fsync of a genome-sized output costs more than the tokenizing itself.
-    pub fn commit(self) -> Result<()> {
+    pub fn commit(mut self) -> Result<()> {
         let dest = self.dest.clone();
-        self.tmp
-            .persist(&dest)
+        let tmp = self.tmp.take().expect("an uncommitted file");
+        crate::temps::unregister(tmp.path());
+        tmp.persist(&dest)
             .map_err(|e| e.error)
             .with_context(|| format!("cannot move the finished output to {}", dest.display()))?;
         Ok(())
@@ -136,10 +154,10 @@ pub struct AtomicWriter {
 
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.tmp.write(buf)
+        self.file().write(buf)
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        self.tmp.flush()
+        self.file().flush()
     }
 }
 

@@ -59,11 +59,16 @@ impl BedRecord {
         self.end == self.start
     }
 
-    /// narrowPeak summit offset from `start` (column 10), when present and not -1.
+    /// narrowPeak summit offset from `start` (column 10 of a 10-column line), when not -1;
+    /// checked on reading to lie inside the peak.
     pub fn summit(&self) -> Option<u64> {
-        self.extra
-            .get(3)
-            .and_then(|s| s.parse::<i64>().ok())
+        if self.extra.len() != 4 {
+            return None;
+        }
+        self.extra[3]
+            .trim()
+            .parse::<i64>()
+            .ok()
             .and_then(|v| u64::try_from(v).ok())
     }
 
@@ -128,6 +133,10 @@ impl<R: BufRead> Iterator for BedReader<R> {
     }
 }
 
+/// The largest coordinate accepted (2^40 ≈ 1.1 Tb, far past any chromosome): arithmetic on
+/// coordinates (centres, flanks, widths) then cannot overflow.
+pub const MAX_COORDINATE: u64 = 1 << 40;
+
 fn parse_line(line: &str, path: &Path, line_no: u64) -> Result<BedRecord, InputError> {
     let fields: Vec<&str> = if line.contains('\t') {
         line.split('\t').collect()
@@ -155,6 +164,30 @@ fn parse_line(line: &str, path: &Path, line_no: u64) -> Result<BedRecord, InputE
         return Err(err(format!(
             "start ({start}) must be less than end ({end})"
         )));
+    }
+    if end > MAX_COORDINATE {
+        return Err(err(format!(
+            "end {end} is past any chromosome (coordinates stop at {MAX_COORDINATE})"
+        )));
+    }
+    // narrowPeak (exactly 10 columns): the summit is an offset into the peak, or -1.
+    if fields.len() == 10 {
+        let s = fields[9].trim();
+        match s.parse::<i64>() {
+            Ok(-1) => {}
+            Ok(v) if v >= 0 && (v as u64) < end - start => {}
+            Ok(v) => {
+                return Err(err(format!(
+                "summit {v} is outside the peak (an offset from start in 0..{}, or -1 for none)",
+                end - start
+            )))
+            }
+            Err(_) => {
+                return Err(err(format!(
+                    "summit {s:?} (column 10) is not an integer offset (or -1 for none)"
+                )))
+            }
+        }
     }
     let strand = match fields.get(5) {
         None => Strand::Unknown,
@@ -200,6 +233,39 @@ mod tests {
         assert_eq!(recs[0].line, 3);
         assert_eq!(recs[1].summit(), Some(50));
         assert_eq!(recs[1].name.as_deref(), Some("peak"));
+    }
+
+    #[test]
+    fn summits_outside_the_peak_and_huge_coordinates_are_refused() {
+        let p = Path::new("p.narrowPeak");
+        for (summit, ok) in [
+            ("99", true),
+            ("-1", true),
+            ("100", false),
+            ("nan", false),
+            ("-5", false),
+        ] {
+            let line = format!("chr2\t0\t100\tpeak\t0\t.\t3.2\t-1\t1.5\t{summit}");
+            let r = parse_line(&line, p, 4);
+            assert_eq!(r.is_ok(), ok, "summit {summit}: {r:?}");
+            if let Err(e) = r {
+                assert!(
+                    e.to_string().starts_with("p.narrowPeak: line 4: summit"),
+                    "{e}"
+                );
+            }
+        }
+        // u64::MAX used to overflow --width arithmetic into a window at the contig start.
+        let e = parse_line("chr1\t0\t18446744073709551615", p, 2)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 2") && e.contains("past any chromosome"),
+            "{e}"
+        );
+        // A 12-column BED's tenth column is blockCount, not a summit.
+        let r = parse_line("chr1\t0\t100\tg\t0\t+\t0\t100\t0\t2\t10,10\t0,90", p, 1).unwrap();
+        assert_eq!(r.summit(), None);
     }
 
     #[test]

@@ -22,8 +22,10 @@ pub struct BigWigTrack {
 
 impl BigWigTrack {
     pub fn open(path: &Path) -> Result<Self, InputError> {
-        let reader = BigWigRead::open_file(path)
-            .map_err(|e| InputError::file(path, format!("cannot open as bigWig: {e}")))?;
+        let reader = crate::panics::guard(path, "opening as bigWig", || {
+            BigWigRead::open_file(path)
+                .map_err(|e| InputError::file(path, format!("cannot open as bigWig: {e}")))
+        })?;
         Ok(Self {
             path: path.to_path_buf(),
             reader,
@@ -40,7 +42,15 @@ impl BigWigTrack {
     }
 
     /// Every interval with data on `chrom` (empty if the chromosome is absent), sorted by start.
+    /// A value that is not a finite number ≥ 0 is refused (coverage cannot be NaN or negative).
     pub fn intervals(&mut self, chrom: &str) -> Result<Vec<CoverageInterval>, InputError> {
+        let path = self.path.clone();
+        crate::panics::guard(&path, &format!("reading {chrom}"), || {
+            self.read_intervals(chrom)
+        })
+    }
+
+    fn read_intervals(&mut self, chrom: &str) -> Result<Vec<CoverageInterval>, InputError> {
         let Some(len) = self
             .reader
             .chroms()
@@ -59,6 +69,15 @@ impl BigWigTrack {
             let v = v.map_err(|e| {
                 InputError::file(&self.path, format!("corrupt data on {chrom}: {e}"))
             })?;
+            if !(v.value.is_finite() && v.value >= 0.0) || v.end < v.start {
+                return Err(InputError::file(
+                    &self.path,
+                    format!(
+                        "{chrom}:{}-{}: value {} is not a coverage (a finite number ≥ 0 on a non-empty interval)",
+                        v.start, v.end, v.value
+                    ),
+                ));
+            }
             out.push(CoverageInterval {
                 start: v.start as u64,
                 end: v.end as u64,

@@ -1,9 +1,12 @@
 //! Expression tables: one row per gene, tab- or whitespace-separated, with or without a header.
 //!
 //! The gene column and the value column are chosen by header name or 1-based index; by default
-//! the first column is the gene and the last column the value. A first line whose value is not a
-//! number is taken as the header. Gene names must be unique: a repeated name is an error naming
-//! both lines, because silently keeping one of two values would bias the join.
+//! the first column is the gene and the last column the value. A first line whose value is
+//! neither a number nor a missing value (`NA`, `NaN`, `.`, … as in `table::MISSING_VALUES`) is
+//! taken as the header; a missing value is a gene without a measurement (left out, counted in
+//! [`ExpressionTable::missing`]). Values must be finite and ≥ 0 (expression is an abundance: a
+//! negative value would give NaN in the Poisson loss). Gene names must be unique: a repeated name
+//! is an error naming both lines, because silently keeping one of two values would bias the join.
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -42,6 +45,8 @@ impl ColumnRef {
 pub struct ExpressionTable {
     pub values: HashMap<String, (f64, u64)>,
     pub value_column: String,
+    /// Rows whose value was missing (NA, NaN, …): left out.
+    pub missing: u64,
     /// Values by Ensembl-style id without its `.N` version, for ids that had one; ids whose
     /// unversioned form is shared by two rows are left out (ambiguous).
     unversioned: HashMap<String, f64>,
@@ -156,8 +161,10 @@ pub fn read_expression_with(
                 Err(e) if names_given => return Err(e),
                 Err(_) => (0, usize::MAX),
             };
-            let value_is_number = fields.get(v).is_some_and(|s| s.parse::<f64>().is_ok());
-            if names_given || !value_is_number || line.starts_with('#') {
+            let value_is_data = fields
+                .get(v)
+                .is_some_and(|s| s.parse::<f64>().is_ok() || crate::table::is_missing(s));
+            if names_given || !value_is_data || line.starts_with('#') {
                 table.value_column = fields.get(v).cloned().unwrap_or_default();
                 header = Some(fields);
                 continue;
@@ -165,6 +172,10 @@ pub fn read_expression_with(
         }
         let (g, v) = resolve(header.as_deref())?;
         let gene = fields[g].clone();
+        if crate::table::is_missing(&fields[v]) {
+            table.missing += 1;
+            continue;
+        }
         let value: f64 = fields[v].parse().map_err(|_| {
             InputError::line(
                 path,
@@ -175,11 +186,13 @@ pub fn read_expression_with(
                 ),
             )
         })?;
-        if !value.is_finite() {
+        if !(value.is_finite() && value >= 0.0) {
             return Err(InputError::line(
                 path,
                 n,
-                format!("expression value of {gene:?} is not finite"),
+                format!(
+                    "expression value {value} of {gene:?} is not a finite number ≥ 0 (give abundances such as TPM or counts, not log values; NA marks a missing one)"
+                ),
             ));
         }
         match table.values.get_mut(&gene) {
@@ -269,6 +282,26 @@ mod tests {
         let t = read_expression(&p, &ColumnRef::Index(1), &ColumnRef::Last).unwrap();
         assert_eq!(t.get("GCAT"), Some(42.91));
         assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn a_headerless_table_whose_first_gene_is_missing_keeps_it_as_data() {
+        // A first value of NA used to make the first line a header: GCAT was lost silently.
+        let (_d, p) = table("GCAT\tNA\nEIF3L\t246.44\nANKRD54\t.\n");
+        let t = read_expression(&p, &ColumnRef::Index(1), &ColumnRef::Last).unwrap();
+        assert_eq!((t.len(), t.missing, t.get("EIF3L")), (1, 2, Some(246.44)));
+        assert_eq!(t.value_column, "last column", "no header was read");
+    }
+
+    #[test]
+    fn negative_or_infinite_values_are_refused_with_their_line() {
+        for bad in ["-3", "inf", "-0.5"] {
+            let (_d, p) = table(&format!("GCAT\t1\nEIF3L\t{bad}\n"));
+            let e = read_expression(&p, &ColumnRef::Index(1), &ColumnRef::Last)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("e.tsv: line 2") && e.contains("≥ 0"), "{e}");
+        }
     }
 
     #[test]

@@ -4,10 +4,19 @@
 //! reader. An uncompressed FASTA without an index is indexed in memory first. A gzip-compressed
 //! FASTA without an index cannot be seeked, so it is loaded into memory (fine for a chromosome,
 //! not for a genome: index it with `samtools faidx` then).
+//!
+//! A `.fai` is checked against the FASTA before it is trusted (a stale or hand-edited index
+//! otherwise reads the wrong bases silently): for each record, the line before its first base
+//! must be its `>name` header, its first line must hold `line_bases` bases ended by a line break
+//! `line_width − line_bases` bytes long, and its last base must end a line. Up to
+//! [`FAI_CHECKED_RECORDS`] records are checked (all of them for any genome assembled into
+//! chromosomes; an evenly spaced sample, always with the last, beyond that).
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+
+use std::io::{Read, Seek, SeekFrom};
 
 use noodles::core::{Position, Region};
 use noodles::fasta;
@@ -45,7 +54,7 @@ impl Reference {
                 })?;
                 builder.set_index(index)
             };
-            let reader = builder.build_from_path(path).map_err(|e| {
+            let mut reader = builder.build_from_path(path).map_err(|e| {
                 InputError::file(
                     path,
                     format!(
@@ -54,6 +63,9 @@ impl Reference {
                     ),
                 )
             })?;
+            if fai.exists() {
+                check_index(&mut reader, path, &fai)?;
+            }
             let sequences: Vec<(String, u64)> = reader
                 .index()
                 .as_ref()
@@ -128,6 +140,189 @@ impl Reference {
                 })?;
                 Ok(record.sequence().as_ref().to_vec())
             }
+        }
+    }
+}
+
+/// How many `.fai` records [`check_index`] verifies at most.
+pub const FAI_CHECKED_RECORDS: usize = 5000;
+
+/// Bytes of `len` at uncompressed `pos` (fewer at the end of the file).
+fn read_at<R: Read + Seek>(r: &mut R, pos: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    r.seek(SeekFrom::Start(pos))?;
+    let mut buf = Vec::with_capacity(len);
+    r.take(len as u64).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// Checks a `.fai` against the FASTA it indexes (see the module documentation).
+fn check_index(
+    reader: &mut fasta::io::IndexedReader<fasta::io::BufReader<File>>,
+    path: &Path,
+    fai: &Path,
+) -> Result<(), InputError> {
+    let records: Vec<(String, u64, u64, u64, u64)> = reader
+        .index()
+        .as_ref()
+        .iter()
+        .map(|r| {
+            (
+                String::from_utf8_lossy(r.name()).into_owned(),
+                r.length(),
+                r.position(),
+                r.line_base_count().get(),
+                r.line_width().get(),
+            )
+        })
+        .collect();
+    let n = records.len();
+    let step = n.div_ceil(FAI_CHECKED_RECORDS).max(1);
+    let inner = reader.get_mut();
+    let bad = |name: &str, what: String| {
+        InputError::file(
+            path,
+            format!(
+                "its index {} does not match it at record {name:?} ({what}): the index is stale or was made for another file; rebuild it with `samtools faidx {}`, or delete it (an uncompressed FASTA is then indexed in memory)",
+                fai.display(),
+                path.display()
+            ),
+        )
+    };
+    let io = |e: std::io::Error| {
+        InputError::file(path, format!("cannot read it to check its index: {e}"))
+    };
+    for (i, (name, length, offset, line_bases, line_width)) in records.iter().enumerate() {
+        if i % step != 0 && i + 1 != n {
+            continue;
+        }
+        let (length, offset, lb, lw) = (*length, *offset, *line_bases, *line_width);
+        if length == 0 {
+            continue;
+        }
+        if lw <= lb || lw - lb > 2 {
+            return Err(bad(
+                name,
+                format!("line width {lw} for {lb} bases per line"),
+            ));
+        }
+        // The header line just before the first base.
+        let back = offset.min(4096);
+        let head = read_at(inner, offset - back, back as usize).map_err(io)?;
+        let header_ok = head.ends_with(b"\n") && {
+            let body = &head[..head.len() - 1];
+            let body = body.strip_suffix(b"\r").unwrap_or(body);
+            let start = body.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+            let line = &body[start..];
+            (start > 0 || back == offset)
+                && line.first() == Some(&b'>')
+                && line[1..]
+                    .split(|b| b.is_ascii_whitespace())
+                    .next()
+                    .is_some_and(|w| w == name.as_bytes())
+        };
+        if !header_ok {
+            return Err(bad(
+                name,
+                format!("no \">{name}\" header ends at byte {offset}"),
+            ));
+        }
+        // The first line: `lb` bases (or the whole record), then its line break.
+        let first = lb.min(length);
+        let line = read_at(inner, offset, (first + (lw - lb)) as usize).map_err(io)?;
+        let (bases, rest) = line.split_at(line.len().min(first as usize));
+        if bases.len() as u64 != first
+            || bases.iter().any(|&b| b == b'\n' || b == b'\r' || b == b'>')
+        {
+            return Err(bad(
+                name,
+                format!("its first line does not hold {first} bases"),
+            ));
+        }
+        if length > lb && !(rest == b"\n" || rest == b"\r\n") {
+            return Err(bad(
+                name,
+                format!("its lines are not {lb} bases wide ({lw} bytes with the line break)"),
+            ));
+        }
+        // The last base ends a line (or the file).
+        let last = offset + (length - 1) / lb * lw + (length - 1) % lb;
+        let tail = read_at(inner, last, 2).map_err(io)?;
+        let ends = match tail.as_slice() {
+            [b, rest @ ..] => {
+                !matches!(b, b'\n' | b'\r' | b'>') && matches!(rest, [] | [b'\n'] | [b'\r'])
+            }
+            [] => false,
+        };
+        if !ends {
+            return Err(bad(
+                name,
+                format!("its length {length} does not end its sequence"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod fai_tests {
+    use super::*;
+
+    const FASTA: &str = ">chrA first\nACGTACGTAC\nGTACGTACGT\nAC\n>chrB\nTTTTGGGGCC\nAA\n";
+    const FAI: &str = "chrA\t22\t12\t10\t11\nchrB\t12\t43\t10\t11\n";
+
+    fn open_with(fasta: &str, fai: &str) -> Result<Reference, InputError> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.fa");
+        std::fs::write(&p, fasta).unwrap();
+        std::fs::write(dir.path().join("r.fa.fai"), fai).unwrap();
+        let r = Reference::open(&p);
+        drop(dir);
+        r
+    }
+
+    #[test]
+    fn a_matching_index_is_used() {
+        let mut r = open_with(FASTA, FAI).unwrap();
+        assert_eq!(r.fetch("chrA", 8, 14).unwrap(), b"ACGTAC");
+        assert_eq!(r.fetch("chrB", 10, 12).unwrap(), b"AA");
+    }
+
+    #[test]
+    fn a_stale_or_wrong_index_is_refused_naming_the_record() {
+        for (fai, record, what) in [
+            // line bases and line width swapped: every base after the first line was misread
+            (
+                "chrA\t22\t12\t11\t10\nchrB\t12\t43\t10\t11\n",
+                "chrA",
+                "line width",
+            ),
+            // a header renamed in the FASTA without re-indexing (offsets still right)
+            (
+                "chrA\t22\t12\t10\t11\nchrX\t12\t43\t10\t11\n",
+                "chrX",
+                "header",
+            ),
+            // offsets of another file: the sequence starts 14 bytes later than indexed
+            (
+                "chrA\t22\t26\t10\t11\nchrB\t12\t43\t10\t11\n",
+                "chrA",
+                "header",
+            ),
+            // a length that does not end the record
+            (
+                "chrA\t21\t12\t10\t11\nchrB\t12\t43\t10\t11\n",
+                "chrA",
+                "length",
+            ),
+        ] {
+            let e = open_with(FASTA, fai).err().expect(fai).to_string();
+            assert!(
+                e.contains("r.fa: its index")
+                    && e.contains(&format!("{record:?}"))
+                    && e.contains(what)
+                    && e.contains("samtools faidx"),
+                "{fai:?}: {e}"
+            );
         }
     }
 }

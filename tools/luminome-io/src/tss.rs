@@ -204,14 +204,22 @@ fn read_bed_table(
 ) -> Result<Vec<GeneTss>, InputError> {
     let mut out = Vec::new();
     let mut columns: Vec<String> = Vec::new();
+    let mut first = true;
     for item in lines(reader, path) {
         let (n, line) = item?;
         if line.trim().is_empty() {
             continue;
         }
         let f: Vec<&str> = line.split('\t').map(str::trim).collect();
-        let is_header = line.starts_with('#')
-            || (out.is_empty() && f.len() > 1 && f[1].parse::<u64>().is_err());
+        // A header without '#' is only the file's first line, and only when its start column
+        // is a word ("start", "chromStart"): a first data row with a bad start is an error,
+        // not a header to skip.
+        let implicit_header = first
+            && f.len() > 1
+            && f[1].parse::<u64>().is_err()
+            && !f[1].starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+');
+        first = false;
+        let is_header = line.starts_with('#') || implicit_header;
         if is_header {
             if out.is_empty() {
                 columns = f
@@ -320,6 +328,25 @@ mod tests {
             ("gene:E1", "AB", 8)
         );
         assert_eq!(g[0].gene_type.as_deref(), Some("lncRNA"));
+    }
+
+    #[test]
+    fn a_malformed_first_data_row_is_an_error_not_a_header() {
+        // "1o0" (a typo) used to make the first row a header, and the gene vanished.
+        let text = "c\t1o0\t600\tH1\t0\t+\nc\t100\t600\tH2\t0\t-\n";
+        let (_d, p) = write(text, "g.bed");
+        let e = read_tss(&p, TssFormat::Bed, "gene", BedTssMode::Center)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("g.bed: line 1") && e.contains("\"1o0\""), "{e}");
+        // A header of words is still a header, but only on the first line.
+        let text =
+            "chrom\tstart\tend\tname\tscore\tstrand\nc\t100\t600\tH1\t0\t+\nc\tx\t600\tH2\t0\t-\n";
+        let (_d, p) = write(text, "h.bed");
+        let e = read_tss(&p, TssFormat::Bed, "gene", BedTssMode::Center)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("h.bed: line 3"), "{e}");
     }
 
     #[test]

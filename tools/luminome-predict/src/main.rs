@@ -1,9 +1,6 @@
 use clap::Parser;
 
-fn main() {
+fn main() -> std::process::ExitCode {
     let args = luminome_predict::args::PredictArgs::parse();
-    if let Err(e) = luminome_predict::run(&args) {
-        eprintln!("luminome-predict: error: {e:#}");
-        std::process::exit(1);
-    }
+    luminome_cli::run_main("luminome-predict", || luminome_predict::run(&args))
 }

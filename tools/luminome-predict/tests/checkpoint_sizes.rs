@@ -98,3 +98,48 @@ fn outputs_that_name_an_input_or_each_other_are_refused() {
     assert_eq!(std::fs::read(&ds).unwrap(), before);
     assert!(!p.exists());
 }
+
+#[test]
+fn a_checkpoint_with_a_nan_weight_is_refused_naming_the_tensor() {
+    // One NaN used to give NaN probabilities beside normal-looking metrics.
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dir.path().join("ds.safetensors");
+    write_dataset(
+        &ds,
+        &[rec("ACGTTATAGC", Some(1)), rec("GGCATTA", Some(0))],
+        12,
+    );
+    let (md, mut tensors) = read_safetensors(&fixture_checkpoint("mean"), &Device::Cpu).unwrap();
+    let name = "adapter.head.bias".to_string();
+    let b = &tensors[&name];
+    let mut v: Vec<f32> = b.flatten_all().unwrap().to_vec1().unwrap();
+    v[0] = f32::NAN;
+    tensors.insert(
+        name,
+        candle_core::Tensor::from_vec(v, b.shape(), &Device::Cpu).unwrap(),
+    );
+    let mut t: Vec<(String, candle_core::Tensor)> = tensors.into_iter().collect();
+    t.sort_by(|a, b| a.0.cmp(&b.0));
+    let ck = dir.path().join("nan.safetensors");
+    write_safetensors(&ck, &t, md.into_iter().collect())
+        .unwrap()
+        .commit()
+        .unwrap();
+    let out = dir.path().join("p.tsv");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_luminome-predict"))
+        .arg("--checkpoint")
+        .arg(&ck)
+        .arg("--dataset")
+        .arg(&ds)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("nan.safetensors: tensor adapter.head.bias holds NaN"),
+        "{e}"
+    );
+    assert!(!out.exists());
+}

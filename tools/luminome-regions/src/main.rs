@@ -4,16 +4,12 @@ use clap::Parser;
 use luminome_regions::args::Args;
 use luminome_regions::pipeline;
 
-fn main() {
+fn main() -> std::process::ExitCode {
     let args = Args::parse();
     luminome_cli::set_threads(args.threads);
-    let result = (|| -> anyhow::Result<()> {
+    luminome_cli::run_main("luminome-regions", || {
         let cfg = args.into_config(luminome_cli::command_line())?;
         pipeline::run(&cfg)?;
         Ok(())
-    })();
-    if let Err(e) = result {
-        eprintln!("luminome-regions: error: {e:#}");
-        std::process::exit(1);
-    }
+    })
 }

@@ -254,11 +254,16 @@ pub fn run(cfg: &Config) -> Result<Summary> {
             cfg.expression_duplicates,
         )?;
         log(format!(
-            "{}: {} expression values ({}) from {}",
+            "{}: {} expression values ({}) from {}{}",
             e.cell_type,
             t.len(),
             t.value_column,
-            e.path.display()
+            e.path.display(),
+            if t.missing > 0 {
+                format!("; {} rows with a missing value (NA) left out", t.missing)
+            } else {
+                String::new()
+            }
         ));
         expression.insert(e.cell_type.clone(), t);
     }

@@ -168,3 +168,45 @@ fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
     );
     assert_eq!(std::fs::read(&reference).unwrap(), before);
 }
+
+#[test]
+fn a_damaged_bigwig_is_refused_naming_it_not_a_panic() {
+    // Four bytes flipped inside a compressed data block: bigtools unwraps the BadData it meets
+    // (a panic before this was caught at our boundary).
+    let dir = tempfile::tempdir().unwrap();
+    let bw = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/acc.K562.slice.bw");
+    let mut bytes = std::fs::read(bw).unwrap();
+    for b in &mut bytes[3898..3902] {
+        *b ^= 0xff;
+    }
+    let damaged = dir.path().join("damaged.bw");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let args = with(
+        base_args(),
+        "--accessibility",
+        Some(&format!("K562={}", damaged.display())),
+    );
+    // assert_refused also checks that no "panicked" reached stderr and nothing was left.
+    assert_refused(args, "damaged.bw", "corrupt data");
+}
+
+#[test]
+fn bedgraph_values_that_are_not_coverages_are_refused_with_their_line() {
+    // NaN reached the features; inf and negatives were taken as they are.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(data("chr22_slice/acc.K562.bedgraph")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    for bad in ["nan", "inf", "-2"] {
+        let mut f: Vec<String> = lines[1].split('\t').map(String::from).collect();
+        f[3] = bad.to_string();
+        let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        out[1] = f.join("\t");
+        let p = temp_file(dir.path(), "bad.bedgraph", &(out.join("\n") + "\n"));
+        let args = with(
+            base_args(),
+            "--accessibility",
+            Some(&format!("K562={}", p.display())),
+        );
+        assert_refused(args, "bad.bedgraph: line 2", "not a coverage");
+    }
+}

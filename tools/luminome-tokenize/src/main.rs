@@ -8,11 +8,5 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    match run(&args) {
-        Ok(_) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("luminome-tokenize: error: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    luminome_cli::run_main("luminome-tokenize", || run(&args).map(|_| ()))
 }

@@ -133,6 +133,21 @@ fn clean_or_fail(
     })
 }
 
+/// Drops the buffered bases before record offset `keep_from` (`b`/`s` start at `buf_start`) —
+/// but only once they are at least half the buffer (or 64 kb): dropping per window moved the
+/// rest of the buffer every time, quadratic on a chromosome written as one line.
+fn compact(b: &mut Vec<u8>, s: &mut Vec<u8>, buf_start: &mut u64, keep_from: u64) {
+    if keep_from <= *buf_start {
+        return;
+    }
+    let drop = ((keep_from - *buf_start) as usize).min(b.len());
+    if drop >= (b.len() / 2).max(1 << 16) || drop == b.len() {
+        b.drain(..drop);
+        s.drain(..drop);
+        *buf_start += drop as u64;
+    }
+}
+
 /// Reads a CSV/TSV sequence table.
 pub fn read_table(
     path: &Path,
@@ -227,14 +242,16 @@ pub fn read_bed(
             ))
             .into());
         };
+        // Coordinates are below 2^40 (the BED reader's bound), so sums do not overflow; widths
+        // and flanks are added saturating and then checked against the chromosome.
         let (mut start, mut end) = (rec.start, rec.end);
         if let Some(w) = opts.width {
             let centre = rec
                 .summit()
                 .map(|p| rec.start + p)
-                .unwrap_or((rec.start + rec.end) / 2);
+                .unwrap_or(rec.start + (rec.end - rec.start) / 2);
             start = centre.saturating_sub(w / 2);
-            end = start + w;
+            end = start.saturating_add(w);
         }
         let start = start.checked_sub(opts.flank).ok_or_else(|| {
             err(format!(
@@ -242,7 +259,7 @@ pub fn read_bed(
                 rec.chrom, opts.flank
             ))
         })?;
-        let end = end + opts.flank;
+        let end = end.saturating_add(opts.flank);
         if end > chrom_len {
             return Err(err(format!(
                 "interval {}:{start}-{end} runs past the end of {} (length {chrom_len})",
@@ -346,12 +363,7 @@ pub fn read_fastx(
                             clean_or_fail(&raw, opts.policy, &mut b, &mut s, changes, read, &err)?;
                             read += raw.len() as u64;
                             // Drop bases before the next window (stride > size skips bases).
-                            if buf_start < next {
-                                let drop = ((next - buf_start) as usize).min(b.len());
-                                b.drain(..drop);
-                                s.drain(..drop);
-                                buf_start += drop as u64;
-                            }
+                            compact(&mut b, &mut s, &mut buf_start, next);
                         } else {
                             finished = true;
                         }
@@ -375,10 +387,7 @@ pub fn read_fastx(
                         break;
                     }
                     next += stride as u64;
-                    let drop = ((next.min(buf_end) - buf_start) as usize).min(b.len());
-                    b.drain(..drop);
-                    s.drain(..drop);
-                    buf_start += drop as u64;
+                    compact(&mut b, &mut s, &mut buf_start, next.min(buf_end));
                 }
                 if !batch.is_empty() {
                     sink(Message::Units(std::mem::take(&mut batch)))?;

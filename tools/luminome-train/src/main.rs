@@ -7,11 +7,5 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     let cli = luminome_train::Cli::parse();
-    match luminome_train::run_cli(cli) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("luminome-train: error: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    luminome_cli::run_main("luminome-train", || luminome_train::run_cli(cli))
 }

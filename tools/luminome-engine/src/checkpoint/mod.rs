@@ -60,6 +60,26 @@ impl Checkpoint {
                     path.display()
                 )
             })?;
+        // A NaN or infinite weight makes every prediction NaN while metrics computed from them
+        // can still look normal: refuse the file, naming the tensor.
+        let mut names: Vec<&String> = tensors.keys().collect();
+        names.sort();
+        for name in names {
+            let t = &tensors[name];
+            if t.dtype().is_float() {
+                let s = t
+                    .to_dtype(DType::F64)?
+                    .abs()?
+                    .sum_all()?
+                    .to_scalar::<f64>()?;
+                if !s.is_finite() {
+                    anyhow::bail!(
+                        "{}: tensor {name} holds NaN or infinite values; the checkpoint is corrupt (or its training diverged)",
+                        path.display()
+                    );
+                }
+            }
+        }
         let varmap = VarMap::new();
         let vb = VarBuilder::from_varmap(&varmap, DType::F32, device);
         let model = meta.model.build(vb)?;

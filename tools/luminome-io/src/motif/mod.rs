@@ -122,9 +122,19 @@ pub fn read_motifs(
     format: Option<MotifFormat>,
 ) -> Result<Vec<MotifRecord>, InputError> {
     let (mut reader, _) = crate::compress::open(path, 1)?;
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut reader, &mut text)
-        .map_err(|e| InputError::file(path, format!("cannot read the motif file as text: {e}")))?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut reader, &mut bytes)
+        .map_err(|e| crate::error::read_error(path, crate::error::Location::File, e))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        // Name the line of the first byte that is not UTF-8.
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+        InputError::line(
+            path,
+            line,
+            format!("byte {at} of the file is not UTF-8 text: a motif file is text (MEME, JASPAR, TRANSFAC or HOMER)"),
+        )
+    })?;
     let format = match format {
         Some(f) => f,
         None => MotifFormat::sniff(&text).ok_or_else(|| {
@@ -201,6 +211,18 @@ pub(crate) fn not_dna(path: &Path, line: u64, found: &str) -> InputError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn invalid_utf8_is_refused_with_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.meme");
+        std::fs::write(&p, b"MEME version 4\n\nALPHABET= ACGT\n\xff\xfe\n").unwrap();
+        let e = read_motifs(&p, None).unwrap_err().to_string();
+        assert!(
+            e.contains("m.meme: line 4") && e.contains("not UTF-8"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn sniffs_each_format() {

@@ -138,8 +138,21 @@ impl PairDataset {
                     self.records
                 );
             }
+            let (from_a, from_b) = (b.ids_a.len(), b.ids_b.len());
             ia.extend_u32(r, &mut b.ids_a);
             ib.extend_u32(r, &mut b.ids_b);
+            let vocab = self.meta.tokenizer.vocab_size() as u32;
+            if let Some(&id) = b.ids_a[from_a..]
+                .iter()
+                .chain(&b.ids_b[from_b..])
+                .find(|&&id| id >= vocab)
+            {
+                bail!(
+                    "{}: record {r}: token id {} is outside the vocabulary of {vocab} tokens",
+                    self.path.display(),
+                    id as i32
+                );
+            }
             la.extend_i64(r, &mut b.labels_a);
             lb.extend_i64(r, &mut b.labels_b);
             b.mask_positions.extend_from_slice(mp.row_bytes(r));

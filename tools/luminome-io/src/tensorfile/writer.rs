@@ -47,6 +47,8 @@ impl ColumnSpec {
 struct Column {
     spec: ColumnSpec,
     spill: BufWriter<tempfile::NamedTempFile>,
+    /// Keeps the spill file on the list an interrupted run removes.
+    _registered: crate::temps::Registered,
     rows: u64,
     /// Ragged columns: element count of each row.
     row_lens: Vec<u32>,
@@ -139,15 +141,17 @@ impl StreamingTensorWriter {
         let columns = specs
             .into_iter()
             .map(|spec| {
+                crate::temps::sweep_stale(&parent);
                 let tmp = tempfile::Builder::new()
-                    .prefix(".luminome-spill.")
-                    .suffix(".tmp")
+                    .prefix(&crate::temps::prefix("luminome-spill"))
+                    .suffix(crate::temps::SUFFIX)
                     .tempfile_in(&parent)
                     .with_context(|| {
                         format!("cannot create a spill file in {}", parent.display())
                     })?;
                 Ok(Column {
                     spec,
+                    _registered: crate::temps::Registered::new(tmp.path()),
                     spill: BufWriter::with_capacity(1 << 20, tmp),
                     rows: 0,
                     row_lens: Vec::new(),

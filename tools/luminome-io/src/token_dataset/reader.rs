@@ -180,9 +180,21 @@ impl TokenDataset {
             }
             let (s, row) = self.locate(r);
             let shard = &self.shards[s];
+            let before = b.input_ids.len();
             shard
                 .require("input_ids")?
                 .extend_u32(row, &mut b.input_ids);
+            // An id past the vocabulary (a negative one read from a signed tensor, say) has no
+            // embedding: refuse it here rather than let a model read garbage or fail without a
+            // file name.
+            let vocab = self.meta.tokenizer.vocab_size() as u32;
+            if let Some(&id) = b.input_ids[before..].iter().find(|&&id| id >= vocab) {
+                bail!(
+                    "{}: record {r}: token id {} is outside the vocabulary of {vocab} tokens",
+                    self.path.display(),
+                    id as i32
+                );
+            }
             b.attention_mask
                 .extend_from_slice(shard.require("attention_mask")?.row_bytes(row));
             if let Some(sm) = b.soft_mask.as_mut() {
@@ -198,5 +210,90 @@ impl TokenDataset {
     /// Reads the record index beside the dataset.
     pub fn read_index(&self) -> Result<Vec<IndexRow>> {
         read_index(&index_path_for(&self.path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::token_dataset::{IndexRow, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow};
+
+    /// A two-record dataset, then the same with its ids rewritten as i64 with a −1 in record 1.
+    #[test]
+    fn a_token_id_outside_the_vocabulary_is_refused_naming_the_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good.safetensors");
+        let mut w = TokenDatasetWriter::new(TokenDatasetWriterOptions {
+            dest: good.clone(),
+            tokenizer: TokenizerInfo::nucleotide(true, true),
+            max_length: Some(4),
+            has_labels: false,
+            has_soft_mask: false,
+            shard_records: None,
+            rc: "none".into(),
+            sources: vec![],
+            tool: "test".into(),
+            tool_version: "0".into(),
+            command_line: String::new(),
+        })
+        .unwrap();
+        for i in 0..2u64 {
+            w.push(TokenRow {
+                ids: &[1, 5, 6, 2],
+                soft_mask: None,
+                label: None,
+                index: IndexRow {
+                    record: i,
+                    shard: 0,
+                    name: format!("s{i}"),
+                    coords: ".".into(),
+                    seq_length: 2,
+                    window_offset: 0,
+                    window_length: 2,
+                    strand: '+',
+                },
+            })
+            .unwrap();
+        }
+        w.finish().unwrap();
+        assert_eq!(
+            TokenDataset::open(&good)
+                .unwrap()
+                .batch(&[0, 1])
+                .unwrap()
+                .input_ids
+                .len(),
+            8
+        );
+        let bytes = std::fs::read(&good).unwrap();
+        let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+        let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+        let ids: Vec<u8> = [1i64, 5, 6, 2, 1, -1, 6, 2]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let mask = st.tensor("attention_mask").unwrap();
+        let views = vec![
+            (
+                "input_ids".to_string(),
+                safetensors::tensor::TensorView::new(safetensors::Dtype::I64, vec![2, 4], &ids)
+                    .unwrap(),
+            ),
+            ("attention_mask".to_string(), mask),
+        ];
+        let bad = dir.path().join("bad.safetensors");
+        safetensors::serialize_to_file(views, meta.metadata().clone(), &bad).unwrap();
+        std::fs::copy(
+            dir.path().join("good.index.tsv"),
+            dir.path().join("bad.index.tsv"),
+        )
+        .unwrap();
+        let ds = TokenDataset::open(&bad).unwrap();
+        assert!(ds.batch(&[0]).is_ok());
+        let e = ds.batch(&[1]).unwrap_err().to_string();
+        assert!(
+            e.contains("bad.safetensors: record 1: token id -1 is outside the vocabulary of 10"),
+            "{e}"
+        );
     }
 }

@@ -122,6 +122,16 @@ fn read_bedgraph(
                     format!("value {:?} is not a number", rec.name),
                 )
             })?;
+        // Coverage, counts or signal per base: NaN, infinities and negatives would reach the
+        // features (a NaN accessibility poisons every model that reads it).
+        if !(value.is_finite() && value >= 0.0) {
+            return Err(InputError::line(
+                path,
+                rec.line,
+                format!("value {value} is not a coverage (a finite number ≥ 0)"),
+            )
+            .into());
+        }
         by_chrom
             .entry(rename.apply(&rec.chrom).into_owned())
             .or_default()
