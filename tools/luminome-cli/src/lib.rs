@@ -13,15 +13,15 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 #[derive(Debug, Clone, clap::Args)]
 pub struct RuntimeArgs {
     /// Threads (default: all cores).
-    #[arg(long)]
+    #[arg(help_heading = "Runtime", long)]
     pub threads: Option<usize>,
 
     /// cpu, cuda, cuda:N or metal (CUDA/Metal need a build with --features cuda / metal).
-    #[arg(long, default_value = "cpu")]
+    #[arg(help_heading = "Runtime", long, default_value = "cpu")]
     pub device: String,
 
     /// No progress or summary on stderr (errors are still reported).
-    #[arg(short, long)]
+    #[arg(help_heading = "Runtime", short, long)]
     pub quiet: bool,
 }
 
@@ -60,6 +60,28 @@ pub fn thread_count(requested: Option<usize>) -> usize {
         }
         Some(n) => n,
     }
+}
+
+/// A training progress bar over `steps` optimizer steps, with its ETA and the last loss as its
+/// message; drawn only when stderr is a terminal and not `quiet` (logs then print above it with
+/// `ProgressBar::println`; elsewhere they go to stderr line by line).
+pub fn step_bar(steps: u64, done: u64, quiet: bool) -> indicatif::ProgressBar {
+    if quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(steps),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] step {pos}/{len}, ETA {eta} {msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_position(done);
+    bar
 }
 
 /// A progress bar over `len` records on stderr, drawn only when stderr is a terminal and not

@@ -20,6 +20,8 @@ pub struct ExtraOutputs {
     /// The variants file the VCF output copies its records from [default: the one the dataset
     /// was built from].
     pub variants: Option<PathBuf>,
+    /// Chromosome sizes (a `.fai` or `chrom.sizes`) for a bigWig track.
+    pub chrom_sizes: Option<PathBuf>,
 }
 
 impl ExtraOutputs {

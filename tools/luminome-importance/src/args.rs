@@ -96,12 +96,12 @@ Tabular models (luminome-train tabular on a CSV/TSV table):
 pub struct ImportanceArgs {
     /// Classifier checkpoint (luminome-train classify) or expression checkpoint (luminome-train
     /// expression).
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub checkpoint: PathBuf,
 
     /// Token dataset (luminome-tokenize output) tokenized like the model's training data; a
     /// region dataset (luminome-regions) for expression models.
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub dataset: PathBuf,
 
     /// gates (DynamicGated models), saliency (gradient × input), ig (integrated gradients) or
@@ -110,15 +110,20 @@ pub struct ImportanceArgs {
     pub method: Method,
 
     /// Per-token scores (TSV).
-    #[arg(short, long)]
+    #[arg(help_heading = "Outputs", short, long)]
     pub output: PathBuf,
 
-    /// Also a per-base bedGraph on genomic coordinates (records with coordinates only).
-    #[arg(long)]
+    /// Also a per-base track on genomic coordinates (records with coordinates only): bedGraph,
+    /// or bigWig when the name ends in .bw/.bigwig (also --bigwig; needs --chrom-sizes).
+    #[arg(help_heading = "Outputs", long, alias = "bigwig")]
     pub bedgraph: Option<PathBuf>,
 
+    /// Chromosome sizes for a bigWig track: the reference's .fai or a chrom.sizes file.
+    #[arg(help_heading = "Outputs", long)]
+    pub chrom_sizes: Option<PathBuf>,
+
     /// Also an .npz with contrib / onehot arrays (N, 4, L) for TF-MoDISco-style tools.
-    #[arg(long)]
+    #[arg(help_heading = "Outputs", long)]
     pub npz: Option<PathBuf>,
 
     /// Only the first N selected records.
@@ -151,7 +156,7 @@ pub struct ImportanceArgs {
 
     /// Tabular models: also the global ranking of the columns (TSV: feature, mean |score|,
     /// mean score, samples, rank).
-    #[arg(long)]
+    #[arg(help_heading = "Outputs", long)]
     pub ranking: Option<PathBuf>,
 
     /// Expression models trained with --holdout: explain only this part of their split.

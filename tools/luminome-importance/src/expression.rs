@@ -206,13 +206,19 @@ pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
             } else {
                 "summed contribution"
             };
-            let mut w = BedGraphWriter::create(
+            let sizes = args
+                .chrom_sizes
+                .as_deref()
+                .map(luminome_io::bigwig::ChromSizes::read)
+                .transpose()?;
+            let mut w = BedGraphWriter::create_track(
                 path,
                 Some(&format!(
                     "track type=bedGraph name=\"luminome-importance {}\" description=\"mean {what} per region over {} samples\"",
                     args.method.name(),
                     records.len()
                 )),
+                sizes,
             )?;
             for ((chrom, start, end), (sum, count)) in &track {
                 w.push(chrom, *start, *end, (sum / f64::from(*count)) as f32)?;

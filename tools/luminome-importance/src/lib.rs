@@ -185,6 +185,19 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
             ("the index of --dataset", dataset_index.as_path()),
         ],
     )?;
+    {
+        use luminome_io::atomic::{check_extension, OutputKind};
+        check_extension("-o", &args.output, OutputKind::Tsv)?;
+        for (flag, path, kind) in [
+            ("--bedgraph", &args.bedgraph, OutputKind::BedGraph),
+            ("--npz", &args.npz, OutputKind::Npz),
+            ("--ranking", &args.ranking, OutputKind::Tsv),
+        ] {
+            if let Some(p) = path {
+                check_extension(flag, p, kind)?;
+            }
+        }
+    }
     let kind = luminome_engine::checkpoint::read_checkpoint_meta(&args.checkpoint)?
         .model
         .kind();
@@ -358,7 +371,8 @@ where
             }
             Some(t.write(
                 path,
-                &format!("luminome-importance {:?}", args.method).to_lowercase(),
+                &format!("luminome-importance {}", args.method.name()),
+                args.chrom_sizes.as_deref(),
             )?)
         }
         _ => None,

@@ -70,10 +70,19 @@ impl GenomeTrack {
 
     /// Writes the track (chromosomes in lexicographic order, as `sort -k1,1 -k2,2n` and
     /// bedGraphToBigWig expect) into an uncommitted writer.
-    pub fn write(&self, dest: &Path, track_name: &str) -> Result<BedGraphWriter> {
-        let mut w = BedGraphWriter::create(
+    pub fn write(
+        &self,
+        dest: &Path,
+        track_name: &str,
+        chrom_sizes: Option<&Path>,
+    ) -> Result<BedGraphWriter> {
+        let sizes = chrom_sizes
+            .map(luminome_io::bigwig::ChromSizes::read)
+            .transpose()?;
+        let mut w = BedGraphWriter::create_track(
             dest,
             Some(&format!("track type=bedGraph name=\"{track_name}\"")),
+            sizes,
         )?;
         for (chrom, bases) in &self.bases {
             for (&pos, &(sum, n)) in bases {

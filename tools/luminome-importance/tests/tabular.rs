@@ -115,7 +115,13 @@ fn outputs_that_name_an_input_or_each_other_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let ck = checkpoint(dir.path(), MLP);
     let before = std::fs::read(&ck).unwrap();
+    let table = dir.path().join("t.tsv");
+    let table_before = std::fs::read(&table).unwrap();
     for (extra, want) in [
+        (
+            vec!["--method", "saliency", "--ranking", table.to_str().unwrap()],
+            "would destroy the input",
+        ),
         (
             vec!["--method", "saliency", "--ranking", ck.to_str().unwrap()],
             "would destroy the input",
@@ -136,5 +142,6 @@ fn outputs_that_name_an_input_or_each_other_are_refused() {
         assert!(e.contains(want), "{extra:?}: {e}");
     }
     assert_eq!(std::fs::read(&ck).unwrap(), before);
+    assert_eq!(std::fs::read(&table).unwrap(), table_before);
     assert!(!dir.path().join("imp.tsv").exists());
 }

@@ -24,8 +24,17 @@ impl Drop for AtomicFile {
     }
 }
 
+/// Whether an output path means standard output (`-`).
+pub fn is_stdout(dest: &Path) -> bool {
+    dest.as_os_str() == "-"
+}
+
 /// Checks that the folder `dest` will be written into exists, with a message that names it.
+/// `-` (standard output) needs no folder.
 pub fn check_output_dir(dest: &Path) -> Result<PathBuf> {
+    if is_stdout(dest) {
+        return Ok(PathBuf::from("."));
+    }
     let parent = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -44,6 +53,106 @@ pub fn check_output_dir(dest: &Path) -> Result<PathBuf> {
         );
     }
     Ok(parent)
+}
+
+/// What an output file holds, for [`check_extension`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputKind {
+    Safetensors,
+    Tsv,
+    Npz,
+    Vcf,
+    BedGraph,
+    BigWig,
+}
+
+impl OutputKind {
+    /// The extensions a file of this kind may carry.
+    fn extensions(self) -> &'static [&'static str] {
+        match self {
+            Self::Safetensors => &["safetensors"],
+            Self::Tsv => &["tsv", "txt", "tab"],
+            Self::Npz => &["npz"],
+            Self::Vcf => &["vcf", "vcf.gz", "vcf.bgz"],
+            Self::BedGraph => &["bedgraph", "bdg", "bg", "bw", "bigwig"],
+            Self::BigWig => &["bw", "bigwig"],
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Safetensors => "a safetensors file",
+            Self::Tsv => "a TSV table",
+            Self::Npz => "an npz archive",
+            Self::Vcf => "a VCF",
+            Self::BedGraph => "a track (bedGraph, or bigWig)",
+            Self::BigWig => "a bigWig",
+        }
+    }
+}
+
+/// Extensions of formats this suite reads or writes: an output named with one of them that is
+/// not its own kind's is refused (`-o out.npz` for a safetensors dataset). Other names pass.
+const KNOWN_EXTENSIONS: &[&str] = &[
+    "safetensors",
+    "tsv",
+    "txt",
+    "tab",
+    "csv",
+    "npz",
+    "npy",
+    "vcf",
+    "vcf.gz",
+    "vcf.bgz",
+    "bcf",
+    "bedgraph",
+    "bdg",
+    "bg",
+    "bw",
+    "bigwig",
+    "bed",
+    "narrowpeak",
+    "fa",
+    "fasta",
+    "fna",
+    "fq",
+    "fastq",
+    "gz",
+    "bam",
+    "json",
+    "gtf",
+    "gff",
+    "gff3",
+    "meme",
+];
+
+/// Refuses an output path (given with `flag`) whose extension names another format than
+/// `kind` writes. `-` (standard output) passes.
+pub fn check_extension(flag: &str, path: &Path, kind: OutputKind) -> Result<()> {
+    if is_stdout(path) {
+        return Ok(());
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let ext_of = |e: &str| name.len() > e.len() + 1 && name.ends_with(&format!(".{e}"));
+    if kind.extensions().iter().any(|e| ext_of(e)) {
+        return Ok(());
+    }
+    if let Some(other) = KNOWN_EXTENSIONS
+        .iter()
+        .filter(|e| ext_of(e))
+        .max_by_key(|e| e.len())
+    {
+        bail!(
+            "{flag} {}: this output is {} (.{}), not a .{other} file; name it accordingly",
+            path.display(),
+            kind.name(),
+            kind.extensions()[0]
+        );
+    }
+    Ok(())
 }
 
 /// A file's identity: its canonical path, and (dev, inode) when it exists (hard links).
@@ -65,13 +174,30 @@ fn identity(p: &Path) -> (Option<PathBuf>, Option<(u64, u64)>) {
 /// writing would replace the input (or one output would replace the other). Compares canonical
 /// paths (symlinks, `./`, `..`) and, for files that exist, device and inode (hard links).
 pub fn check_outputs_distinct(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)]) -> Result<()> {
+    let to_stdout: Vec<&str> = outputs
+        .iter()
+        .filter(|(_, p)| is_stdout(p))
+        .map(|(f, _)| *f)
+        .collect();
+    if to_stdout.len() > 1 {
+        bail!(
+            "{} all write to standard output (-); give all but one a file name",
+            to_stdout.join(" and ")
+        );
+    }
     let ids: Vec<_> = outputs.iter().map(|(_, p)| identity(p)).collect();
     for (i, (flag, out)) in outputs.iter().enumerate() {
+        if is_stdout(out) {
+            continue;
+        }
         let same = |other: &(Option<PathBuf>, Option<(u64, u64)>)| {
             (ids[i].0.is_some() && ids[i].0 == other.0)
                 || (ids[i].1.is_some() && ids[i].1 == other.1)
         };
         for (in_flag, input) in inputs {
+            if crate::compress::is_stdin(input) {
+                continue;
+            }
             if same(&identity(input)) {
                 bail!(
                     "{flag} {} is the input {in_flag} {}: writing it would destroy the input; choose another output path",
@@ -96,6 +222,11 @@ pub fn check_outputs_distinct(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)
 impl AtomicFile {
     pub fn create(dest: impl AsRef<Path>) -> Result<Self> {
         let dest = dest.as_ref().to_path_buf();
+        if is_stdout(&dest) {
+            bail!(
+                "- (standard output) takes text tables only; this output is a binary file: name it"
+            );
+        }
         let parent = check_output_dir(&dest)?;
         let file_name = dest
             .file_name()
@@ -147,9 +278,15 @@ impl AtomicFile {
     }
 }
 
-/// A buffered text/bytes writer over an [`AtomicFile`].
+/// A buffered text/bytes writer over an [`AtomicFile`], or over standard output when created
+/// for `-` (text outputs a user pipes on: there the output is written as it comes).
 pub struct AtomicWriter {
-    inner: BufWriter<AtomicFile>,
+    inner: WriterInner,
+}
+
+enum WriterInner {
+    File(BufWriter<AtomicFile>),
+    Stdout(BufWriter<std::io::Stdout>),
 }
 
 impl Write for AtomicFile {
@@ -163,29 +300,43 @@ impl Write for AtomicFile {
 
 impl AtomicWriter {
     pub fn create(dest: impl AsRef<Path>) -> Result<Self> {
-        Ok(Self {
-            inner: BufWriter::with_capacity(1 << 20, AtomicFile::create(dest)?),
-        })
+        let inner = if is_stdout(dest.as_ref()) {
+            WriterInner::Stdout(BufWriter::with_capacity(1 << 16, std::io::stdout()))
+        } else {
+            WriterInner::File(BufWriter::with_capacity(1 << 20, AtomicFile::create(dest)?))
+        };
+        Ok(Self { inner })
     }
 
     pub fn commit(self) -> Result<()> {
-        let file = self
-            .inner
-            .into_inner()
-            .map_err(|e| anyhow::anyhow!("cannot flush output: {}", e.error()))?;
-        file.commit()
+        match self.inner {
+            WriterInner::File(w) => {
+                let file = w
+                    .into_inner()
+                    .map_err(|e| anyhow::anyhow!("cannot flush output: {}", e.error()))?;
+                file.commit()
+            }
+            WriterInner::Stdout(mut w) => w.flush().context("cannot write to standard output"),
+        }
+    }
+
+    fn writer(&mut self) -> &mut dyn Write {
+        match &mut self.inner {
+            WriterInner::File(w) => w,
+            WriterInner::Stdout(w) => w,
+        }
     }
 }
 
 impl Write for AtomicWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.inner.write(buf)
+        self.writer().write(buf)
     }
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        self.inner.write_all(buf)
+        self.writer().write_all(buf)
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
+        self.writer().flush()
     }
 }
 
@@ -210,6 +361,25 @@ impl Commit for AtomicWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn extensions_of_other_formats_are_refused() {
+        let p = |s: &str| PathBuf::from(s);
+        assert!(check_extension("-o", &p("x.safetensors"), OutputKind::Safetensors).is_ok());
+        assert!(check_extension("-o", &p("x"), OutputKind::Safetensors).is_ok());
+        assert!(check_extension("-o", &p("run.v2.out"), OutputKind::Tsv).is_ok());
+        assert!(check_extension("-o", &p("-"), OutputKind::Tsv).is_ok());
+        assert!(check_extension("--vcf", &p("s.vcf.gz"), OutputKind::Vcf).is_ok());
+        let e = check_extension("-o", &p("d/out.npz"), OutputKind::Safetensors).unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "-o d/out.npz: this output is a safetensors file (.safetensors), not a .npz file"
+            ),
+            "{e}"
+        );
+        assert!(check_extension("--npz", &p("a.safetensors"), OutputKind::Npz).is_err());
+        assert!(check_extension("-o", &p("p.fa.gz"), OutputKind::Tsv).is_err());
+    }
 
     #[test]
     fn outputs_that_are_inputs_by_link_or_path_are_refused() {

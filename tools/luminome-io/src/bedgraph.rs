@@ -3,20 +3,42 @@
 //! The writer takes base-level values in genome order and merges runs of adjacent bases with
 //! the same value into one line, so the file stays small and is valid input for
 //! `bedGraphToBigWig` (sorted, non-overlapping). Written atomically (see [`crate::atomic`]).
+//!
+//! [`BedGraphWriter::create_track`] writes a bigWig instead when the destination ends in `.bw`
+//! or `.bigwig` (bigtools' writer; the chromosome sizes come from a `.fai` or `chrom.sizes`
+//! file), so genome browsers load one indexed file.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
 use crate::atomic::AtomicWriter;
+use crate::bigwig::ChromSizes;
 
 pub struct BedGraphWriter {
-    out: AtomicWriter,
+    out: Sink,
     /// The interval being extended: chrom, start, end, value.
     pending: Option<(String, u64, u64, f32)>,
     /// Chromosomes already left behind: coming back to one would break the sort order.
     finished_chroms: std::collections::HashSet<String>,
+}
+
+/// Where the merged intervals go.
+enum Sink {
+    Text(AtomicWriter),
+    /// Collected, then written as a bigWig on commit.
+    BigWig {
+        dest: PathBuf,
+        sizes: ChromSizes,
+        intervals: Vec<(String, u64, u64, f32)>,
+    },
+}
+
+/// Whether a track destination is a bigWig (by its name).
+pub fn is_bigwig(dest: &Path) -> bool {
+    let name = dest.to_string_lossy().to_ascii_lowercase();
+    name.ends_with(".bw") || name.ends_with(".bigwig")
 }
 
 impl BedGraphWriter {
@@ -27,10 +49,47 @@ impl BedGraphWriter {
             writeln!(out, "{t}")?;
         }
         Ok(Self {
-            out,
+            out: Sink::Text(out),
             pending: None,
             finished_chroms: Default::default(),
         })
+    }
+
+    /// A bedGraph, or a bigWig when `dest` ends in `.bw`/`.bigwig` (then the chromosome sizes
+    /// are required).
+    pub fn create_track(
+        dest: impl AsRef<Path>,
+        track_line: Option<&str>,
+        chrom_sizes: Option<ChromSizes>,
+    ) -> Result<Self> {
+        let dest = dest.as_ref();
+        if !is_bigwig(dest) {
+            return Self::create(dest, track_line);
+        }
+        let Some(sizes) = chrom_sizes else {
+            bail!(
+                "{}: a bigWig needs the chromosome sizes: give --chrom-sizes (the reference's .fai or a chrom.sizes file)",
+                dest.display()
+            );
+        };
+        crate::atomic::check_output_dir(dest)?;
+        Ok(Self {
+            out: Sink::BigWig {
+                dest: dest.to_path_buf(),
+                sizes,
+                intervals: Vec::new(),
+            },
+            pending: None,
+            finished_chroms: Default::default(),
+        })
+    }
+
+    fn emit(&mut self, c: String, s: u64, e: u64, v: f32) -> Result<()> {
+        match &mut self.out {
+            Sink::Text(out) => writeln!(out, "{c}\t{s}\t{e}\t{v}")?,
+            Sink::BigWig { intervals, .. } => intervals.push((c, s, e, v)),
+        }
+        Ok(())
     }
 
     /// Adds `value` over `[start, end)` of `chrom`. Intervals must come sorted within a
@@ -57,10 +116,10 @@ impl BedGraphWriter {
 
     fn flush_pending(&mut self, next_chrom: &str) -> Result<()> {
         if let Some((c, s, e, v)) = self.pending.take() {
-            writeln!(self.out, "{c}\t{s}\t{e}\t{v}")?;
             if c != next_chrom {
-                self.finished_chroms.insert(c);
+                self.finished_chroms.insert(c.clone());
             }
+            self.emit(c, s, e, v)?;
         }
         if self.finished_chroms.contains(next_chrom) {
             bail!("internal: bedGraph chromosome {next_chrom} came back after another one");
@@ -71,9 +130,16 @@ impl BedGraphWriter {
     /// Writes the last interval and moves the file to its final name.
     pub fn commit(mut self) -> Result<()> {
         if let Some((c, s, e, v)) = self.pending.take() {
-            writeln!(self.out, "{c}\t{s}\t{e}\t{v}")?;
+            self.emit(c, s, e, v)?;
         }
-        self.out.commit()
+        match self.out {
+            Sink::Text(out) => out.commit(),
+            Sink::BigWig {
+                dest,
+                sizes,
+                intervals,
+            } => crate::bigwig::write_bigwig(&dest, &sizes, intervals)?.commit(),
+        }
     }
 }
 

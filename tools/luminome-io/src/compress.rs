@@ -31,25 +31,36 @@ pub fn detect(magic: &[u8]) -> Compression {
     }
 }
 
-/// Opens `path` for buffered reading, decompressing as needed. With `threads > 1`, BGZF blocks
-/// are decompressed in parallel.
+/// Whether `path` names standard input (`-`).
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Opens `path` (`-`: standard input) for buffered reading, decompressing as needed. The input
+/// is opened and read once — the compression is sniffed from its first bytes, which are then
+/// read again from memory — so pipes, `/dev/stdin` and process substitution work. With
+/// `threads > 1`, BGZF blocks are decompressed in parallel.
 pub fn open(
     path: &Path,
     threads: usize,
 ) -> Result<(Box<dyn BufRead + Send>, Compression), InputError> {
-    let mut file =
-        File::open(path).map_err(|e| InputError::file(path, format!("cannot open: {e}")))?;
+    let mut source: Box<dyn Read + Send> = if is_stdin(path) {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(File::open(path).map_err(|e| InputError::file(path, format!("cannot open: {e}")))?)
+    };
     let mut magic = [0u8; 18];
     let mut n = 0;
     while n < magic.len() {
-        match file.read(&mut magic[n..]) {
+        match source.read(&mut magic[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(InputError::file(path, format!("cannot read: {e}"))),
         }
     }
     let compression = detect(&magic[..n]);
-    let file = File::open(path).map_err(|e| InputError::file(path, format!("cannot open: {e}")))?;
+    let file = std::io::Cursor::new(magic[..n].to_vec()).chain(source);
     const BUF: usize = 1 << 20;
     let reader: Box<dyn BufRead + Send> = match compression {
         Compression::None => Box::new(BufReader::with_capacity(BUF, file)),
@@ -84,6 +95,38 @@ pub fn open(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_read_once_whatever_its_compression() {
+        // Opened twice to sniff, a pipe lost its first bytes (a CSV its header) or hung.
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        for (name, bytes) in [
+            ("plain", b">a\nACGT\n".to_vec()),
+            ("gz", {
+                let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                e.write_all(b">a\nACGT\n").unwrap();
+                e.finish().unwrap()
+            }),
+        ] {
+            let fifo = dir.path().join(name);
+            assert!(std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success());
+            let writer = {
+                let fifo = fifo.clone();
+                std::thread::spawn(move || std::fs::write(fifo, bytes).unwrap())
+            };
+            let (mut r, _) = open(&fifo, 1).unwrap();
+            let mut text = String::new();
+            r.read_to_string(&mut text).unwrap();
+            writer.join().unwrap();
+            assert_eq!(text, ">a\nACGT\n", "{name}");
+        }
+    }
 
     #[test]
     fn detects_formats() {

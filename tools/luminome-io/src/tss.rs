@@ -107,8 +107,33 @@ fn gtf_attribute(attrs: &str, key: &str) -> Option<String> {
 fn gff_attribute(attrs: &str, key: &str) -> Option<String> {
     attrs.split(';').find_map(|kv| {
         let (k, v) = kv.trim().split_once('=')?;
-        (k == key).then(|| v.to_string())
+        (percent_decode(k) == key).then(|| percent_decode(v))
     })
+}
+
+/// GFF3 escapes `;`, `=`, `&`, `,`, tabs and other reserved characters in attributes as `%XX`
+/// (the GFF3 specification, "Column 9"): decode them. A `%` not followed by two hex digits is
+/// kept as it is.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    if !b.contains(&b'%') {
+        return s.to_string();
+    }
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push(h * 16 + l);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn read_gxf(
@@ -315,6 +340,17 @@ mod tests {
         );
         assert_eq!(g[0].gene_type.as_deref(), Some("protein_coding"));
         assert_eq!((g[1].name.as_str(), g[1].tss), ("G2", 39));
+    }
+
+    #[test]
+    fn gff3_attributes_are_percent_decoded() {
+        assert_eq!(percent_decode("A%3BB%2Cc%20d"), "A;B,c d");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+        let text = "chr1\tx\tgene\t5\t9\t.\t+\t.\tID=gene%3AE1;Name=AB%2C1\n";
+        let (_d, p) = write(text, "b.gff3");
+        let g = read_tss(&p, TssFormat::from_path(&p), "gene", BedTssMode::FivePrime).unwrap();
+        assert_eq!((g[0].id.as_str(), g[0].name.as_str()), ("gene:E1", "AB,1"));
     }
 
     #[test]

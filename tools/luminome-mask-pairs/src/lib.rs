@@ -88,6 +88,11 @@ fn check_args(a: &Args) -> Result<()> {
 pub fn run(a: &Args) -> Result<Summary> {
     let started = Instant::now();
     check_args(a)?;
+    luminome_io::atomic::check_extension(
+        "-o",
+        &a.output,
+        luminome_io::atomic::OutputKind::Safetensors,
+    )?;
     let threads = luminome_cli::thread_count(a.threads);
     let variants = a.variants.is_some();
     let mode = match a.mask.unwrap_or(if variants {

@@ -64,32 +64,38 @@ pub enum EmbedSide {
 #[command(name = "luminome-predict", version, about, after_help = EXAMPLES)]
 pub struct PredictArgs {
     /// Model checkpoint (.safetensors written by luminome-train).
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub checkpoint: PathBuf,
 
     /// Dataset to predict on: a token dataset (luminome-tokenize) for sequence models, tokenized
     /// like the model's training data; a pair dataset (luminome-mask-pairs) for bi-strand
     /// models; a region dataset (luminome-regions) for expression models; a feature table
     /// (CSV/TSV with the training columns) for tabular models.
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub dataset: PathBuf,
 
     /// Predictions TSV.
-    #[arg(short, long)]
+    #[arg(help_heading = "Outputs", short, long)]
     pub output: PathBuf,
 
     /// Also write the metrics as a TSV (metric, value); needs a dataset with labels.
-    #[arg(long)]
+    #[arg(help_heading = "Outputs", long)]
     pub metrics: Option<PathBuf>,
 
     /// Variant datasets: the scores as a VCF (the input's records with INFO added; BGZF when
     /// the name ends in .gz).
-    #[arg(long)]
+    #[arg(help_heading = "Outputs", long)]
     pub vcf: Option<PathBuf>,
 
-    /// Variant datasets: a bedGraph of the lowest LLR per position.
-    #[arg(long)]
+    /// Variant datasets: a track of the lowest LLR per position — bedGraph, or bigWig when the
+    /// name ends in .bw/.bigwig (also --bigwig).
+    #[arg(help_heading = "Outputs", long, alias = "bigwig")]
     pub bedgraph: Option<PathBuf>,
+
+    /// Chromosome sizes for a bigWig track: the reference's .fai or a chrom.sizes file
+    /// [default: the reference the dataset was built from, when it is still there].
+    #[arg(help_heading = "Outputs", long)]
+    pub chrom_sizes: Option<PathBuf>,
 
     /// Expression models trained with --holdout: predict only this part of their split
     /// (all, train, dev, test).
@@ -97,18 +103,18 @@ pub struct PredictArgs {
     pub subset: Option<luminome_engine::models::region::Subset>,
 
     /// The variants file --vcf copies records from [default: the one the dataset was built from].
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub variants: Option<PathBuf>,
 
     /// Dual encoders: the passage corpus to rank (a token dataset tokenized like the model's
     /// pairs, e.g. every window of a genome region); it must hold every query's positive
     /// passage [default: the distinct passages of --dataset].
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub corpus: Option<PathBuf>,
 
     /// Dual encoders: write the embeddings (safetensors: query and passage, or embedding for a
     /// token dataset; f32 [n, dim], L2-normalised) with an index TSV beside it.
-    #[arg(long)]
+    #[arg(help_heading = "Outputs", long)]
     pub embeddings: Option<PathBuf>,
 
     /// Dual encoders: pairs per batch of the in-batch metrics.

@@ -119,6 +119,20 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     .filter_map(|(f, p)| p.map(|p| (f, p.as_path())))
     .collect();
     luminome_io::atomic::check_outputs_distinct(&outputs, &inputs)?;
+    {
+        use luminome_io::atomic::{check_extension, OutputKind};
+        check_extension("-o", &args.output, OutputKind::Tsv)?;
+        for (flag, path, kind) in [
+            ("--metrics", &args.metrics, OutputKind::Tsv),
+            ("--vcf", &args.vcf, OutputKind::Vcf),
+            ("--bedgraph", &args.bedgraph, OutputKind::BedGraph),
+            ("--embeddings", &args.embeddings, OutputKind::Safetensors),
+        ] {
+            if let Some(p) = path {
+                check_extension(flag, p, kind)?;
+            }
+        }
+    }
     let device = parse_device(&args.runtime.device)?;
     let kind = read_checkpoint_meta(&args.checkpoint)?.model.kind();
     if kind == "dual" {
@@ -147,6 +161,7 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     let extra = ExtraOutputs {
         vcf: args.vcf.clone(),
         bedgraph: args.bedgraph.clone(),
+        chrom_sizes: args.chrom_sizes.clone(),
         variants: args.variants.clone(),
     };
     let mut predictor = open_predictor(&args.checkpoint, &args.dataset, device)?;

@@ -246,3 +246,24 @@ fn a_token_dataset_is_embedded_with_its_record_names() {
     assert_eq!((rows.len(), rows[5]["name"].as_str()), (32, "seq5"));
     assert_eq!(tsv(&d.join("c.index.tsv")).len(), 32);
 }
+
+#[test]
+fn a_dash_writes_the_table_to_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    setup(d);
+    let o = predict(&[
+        "--checkpoint",
+        &p(d, "dual.safetensors"),
+        "--dataset",
+        &p(d, "pairs.safetensors"),
+        "-o",
+        "-",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(text.lines().count(), 25, "a header and 24 queries");
+    assert!(text.starts_with("record\tname\trelevant"));
+    assert!(!d.join("-").exists(), "no file named -");
+}

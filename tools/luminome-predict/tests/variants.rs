@@ -313,3 +313,55 @@ fn datasets_and_checkpoints_that_do_not_fit_are_refused() {
         &["fewer.vcf: 2 of the dataset's 4 scored alleles are not in this file"],
     );
 }
+
+#[test]
+fn the_llr_track_can_be_a_bigwig_with_the_reference_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, ds) = inputs(dir.path(), "complement");
+    let ckpt = dir.path().join("m.safetensors");
+    bistrand_checkpoint(&ckpt, Pairing::Complement);
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let run = |track: &str| {
+        predict(&[
+            "--checkpoint",
+            ckpt.to_str().unwrap(),
+            "--dataset",
+            ds.to_str().unwrap(),
+            "-o",
+            &p("s.tsv"),
+            "--bigwig",
+            &p(track),
+            "--threads",
+            "1",
+        ])
+    };
+    // Chromosome sizes from the reference the dataset was built from.
+    let o = run("s.bw");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o2 = run("s.bedgraph");
+    assert!(o2.status.success());
+    let bg: Vec<(String, u64, u64, f32)> = std::fs::read_to_string(p("s.bedgraph"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (
+                f[0].to_string(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+                f[3].parse().unwrap(),
+            )
+        })
+        .collect();
+    let mut bw = luminome_io::bigwig::BigWigTrack::open(std::path::Path::new(&p("s.bw"))).unwrap();
+    let mut from_bw = Vec::new();
+    let mut chroms: Vec<String> = bg.iter().map(|r| r.0.clone()).collect();
+    chroms.dedup();
+    for c in chroms {
+        for i in bw.signal(&c).unwrap() {
+            from_bw.push((c.clone(), i.start, i.end, i.value));
+        }
+    }
+    assert_eq!(from_bw, bg, "the bigWig holds the bedGraph's intervals");
+}

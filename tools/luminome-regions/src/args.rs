@@ -119,27 +119,31 @@ enum FragArg {
 #[command(name = "luminome-regions", version, about, after_long_help = EXAMPLE, after_help = "See --help for a worked example.")]
 pub struct Args {
     /// Reference FASTA (plain, gzip or BGZF; a .fai next to it is used when present).
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub reference: PathBuf,
     /// Peaks (BED/narrowPeak); repeat for several cell types' sets, which are merged. Without
     /// peaks, peaks are called on the bigWig/bedGraph accessibility tracks.
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub peaks: Vec<PathBuf>,
     /// Accessibility per cell type: CELLTYPE=PATH or CELLTYPE=KIND:PATH, KIND one of bigwig,
     /// bedgraph, fragments, bam, counts (guessed from the file name when left out). Repeat per cell type.
-    #[arg(long, value_parser = AccessibilitySource::parse)]
+    #[arg(help_heading = "Inputs", long, value_parser = AccessibilitySource::parse)]
     pub accessibility: Vec<AccessibilitySource>,
     /// Reuse regions, raw accessibility and motif scores from an earlier run's *.regions.tsv.
-    #[arg(long, conflicts_with_all = ["peaks", "accessibility", "motifs", "motif_clusters"])]
+    #[arg(help_heading = "Inputs", long, conflicts_with_all = ["peaks", "accessibility", "motifs", "motif_clusters"])]
     pub reuse_regions: Option<PathBuf>,
     /// Motif database (MEME, JASPAR, TRANSFAC or HOMER; sniffed from the content).
-    #[arg(long, required_unless_present = "reuse_regions")]
+    #[arg(
+        help_heading = "Inputs",
+        long,
+        required_unless_present = "reuse_regions"
+    )]
     pub motifs: Option<PathBuf>,
     /// Motif file format, when sniffing is not wanted: meme, jaspar, transfac, homer.
     #[arg(long, value_parser = parse_motif_format)]
     pub motif_format: Option<MotifFormat>,
     /// Motif → cluster table (CSV/TSV with a header), collapsing motif columns into clusters.
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub motif_clusters: Option<PathBuf>,
     /// Column of the cluster table holding motif names.
     #[arg(long, default_value = "Motif")]
@@ -148,7 +152,7 @@ pub struct Args {
     #[arg(long, default_value = "Name")]
     pub cluster_name_column: String,
     /// Gene TSS: GTF, GFF3 or a BED-like table (chrom start end name score strand ...).
-    #[arg(long, required_unless_present = "tile_step")]
+    #[arg(help_heading = "Inputs", long, required_unless_present = "tile_step")]
     pub genes: Option<PathBuf>,
     /// Instead of genes: windows tiled along every reference sequence, centred every this many
     /// bp (for masked-region pretraining, which needs no expression); tiles without any region
@@ -169,11 +173,11 @@ pub struct Args {
     /// Expression per cell type: CELLTYPE=PATH, or CELLTYPE=PATH:COLUMN to read that column
     /// (header name or 1-based index) of a table with one column per cell type. Joined on gene
     /// symbol, then gene id (also without an Ensembl version suffix).
-    #[arg(long, value_parser = parse_expression)]
+    #[arg(help_heading = "Inputs", long, value_parser = parse_expression)]
     pub expression: Vec<ExpressionInput>,
     /// One expression table with a column per cell type, named exactly as the --accessibility
     /// cell types (HPA cell-line tables, GTEx, any counts matrix).
-    #[arg(long, conflicts_with = "expression")]
+    #[arg(help_heading = "Inputs", long, conflicts_with = "expression")]
     pub expression_matrix: Option<PathBuf>,
     /// Expression table gene column (header name or 1-based index).
     #[arg(long, default_value = "1")]
@@ -244,16 +248,16 @@ pub struct Args {
     #[arg(long)]
     pub keep_duplicates: bool,
     /// Output dataset (safetensors).
-    #[arg(short, long)]
+    #[arg(help_heading = "Outputs", short, long)]
     pub output: PathBuf,
     /// Samples table (default: OUTPUT with .samples.tsv).
-    #[arg(long)]
+    #[arg(help_heading = "Outputs", long)]
     pub samples_output: Option<PathBuf>,
     /// Per-region table (default: OUTPUT with .regions.tsv).
-    #[arg(long)]
+    #[arg(help_heading = "Outputs", long)]
     pub regions_output: Option<PathBuf>,
     /// Threads (default: all cores).
-    #[arg(long)]
+    #[arg(help_heading = "Runtime", long)]
     pub threads: Option<usize>,
 }
 
@@ -356,6 +360,12 @@ impl Args {
             ],
             &inputs,
         )?;
+        {
+            use luminome_io::atomic::{check_extension, OutputKind};
+            check_extension("-o", &self.output, OutputKind::Safetensors)?;
+            check_extension("the samples table", &samples_output, OutputKind::Tsv)?;
+            check_extension("the regions table", &regions_output, OutputKind::Tsv)?;
+        }
         Ok(Config {
             reference: self.reference,
             peaks: self.peaks,

@@ -48,10 +48,11 @@ half-open, seq_length, window_offset, window_length, strand). In Python:
 #[command(name = "luminome-tokenize", version, about, after_help = EXAMPLES)]
 pub struct Args {
     /// Input: FASTA/FASTQ (plain, gzip, BGZF, zstd, bzip2), CSV/TSV table, or BED/narrowPeak (with --reference).
+    #[arg(help_heading = "Inputs")]
     pub input: PathBuf,
 
     /// Output token dataset (.safetensors); the record index is written beside it.
-    #[arg(short, long)]
+    #[arg(help_heading = "Outputs", short, long)]
     pub output: PathBuf,
 
     /// Input format.
@@ -71,12 +72,12 @@ pub struct Args {
     pub kmer_mode: KmerMode,
 
     /// tokenizer.json for --scheme hf.
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub tokenizer: Option<PathBuf>,
 
     /// Tokenize as this dataset or checkpoint was (scheme, k-mer tiling, [CLS]/[SEP], an hf
     /// tokenizer.json): how data to fine-tune or score a model on is made to match it.
-    #[arg(long, value_name = "DATASET_OR_CHECKPOINT",
+    #[arg(help_heading = "Inputs", long, value_name = "DATASET_OR_CHECKPOINT",
           conflicts_with_all = ["scheme", "k", "kmer_mode", "tokenizer", "no_cls", "no_sep"])]
     pub like: Option<PathBuf>,
 
@@ -163,7 +164,7 @@ pub struct Args {
     pub label: Option<i64>,
 
     /// Reference FASTA for BED input (indexed with .fai, or indexable).
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub reference: Option<PathBuf>,
 
     /// BED input: add this many bases on each side of every interval.
@@ -175,15 +176,15 @@ pub struct Args {
     pub width: Option<u64>,
 
     /// Write numbered shards (OUTPUT stem + .00000.safetensors, ...) of this many rows each.
-    #[arg(long)]
+    #[arg(help_heading = "Outputs", long)]
     pub shard_records: Option<u64>,
 
     /// Worker threads (BGZF decompression and tokenizing); default: all cores.
-    #[arg(long)]
+    #[arg(help_heading = "Runtime", long)]
     pub threads: Option<usize>,
 
     /// No progress or summary on stderr.
-    #[arg(short, long)]
+    #[arg(help_heading = "Runtime", short, long)]
     pub quiet: bool,
 }
 
@@ -317,6 +318,11 @@ pub fn run(args: &Args) -> Result<Summary> {
             ("the index of -o", index.as_path()),
         ],
         &inputs,
+    )?;
+    luminome_io::atomic::check_extension(
+        "-o",
+        &args.output,
+        luminome_io::atomic::OutputKind::Safetensors,
     )?;
     let job = args.job()?;
     if args.format == InputFormat::Pairs {

@@ -460,3 +460,43 @@ fn a_chromosome_on_one_line_gives_the_windows_of_the_wrapped_file() {
         );
     }
 }
+
+#[test]
+fn stdin_is_read_once_and_outputs_are_checked_against_their_format() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let gz = std::fs::read(test_data("ecoli/ecoli_50kb.fa.gz")).unwrap();
+    // `-` and /dev/stdin: a piped gzip stream (its first bytes were lost when the input was
+    // opened twice to sniff the compression).
+    for input in ["-", "/dev/stdin"] {
+        let out = dir.path().join("piped.safetensors");
+        let mut child = bin()
+            .args([input, "--window", "500", "--overflow", "window", "-q", "-o"])
+            .arg(&out)
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&gz).unwrap();
+        assert!(child.wait().unwrap().success(), "{input}");
+        assert_eq!(TokenDataset::open(&out).unwrap().len(), 100, "{input}");
+    }
+    // A safetensors dataset cannot go to standard output; -o out.npz names another format.
+    let csv = test_data("gue_prom_core_all/dev.csv");
+    for (out, want) in [("-", "standard output"), ("out.npz", "not a .npz file")] {
+        let o = bin()
+            .arg(&csv)
+            .arg("-o")
+            .arg(if out == "-" {
+                std::path::PathBuf::from("-")
+            } else {
+                dir.path().join(out)
+            })
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{e}");
+        assert!(e.contains(want), "{e}");
+    }
+    assert!(!dir.path().join("out.npz").exists());
+}

@@ -45,16 +45,17 @@ impl TrainDefaults {
 }
 
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Training")]
 pub struct TrainArgs {
     /// Training dataset.
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub train: PathBuf,
     /// Dev dataset: evaluated every --eval-every steps; selects the best checkpoint.
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub dev: Option<PathBuf>,
     /// Output folder (created if missing): best.safetensors, last.safetensors (+ .config.json,
     /// last.state.safetensors for resuming) and metrics.tsv.
-    #[arg(short, long)]
+    #[arg(help_heading = "Outputs", short, long)]
     pub output: PathBuf,
     /// Examples per micro-batch.
     #[arg(long, default_value_t = 32)]
@@ -100,7 +101,7 @@ pub struct TrainArgs {
     pub seed: u64,
     /// Resume from a run's last.safetensors (its .state.safetensors beside it): continues the
     /// same run exactly, with the training settings stored in the state.
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub resume: Option<PathBuf>,
     /// Pause after this many optimizer steps with a resumable checkpoint (for time-limited
     /// jobs; continue with --resume).

@@ -129,7 +129,7 @@ pub fn run<C: TrainCommand>(cmd: &C, command_line: &str) -> Result<()> {
             s.seconds,
             s.best_step,
             match s.best_value {
-                Some(v) => format!(" ({metric} {v})"),
+                Some(v) => format!(" ({metric} {v:.6})"),
                 None => String::new(),
             },
             if s.early_stopped {

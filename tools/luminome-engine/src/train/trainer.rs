@@ -186,6 +186,7 @@ impl Trainer<'_> {
             h.join("\t")
         };
         let start = Instant::now();
+        let bar = luminome_cli::step_bar(cfg.max_steps, state.step, !self.verbose);
         let mut order = task.arrange_epoch(epoch_order(n, cfg.seed, state.epoch), cfg.batch_size);
         let mut early_stopped = false;
         let mut paused = false;
@@ -263,16 +264,23 @@ impl Trainer<'_> {
                 }
             }
             log.push(LogRow { text: row });
+            bar.set_position(state.step);
+            bar.set_message(format!("loss {loss:.4}"));
             if self.verbose && (evaluate || state.step % 50 == 0) {
                 let shown: Vec<String> =
                     metrics.iter().map(|(k, v)| format!("{k} {v:.4}")).collect();
-                eprintln!(
+                let line = format!(
                     "step {}/{} loss {loss:.4} lr {lr:.2e} {:.0} ex/s {}",
                     state.step,
                     cfg.max_steps,
                     examples as f64 / secs.max(1e-9),
                     shown.join(" ")
                 );
+                if bar.is_hidden() {
+                    eprintln!("{line}");
+                } else {
+                    bar.println(line);
+                }
             }
             if !evaluate && self.stop_after == Some(state.step) {
                 // Pausing between evaluations: a resumable checkpoint, without an evaluation
@@ -327,14 +335,19 @@ impl Trainer<'_> {
                     early_stopped = true;
                     if self.verbose {
                         eprintln!(
-                            "early stop at step {}: {} has not improved for {} evaluations (best {:?} at step {})",
-                            state.step, cfg.metric, state.evals_since_best, state.best_value, state.best_step
+                            "early stop at step {}: {} has not improved for {} evaluations (best {} at step {})",
+                            state.step,
+                            cfg.metric,
+                            state.evals_since_best,
+                            state.best_value.map_or("none".to_string(), |v| format!("{v:.6}")),
+                            state.best_step
                         );
                     }
                     break;
                 }
             }
         }
+        bar.finish_and_clear();
         self.write_log(&header, &log)?;
         Ok(TrainSummary {
             steps: state.step,

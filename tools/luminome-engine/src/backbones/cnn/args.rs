@@ -7,6 +7,7 @@ use clap::Args;
 use super::CnnConfig;
 
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Model (CNN)")]
 pub struct CnnArgs {
     /// --backbone cnn: channels of every layer (the hidden width the adapter sees).
     #[arg(long, default_value_t = 64)]

@@ -6,6 +6,7 @@ use clap::Args;
 use super::config::{AttentionKind, EncoderConfig, PositionEncoding};
 
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Model")]
 pub struct EncoderArgs {
     /// Hidden width of the encoder [default: 128; classify: 64 below 10,000 training records].
     #[arg(long)]

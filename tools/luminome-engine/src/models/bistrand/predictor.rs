@@ -18,6 +18,7 @@ use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor, D};
 use luminome_io::atomic::Commit;
 use luminome_io::bedgraph::BedGraphWriter;
+use luminome_io::bigwig::ChromSizes;
 use luminome_io::pair_dataset::{MaskMode, PairDataset, PairIndexRow, Pairing};
 use luminome_io::reference::Reference;
 use luminome_io::variant_scores::{write_scored_vcf, AlleleScore, VariantScores};
@@ -287,6 +288,17 @@ impl PairPredictor {
         Ok(out)
     }
 
+    /// The sequences (names, lengths) of the reference the dataset was built from (its
+    /// metadata's first source), when that file is still there; empty otherwise.
+    fn reference_contigs(&self) -> Vec<(String, u64)> {
+        match self.input.dataset.meta().sources.first() {
+            Some(r) if Path::new(r).is_file() => Reference::open(Path::new(r))
+                .map(|r| r.sequences().to_vec())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The variants file the dataset was built from (its metadata's second source).
     fn variants_source(&self, extra: &ExtraOutputs) -> Result<PathBuf> {
         if let Some(v) = &extra.variants {
@@ -378,18 +390,22 @@ impl Predictor for PairPredictor {
         let mut files: Vec<Box<dyn Commit>> = Vec::new();
         if let Some(dest) = &extra.vcf {
             let source = self.variants_source(extra)?;
-            let contigs = match self.input.dataset.meta().sources.first() {
-                Some(r) if Path::new(r).is_file() => Reference::open(Path::new(r))
-                    .map(|r| r.sequences().to_vec())
-                    .unwrap_or_default(),
-                _ => Vec::new(),
-            };
-            files.push(Box::new(write_scored_vcf(&source, dest, &self.scores, &contigs)?));
+            files.push(Box::new(write_scored_vcf(&source, dest, &self.scores, &self.reference_contigs())?));
         }
         if let Some(dest) = &extra.bedgraph {
-            let mut w = BedGraphWriter::create(
+            // A bigWig's chromosome sizes: --chrom-sizes, or the reference the dataset was built
+            // from.
+            let sizes = match &extra.chrom_sizes {
+                Some(p) => Some(ChromSizes::read(p)?),
+                None => self.input.dataset.meta().sources.first().and_then(|r| {
+                    let contigs = self.reference_contigs();
+                    (!contigs.is_empty()).then(|| ChromSizes::from_sequences(&contigs, Path::new(r)))
+                }),
+            };
+            let mut w = BedGraphWriter::create_track(
                 dest,
                 Some("track type=bedGraph name=\"luminome LLR\" description=\"lowest ln P(ALT) - ln P(REF) per position\""),
+                sizes,
             )?;
             for ((chrom, pos), &llr) in &self.track {
                 w.push(chrom, *pos, pos + 1, llr)?;

@@ -63,7 +63,7 @@ pub struct ClassifyArgs {
     #[arg(long)]
     pub adapter: AdapterKind,
     /// Initialise the encoder from a masked-LM checkpoint (its encoder settings are used).
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub init: Option<PathBuf>,
     /// Train the adapter only; the encoder stays as initialised.
     #[arg(long)]
@@ -82,7 +82,7 @@ pub struct ClassificationArgs {
     pub classes: Option<Vec<i64>>,
     /// Test token dataset: after training, the best checkpoint is scored on it and the metrics
     /// written to <output>/test_metrics.tsv (metric, value).
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub test: Option<PathBuf>,
     /// Dev metric that selects the best checkpoint and drives early stopping: dev_mcc,
     /// dev_accuracy, dev_auroc, dev_f1 (higher is better) or dev_loss (lower is better).

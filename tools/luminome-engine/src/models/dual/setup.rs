@@ -47,7 +47,7 @@ pub struct DualArgs {
     pub temperature: f64,
     /// Initialise both encoders from a masked-LM checkpoint (its architecture and attention;
     /// --dropout still applies).
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub init: Option<PathBuf>,
 }
 

@@ -40,6 +40,15 @@ pub enum ExpressionLoss {
     Mse,
 }
 
+impl ExpressionLoss {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Poisson => "poisson",
+            Self::Mse => "mse",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExpressionConfig {
     pub encoder: RegionEncoderConfig,

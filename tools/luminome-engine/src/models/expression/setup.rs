@@ -51,7 +51,7 @@ pub struct ExpressionArgs {
     pub holdout: HoldoutArgs,
     /// Initialise the encoder (and its standardisation) from a masked-region pretraining
     /// checkpoint; its sizes and positions are used.
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub init: Option<PathBuf>,
     /// attention-pool (the spec) or tss-region (GET).
     #[arg(long, value_enum, default_value = "attention-pool")]
@@ -190,13 +190,13 @@ impl TrainCommand for ExpressionArgs {
         }
         let n: usize = varmap.all_vars().iter().map(|v| v.elem_count()).sum();
         let description = format!(
-            "{n} parameters (d {} x {} layers, {} heads, positions {}, head {}, loss {:?}{}), {}",
+            "{n} parameters (d {} x {} layers, {} heads, positions {}, head {}, loss {}{}), {}",
             c.encoder.d_model,
             c.encoder.num_layers,
             c.encoder.num_heads,
             c.encoder.position.name(),
             c.head.name(),
-            c.loss,
+            c.loss.name(),
             if self.init.is_some() { ", encoder from --init" } else { "" },
             data.describe()
         );

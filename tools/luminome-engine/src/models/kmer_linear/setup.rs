@@ -56,13 +56,13 @@ impl std::str::FromStr for KRange {
 #[command(after_long_help = EXAMPLE)]
 pub struct KmerLinearArgs {
     /// Training dataset (nucleotide or k-mer tokens, with labels).
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub train: PathBuf,
     /// Dev dataset: chooses the L2 penalty (and the upper k with --select-k).
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub dev: PathBuf,
     /// Output folder (created if missing): best.safetensors, metrics.tsv, test_metrics.tsv.
-    #[arg(short, long)]
+    #[arg(help_heading = "Outputs", short, long)]
     pub output: PathBuf,
     /// k-mer lengths counted, K or KMIN-KMAX (1 <= k <= 8).
     #[arg(long, default_value = "1-6")]

@@ -6,6 +6,7 @@ use clap::Args;
 use super::config::{RegionEncoderConfig, RegionPosition, RegionPreset};
 
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Model")]
 pub struct RegionEncoderArgs {
     /// Named sizes: tiny (d 32 x 1 layer), small (d 128 x 4), base (d 256 x 6), get (the
     /// spec's d 768 x 12 layers x 12 heads); --d-model, --layers, --heads, --ffn override.

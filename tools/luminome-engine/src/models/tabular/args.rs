@@ -64,14 +64,14 @@ pub enum Selection {
 pub struct TabularArgs {
     /// Feature table (CSV, or TSV when named .tsv/.txt/.tab; gzip/zstd read), header first,
     /// one sample per row.
-    #[arg(long)]
+    #[arg(help_heading = "Inputs", long)]
     pub train: PathBuf,
     /// Validation table: early stopping, checkpoint selection and --threshold [default:
     /// --val-fraction of the training rows, stratified].
-    #[arg(long, conflicts_with = "folds")]
+    #[arg(help_heading = "Inputs", long, conflicts_with = "folds")]
     pub dev: Option<PathBuf>,
     /// Test table, scored once with the best checkpoint.
-    #[arg(long, conflicts_with = "folds")]
+    #[arg(help_heading = "Inputs", long, conflicts_with = "folds")]
     pub test: Option<PathBuf>,
     /// Stratified k-fold cross-validation of --train: fold k is scored by a model trained on the
     /// others (its validation rows held out of them).
@@ -137,7 +137,7 @@ pub struct TabularArgs {
     #[arg(long, value_enum, default_value_t = Selection::Loss)]
     pub select: Selection,
     /// Output folder (created if missing).
-    #[arg(short, long)]
+    #[arg(help_heading = "Outputs", short, long)]
     pub output: PathBuf,
     /// Rows per step.
     #[arg(long, default_value_t = 64)]
