@@ -2,6 +2,8 @@
 //! live in its family's folder in the engine (`luminome_engine::models::<family>::setup`); this
 //! crate lists them, one line each.
 
+pub mod device_check;
+
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use luminome_engine::train::run;

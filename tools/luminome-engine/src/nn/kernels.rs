@@ -3,8 +3,24 @@
 
 use candle_core::{DType, Layout, Result, Tensor};
 
+static FORCE_PRIMITIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes every op take its fallback built from candle primitives — the path CUDA and Metal run
+/// — even on the CPU: lets the CPU check, end to end, that the fallbacks compute what the fused
+/// kernels do (tools/luminome-train/tests/fallbacks.rs, examples/cuda_check.rs). Process-wide.
+pub fn force_primitive_ops(on: bool) {
+    FORCE_PRIMITIVE.store(on, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Whether the fused CPU kernel runs for `x`: on the CPU, for f32/f64, unless the fallbacks are
+/// forced.
 pub(crate) fn cpu_fused(x: &Tensor) -> bool {
-    x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64)
+    cpu_fast_path(x.device()) && matches!(x.dtype(), DType::F32 | DType::F64)
+}
+
+/// The device half of [`cpu_fused`], for ops with their own dtype rule.
+pub(crate) fn cpu_fast_path(device: &candle_core::Device) -> bool {
+    device.is_cpu() && !FORCE_PRIMITIVE.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 pub(crate) fn contiguous_slice<'a, T>(s: &'a [T], l: &Layout, what: &str) -> Result<&'a [T]> {

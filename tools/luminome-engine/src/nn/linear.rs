@@ -72,7 +72,10 @@ impl Linear {
 
 /// `x` `[R, C]` + `b` `[C]` broadcast over rows, differentiable in both.
 pub fn add_bias(x: &Tensor, b: &Tensor) -> Result<Tensor> {
-    if x.device().is_cpu() && x.dtype() == candle_core::DType::F32 && b.dtype() == x.dtype() {
+    if super::kernels::cpu_fast_path(x.device())
+        && x.dtype() == candle_core::DType::F32
+        && b.dtype() == x.dtype()
+    {
         x.contiguous()?.apply_op2(&b.contiguous()?, BiasAdd)
     } else {
         x.broadcast_add(b)
@@ -81,7 +84,7 @@ pub fn add_bias(x: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// Sums a `[R, C]` tensor over its rows → `[C]` (no gradient).
 pub fn sum_rows(x: &Tensor) -> Result<Tensor> {
-    if x.device().is_cpu() && x.dtype() == candle_core::DType::F32 {
+    if super::kernels::cpu_fast_path(x.device()) && x.dtype() == candle_core::DType::F32 {
         x.contiguous()?.apply_op1_no_bwd(&SumRows)
     } else {
         x.sum(0)

@@ -23,6 +23,7 @@ pub mod softmax;
 pub mod softplus;
 
 pub use dropout::{maybe_dropout, DropoutRng};
+pub use kernels::force_primitive_ops;
 pub use layer_norm::{normalize_last_dim, normalize_last_dim_primitive, LayerNorm};
 pub use linear::{add_bias, sum_rows, Linear};
 pub use masking::{attention_bias, masked_max, masked_mean, MASK_BIAS};

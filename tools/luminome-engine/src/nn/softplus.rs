@@ -6,7 +6,7 @@ use candle_core::{Result, Tensor};
 /// softplus(x) = max(x, 0) + ln(1 + exp(−|x|)) (stable for large |x|), with its gradient
 /// sigmoid(x): one fused op each way on the CPU, candle ops elsewhere.
 pub fn softplus(x: &Tensor) -> Result<Tensor> {
-    if x.device().is_cpu() && x.dtype() == candle_core::DType::F32 {
+    if super::kernels::cpu_fast_path(x.device()) && x.dtype() == candle_core::DType::F32 {
         x.contiguous()?.apply_op1(Softplus)
     } else {
         x.relu()? + (x.abs()?.neg()?.exp()? + 1.0)?.log()?

@@ -9,14 +9,14 @@
 //! x_s, dw_j = Σ_{b,t} dy_t · x_{t∓(K−1)±j}, db = Σ_{b,t} dy_t. On the CPU one fused op each way
 //! (batch rows in parallel); elsewhere [`depthwise_conv_primitive`], the same sum from candle ops.
 
-use candle_core::{backend::BackendStorage, CpuStorage, DType, Layout, Result, Shape, Tensor};
+use candle_core::{backend::BackendStorage, CpuStorage, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
 use crate::nn::kernels::{contiguous_slice, num_traits_float::Float};
 
 /// `x` `[B, L, E]`, `w` `[E, K]`, `b` `[E]` → `[B, L, E]`; `reverse`: causal towards position 0.
 pub fn depthwise_conv(x: &Tensor, w: &Tensor, b: &Tensor, reverse: bool) -> Result<Tensor> {
-    if x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64) {
+    if crate::nn::kernels::cpu_fused(x) {
         x.contiguous()?
             .apply_op3(&w.contiguous()?, &b.contiguous()?, DepthwiseConv { reverse })
     } else {

@@ -21,7 +21,7 @@
 //! recurrence from autograd-capable candle ops, one position at a time (correct, slow); the tests
 //! check the fused op against it and against finite differences.
 
-use candle_core::{backend::BackendStorage, CpuStorage, DType, Layout, Result, Shape, Tensor, D};
+use candle_core::{backend::BackendStorage, CpuStorage, Layout, Result, Shape, Tensor, D};
 use rayon::prelude::*;
 
 use crate::nn::kernels::contiguous_slice;
@@ -44,7 +44,7 @@ pub fn selective_scan(
     d: &Tensor,
     reverse: bool,
 ) -> Result<Tensor> {
-    if x.device().is_cpu() && matches!(x.dtype(), DType::F32 | DType::F64) {
+    if crate::nn::kernels::cpu_fused(x) {
         let xd = Tensor::stack(&[x, delta], 0)?.contiguous()?;
         let bc = Tensor::cat(&[b, c], D::Minus1)?.contiguous()?;
         let ad = Tensor::cat(&[a, &d.unsqueeze(1)?], 1)?.contiguous()?;

@@ -1,5 +1,6 @@
 use super::*;
 use crate::nn::gradcheck::max_grad_error;
+use candle_core::DType;
 use crate::nn::kernels::test_support::randn;
 
 /// Inputs of a small scan in f64: x, Δ > 0, A < 0, B, C, D.
