@@ -2,7 +2,10 @@
 # CI for the Nextflow pipeline. Nextflow itself cannot be installed on the CI machine,
 # so reftrace (PyPI) parses every .nf and .config file offline and applies the rules in
 # reftrace_rules.py; then this script checks that every include resolves, every module
-# is used by main.nf, and every file named in the test samplesheet, regions CSV and pairs
+# is used by main.nf, every module's meta.yml/environment.yml is valid against the nf-core
+# schemas and matches its main.nf (check_module_meta.py), every module's script runs its
+# tool in a folder holding only the declared inputs (check_staging.py; needs the luminome
+# binaries on PATH), and every file named in the test samplesheet, regions CSV and pairs
 # CSV exists.
 set -euo pipefail
 
@@ -27,6 +30,15 @@ unused = sorted(modules - used)
 assert not unused, f"modules not included anywhere: {unused}"
 print(f"{len(modules)} module(s), all included: {sorted(modules)}")
 '
+
+echo "== meta.yml and environment.yml: nf-core schemas, and the same channels as main.nf"
+python3 check_module_meta.py
+
+echo "== isolated staging: each module's script, its tool, only the declared inputs"
+for tool in luminome-tokenize luminome-mask-pairs luminome-regions luminome-train luminome-predict luminome-importance; do
+    command -v "$tool" >/dev/null || { echo "ci.sh: $tool is not on PATH" >&2; exit 1; }
+done
+python3 check_staging.py
 
 echo "== test samplesheet files exist"
 samplesheet=assets/samplesheet_test.csv

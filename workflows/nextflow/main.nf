@@ -38,16 +38,25 @@ def samplesheetFile(String value, baseDir) {
     return file(location, checkIfExists: true)
 }
 
-// One samplesheet row -> [ meta, sequences, fasta or [], fai or [] ].
+// A reference FASTA -> the nf-core reference tuple [ meta2, fasta, fai ]: the samtools index
+// beside it when there is one, else [] (the tools then index the FASTA in memory).
+def referenceTuple(fasta) {
+    if (!fasta) {
+        return [[], [], []]
+    }
+    def fai = fasta.resolveSibling("${fasta.name}.fai")
+    return [[id: fasta.baseName], fasta, fai.exists() ? fai : []]
+}
+
+// One samplesheet row -> [ meta, sequences, reference tuple ]. meta.args (the samplesheet's
+// args column) is read by conf/modules.config into ext.args, not by the module.
 def tokenizeDataset(Map row, baseDir, String samplesheet) {
     if (!row.id || !row.input) {
         error("${samplesheet}: every row needs an id and an input; got ${row}")
     }
     def meta = [id: row.id, args: row.args ?: '']
-    def sequences = samplesheetFile(row.input, baseDir)
-    def fasta = row.reference ? samplesheetFile(row.reference, baseDir) : []
-    def fai = fasta ? fasta.resolveSibling("${fasta.name}.fai") : []
-    return [meta, sequences, fasta, fai && fai.exists() ? fai : []]
+    def fasta = row.reference ? samplesheetFile(row.reference, baseDir) : null
+    return [meta, samplesheetFile(row.input, baseDir), referenceTuple(fasta)]
 }
 
 // "K562=a.bw;GM12878=b.bw" -> [ [cell types], [files] ] (paths relative to the CSV's folder).
@@ -62,7 +71,7 @@ def cellTypeFiles(String value, baseDir, String csv, String column) {
     return [pairs.collect { it[0] }, pairs.collect { it[1] }]
 }
 
-// One regions CSV row -> LUMINOME_REGIONS input tuple.
+// One regions CSV row -> [ LUMINOME_REGIONS input tuple, reference tuple ].
 def regionsRun(Map row, baseDir, String csv) {
     if (!row.id || !row.reference || !row.accessibility || !(row.genes || (row.args ?: '').contains('--tile-step'))) {
         error("${csv}: every row needs id, reference, accessibility and genes (or --tile-step in args); got ${row}")
@@ -72,11 +81,12 @@ def regionsRun(Map row, baseDir, String csv) {
     def meta = [id: row.id, args: row.args ?: '', accessibility: accTypes, expression: exprTypes]
     def optional = { value -> value ? samplesheetFile(value, baseDir) : [] }
     def peaks = (row.peaks ?: '').split(';').findAll { it.trim() }.collect { samplesheetFile(it.trim(), baseDir) }
-    return [meta, samplesheetFile(row.reference, baseDir), optional(row.genes), peaks,
-            accFiles, exprFiles, optional(row.motifs), optional(row.motif_clusters)]
+    return [[meta, optional(row.genes), peaks, accFiles, exprFiles, optional(row.motifs), optional(row.motif_clusters)],
+            referenceTuple(samplesheetFile(row.reference, baseDir))]
 }
 
-// One pairs CSV row -> [ meta, sequences, strand_b or [], variants or [], fai or [] ].
+// One pairs CSV row -> [ meta, sequences, strand_b, variants, reference tuple ]; a variants row's
+// `sequences` column is the reference (sequences is then []), other rows have no reference.
 def pairsDataset(Map row, baseDir, String csv) {
     def types = ['fasta', 'fasta_pair', 'paired', 'variants']
     if (!row.id || !row.sequences || !(row.type in types)) {
@@ -89,15 +99,19 @@ def pairsDataset(Map row, baseDir, String csv) {
     def sequences = samplesheetFile(row.sequences, baseDir)
     def strandB = row.strand_b ? samplesheetFile(row.strand_b, baseDir) : []
     def variants = row.variants ? samplesheetFile(row.variants, baseDir) : []
-    def fai = row.type == 'variants' ? sequences.resolveSibling("${sequences.name}.fai") : []
-    return [meta, sequences, strandB, variants, fai && fai.exists() ? fai : []]
+    if (row.type == 'variants') {
+        return [meta, [], strandB, variants, referenceTuple(sequences)]
+    }
+    return [meta, sequences, strandB, variants, referenceTuple(null)]
 }
 
-// [id, file] pairs of a channel -> the file of one id, or [[]] (no file) when id is empty.
-def fileOf(ch, String id) {
+// A channel of [ id, dataset, sidecars ] -> [ dataset, sidecars ] of one id, or [ [], [] ] (none)
+// when id is empty. Sidecars are the files a tool reads from beside the dataset (a token or pair
+// dataset's .index.tsv; a region dataset's .samples.tsv and .regions.tsv): they are staged with it.
+def datasetOf(ch, String id) {
     return id
-        ? ch.filter { entryId, _file -> entryId == id }.map { _id, file -> file }
-        : channel.value([[]])   // [[]]: combine spreads it to one empty 'none' element
+        ? ch.filter { entryId, _dataset, _sidecars -> entryId == id }.map { _id, dataset, sidecars -> [dataset, sidecars] }
+        : channel.value([[], []])   // combine spreads it into two empty elements
 }
 
 workflow {
@@ -110,8 +124,16 @@ workflow {
     ch_datasets = channel.fromPath(params.input)
         .splitCsv(header: true, strip: true)
         .map { row -> tokenizeDataset(row, samplesheet.parent, params.input) }
+        .multiMap { meta, sequences, reference ->
+            sequences: [meta, sequences]
+            reference: reference
+        }
 
-    LUMINOME_TOKENIZE(ch_datasets)
+    LUMINOME_TOKENIZE(ch_datasets.sequences, ch_datasets.reference)
+    // [ id, dataset, index ]: every step that reads a token dataset stages its index too.
+    ch_tokens = LUMINOME_TOKENIZE.out.tokens
+        .join(LUMINOME_TOKENIZE.out.index)
+        .map { meta, tokens, index -> [meta.id, tokens, index] }
 
     // Regions: a CSV (--regions_input) with id,reference,genes,peaks,accessibility,expression,motifs,motif_clusters,args
     if (params.regions_input) {
@@ -119,7 +141,11 @@ workflow {
         ch_regions = channel.fromPath(params.regions_input)
             .splitCsv(header: true, strip: true)
             .map { row -> regionsRun(row, regionsCsv.parent, params.regions_input) }
-        LUMINOME_REGIONS(ch_regions)
+            .multiMap { run, reference ->
+                run: run
+                reference: reference
+            }
+        LUMINOME_REGIONS(ch_regions.run, ch_regions.reference)
 
         // Expression: --expression_dataset (a regions id, with expression) trains an expression
         // model, from the encoder pretrained on --pretrain_dataset (a regions id, e.g. tiles)
@@ -128,61 +154,56 @@ workflow {
             ch_region_sets = LUMINOME_REGIONS.out.dataset
                 .join(LUMINOME_REGIONS.out.samples)
                 .join(LUMINOME_REGIONS.out.regions)
-                .map { meta, dataset, samples, regions -> [meta.id, [dataset, samples, regions]] }
-            ch_genes = fileOf(ch_region_sets, params.expression_dataset)
-            ch_init_expression = channel.value([[]])
+                .map { meta, dataset, samples, regions -> [meta.id, dataset, [samples, regions]] }
+            ch_init_expression = channel.value([[], []])
             if (params.pretrain_dataset) {
                 LUMINOME_TRAIN_PRETRAIN(
-                    fileOf(ch_region_sets, params.pretrain_dataset)
-                        .map { dataset, samples, regions -> [[id: "${params.pretrain_dataset}_pretrain"], [dataset, samples, regions], [], []] },
+                    datasetOf(ch_region_sets, params.pretrain_dataset)
+                        .map { dataset, tables -> [[id: "${params.pretrain_dataset}_pretrain"], dataset, tables, [], []] },
+                    [[], []],
                     'region-pretrain'
                 )
-                ch_init_expression = LUMINOME_TRAIN_PRETRAIN.out.best.map { _meta, best -> best }
+                ch_init_expression = LUMINOME_TRAIN_PRETRAIN.out.best
             }
+            ch_expression_data = datasetOf(ch_region_sets, params.expression_dataset)
+                .map { dataset, tables -> [[id: "${params.expression_dataset}_expression"], dataset, tables] }
             LUMINOME_TRAIN_EXPRESSION(
-                // combine concatenates list items: [dataset, samples, regions, init]
-                ch_genes.combine(ch_init_expression)
-                    .map { dataset, samples, regions, init -> [[id: "${params.expression_dataset}_expression"], [dataset, samples, regions], [], init] },
+                ch_expression_data.map { meta, dataset, tables -> [meta, dataset, tables, [], []] },
+                ch_init_expression,
                 'expression'
             )
-            ch_expression = LUMINOME_TRAIN_EXPRESSION.out.best
-                .map { _meta, best -> best }
-                .combine(ch_genes)
-                .map { model, dataset, samples, regions -> [[id: "${params.expression_dataset}_expression"], model, [dataset, samples, regions]] }
-            LUMINOME_PREDICT_EXPRESSION(ch_expression)
+            LUMINOME_PREDICT_EXPRESSION(ch_expression_data, LUMINOME_TRAIN_EXPRESSION.out.best)
             if (params.expression_importance_args) {
-                LUMINOME_IMPORTANCE_EXPRESSION(ch_expression)
+                LUMINOME_IMPORTANCE_EXPRESSION(ch_expression_data, LUMINOME_TRAIN_EXPRESSION.out.best)
             }
         }
     }
 
     // Models: the samplesheet ids named by --train_dataset, --dev_dataset, --predict_dataset.
     if (params.train_dataset) {
-        ch_tokens = LUMINOME_TOKENIZE.out.tokens.map { meta, tokens -> [meta.id, tokens] }
-        ch_train_dev = fileOf(ch_tokens, params.train_dataset).combine(fileOf(ch_tokens, params.dev_dataset))
+        ch_train_dev = datasetOf(ch_tokens, params.train_dataset).combine(datasetOf(ch_tokens, params.dev_dataset))
 
-        ch_init = channel.value([[]])
+        ch_init = channel.value([[], []])
         if (params.mlm) {
             LUMINOME_TRAIN_MLM(
-                ch_train_dev.map { train, dev -> [[id: "${params.train_dataset}_mlm"], train, dev, []] },
+                ch_train_dev.map { train, train_index, dev, dev_index -> [[id: "${params.train_dataset}_mlm"], train, train_index, dev, dev_index] },
+                [[], []],
                 'mlm'
             )
-            ch_init = LUMINOME_TRAIN_MLM.out.best.map { _meta, best -> best }
+            ch_init = LUMINOME_TRAIN_MLM.out.best
         }
         LUMINOME_TRAIN_CLASSIFY(
-            ch_train_dev.combine(ch_init).map { train, dev, init -> [[id: "${params.train_dataset}_classify"], train, dev, init] },
+            ch_train_dev.map { train, train_index, dev, dev_index -> [[id: "${params.train_dataset}_classify"], train, train_index, dev, dev_index] },
+            ch_init,
             'classify'
         )
 
         if (params.predict_dataset) {
-            ch_model = LUMINOME_TRAIN_CLASSIFY.out.best.map { _meta, best -> best }
-            ch_predict = ch_tokens
-                .filter { id, _tokens -> id == params.predict_dataset }
-                .combine(ch_model)
-                .map { id, tokens, model -> [[id: id], model, tokens] }
-            LUMINOME_PREDICT(ch_predict)
+            ch_predict = datasetOf(ch_tokens, params.predict_dataset)
+                .map { dataset, index -> [[id: params.predict_dataset], dataset, index] }
+            LUMINOME_PREDICT(ch_predict, LUMINOME_TRAIN_CLASSIFY.out.best)
             if (params.importance_args) {
-                LUMINOME_IMPORTANCE(ch_predict)
+                LUMINOME_IMPORTANCE(ch_predict, LUMINOME_TRAIN_CLASSIFY.out.best)
             }
         }
     }
@@ -194,26 +215,31 @@ workflow {
         ch_pairs_in = channel.fromPath(params.pairs_input)
             .splitCsv(header: true, strip: true)
             .map { row -> pairsDataset(row, pairsCsv.parent, params.pairs_input) }
-        LUMINOME_MASKPAIRS(ch_pairs_in)
+            .multiMap { meta, sequences, strand_b, variants, reference ->
+                inputs: [meta, sequences, strand_b, variants]
+                reference: reference
+            }
+        LUMINOME_MASKPAIRS(ch_pairs_in.inputs, ch_pairs_in.reference)
 
         if (params.bistrand_train) {
-            ch_pairs = LUMINOME_MASKPAIRS.out.pairs.map { meta, pairs -> [meta.id, pairs] }
+            ch_pairs = LUMINOME_MASKPAIRS.out.pairs
+                .join(LUMINOME_MASKPAIRS.out.index)
+                .map { meta, pairs, index -> [meta.id, pairs, index] }
             LUMINOME_TRAIN_BISTRAND(
-                fileOf(ch_pairs, params.bistrand_train)
-                    .combine(fileOf(ch_pairs, params.bistrand_dev))
-                    .map { train, dev -> [[id: "${params.bistrand_train}_bistrand"], train, dev, []] },
+                datasetOf(ch_pairs, params.bistrand_train)
+                    .combine(datasetOf(ch_pairs, params.bistrand_dev))
+                    .map { train, train_index, dev, dev_index -> [[id: "${params.bistrand_train}_bistrand"], train, train_index, dev, dev_index] },
+                [[], []],
                 'bistrand'
             )
             if (params.variants_dataset) {
                 // The scored VCF copies the records of the variants file the dataset was built from.
-                ch_variants = ch_pairs_in.map { meta, _sequences, _strand_b, variants, _fai -> [meta.id, variants] }
-                ch_model = LUMINOME_TRAIN_BISTRAND.out.best.map { _meta, best -> best }
+                ch_variants = ch_pairs_in.inputs.map { meta, _sequences, _strand_b, variants -> [meta.id, variants] }
                 ch_score = ch_pairs
-                    .filter { id, _pairs -> id == params.variants_dataset }
+                    .filter { id, _pairs, _index -> id == params.variants_dataset }
                     .join(ch_variants)
-                    .combine(ch_model)
-                    .map { id, pairs, variants, model -> [[id: id], model, pairs, variants] }
-                LUMINOME_PREDICTVARIANTS(ch_score)
+                    .map { id, pairs, index, variants -> [[id: id], pairs, index, variants] }
+                LUMINOME_PREDICTVARIANTS(ch_score, LUMINOME_TRAIN_BISTRAND.out.best)
             }
         }
     }
@@ -223,14 +249,13 @@ workflow {
     if (params.tabular_table) {
         def table = file(params.tabular_table, checkIfExists: true)
         def id = table.baseName.replaceAll(/\.(tsv|csv|txt|tab)$/, '')
-        LUMINOME_TRAIN_TABULAR(channel.value([[id: "${id}_tabular"], table, [], []]), 'tabular')
+        LUMINOME_TRAIN_TABULAR(channel.value([[id: "${id}_tabular"], table, [], [], []]), [[], []], 'tabular')
         if (params.tabular_predict_table) {
-            def predict_table = file(params.tabular_predict_table, checkIfExists: true)
-            ch_tabular = LUMINOME_TRAIN_TABULAR.out.best
-                .map { meta, best -> [[id: meta.id], best, predict_table] }
-            LUMINOME_PREDICT_TABULAR(ch_tabular)
+            // A table has no sidecars.
+            ch_tabular = channel.value([[id: "${id}_tabular"], file(params.tabular_predict_table, checkIfExists: true), []])
+            LUMINOME_PREDICT_TABULAR(ch_tabular, LUMINOME_TRAIN_TABULAR.out.best)
             if (params.tabular_importance_args) {
-                LUMINOME_IMPORTANCE_TABULAR(ch_tabular)
+                LUMINOME_IMPORTANCE_TABULAR(ch_tabular, LUMINOME_TRAIN_TABULAR.out.best)
             }
         }
     }
@@ -240,36 +265,25 @@ workflow {
     if (params.dual_train) {
         def pair_tables = [train: params.dual_train, dev: params.dual_dev, test: params.dual_test]
             .findAll { _split, path -> path }
-            .collect { split, path -> [[id: "dual_${split}", split: split], file(path, checkIfExists: true), [], []] }
-        LUMINOME_TOKENIZE_PAIRS(channel.fromList(pair_tables))
-        // [split, dataset, index] per pairs dataset
+            .collect { split, path -> [[id: "dual_${split}", split: split], file(path, checkIfExists: true)] }
+        LUMINOME_TOKENIZE_PAIRS(channel.fromList(pair_tables), [[], [], []])
+        // [ split, dataset, index ] per pairs dataset
         ch_pairs_ds = LUMINOME_TOKENIZE_PAIRS.out.tokens
             .join(LUMINOME_TOKENIZE_PAIRS.out.index)
             .map { meta, tokens, index -> [meta.split, tokens, index] }
-        ch_train_pairs = ch_pairs_ds.filter { split, _t, _i -> split == 'train' }.map { _s, t, _i -> t }
-        ch_dev_pairs = ch_pairs_ds.filter { split, _t, _i -> split == 'dev' }.map { _s, t, _i -> t }
-        ch_dual_input = params.dual_dev
-            ? ch_train_pairs.combine(ch_dev_pairs).map { train, dev -> [[id: 'dual'], train, dev, []] }
-            : ch_train_pairs.map { train -> [[id: 'dual'], train, [], []] }
-        LUMINOME_TRAIN_DUAL(ch_dual_input, 'dual')
+        ch_dual_input = datasetOf(ch_pairs_ds, 'train')
+            .combine(datasetOf(ch_pairs_ds, params.dual_dev ? 'dev' : ''))
+            .map { train, train_index, dev, dev_index -> [[id: 'dual'], train, train_index, dev, dev_index] }
+        LUMINOME_TRAIN_DUAL(ch_dual_input, [[], []], 'dual')
         if (params.dual_test) {
-            ch_test_pairs = ch_pairs_ds.filter { split, _t, _i -> split == 'test' }.map { _s, t, i -> [t, i] }
+            ch_test_pairs = datasetOf(ch_pairs_ds, 'test').map { pairs, index -> [[id: 'dual_test'], pairs, index] }
             if (params.dual_corpus) {
-                LUMINOME_TOKENIZE_CORPUS(channel.value([[id: 'dual_corpus'], file(params.dual_corpus, checkIfExists: true), [], []]))
-                ch_corpus = LUMINOME_TOKENIZE_CORPUS.out.tokens
-                    .join(LUMINOME_TOKENIZE_CORPUS.out.index)
-                    .map { _meta, tokens, index -> [tokens, index] }
+                LUMINOME_TOKENIZE_CORPUS(channel.value([[id: 'dual_corpus'], file(params.dual_corpus, checkIfExists: true)]), [[], [], []])
+                ch_corpus = LUMINOME_TOKENIZE_CORPUS.out.tokens.join(LUMINOME_TOKENIZE_CORPUS.out.index)
             } else {
-                ch_corpus = channel.value([[], []])
+                ch_corpus = channel.value([[], [], []])
             }
-            LUMINOME_RETRIEVAL(
-                LUMINOME_TRAIN_DUAL.out.best
-                    .combine(ch_test_pairs)
-                    .combine(ch_corpus)
-                    .map { _meta, best, pairs, pairs_index, corpus, corpus_index ->
-                        [[id: 'dual_test'], best, pairs, pairs_index, corpus, corpus_index]
-                    }
-            )
+            LUMINOME_RETRIEVAL(ch_test_pairs, ch_corpus, LUMINOME_TRAIN_DUAL.out.best)
         }
     }
 

@@ -5,8 +5,10 @@
 reftrace parses every .nf and .config file (a syntax error fails the run) and then
 applies these rules. They hold each tool's module to the nf-core conventions the
 pipeline relies on: one process per modules/local/luminome/<tool>/main.nf, tagged
-with meta.id, a resource label, ext.args, a stub block, versions on the `versions`
-topic, a pinned container and a conda environment.
+with meta.id, a resource label, ext.args (never meta.args), a stub block, versions on
+the `versions` topic, pinned Docker and Singularity containers, a conda environment,
+task.accelerator for GPUs, a reference FASTA only as `tuple val(meta2), path(fasta),
+path(fai)`, and an nf-test beside it (tests/main.nf.test).
 """
 
 import re
@@ -28,6 +30,17 @@ REQUIRED_TEXT = [
     (re.compile(r"\btask\.ext\.when\b"), "has no `when: task.ext.when == null || task.ext.when`"),
     (re.compile(r"--threads \$\{task\.cpus\}"), "does not pass --threads ${task.cpus}"),
 ]
+
+# Text a module must not contain: (pattern, message).
+FORBIDDEN_TEXT = [
+    (re.compile(r"\btask\.ext\.use_gpu\b"), "reads task.ext.use_gpu; nf-core modules read task.accelerator"),
+    (re.compile(r"\bmeta\.args\b"), "reads meta.args; tool options come only from task.ext.args"),
+]
+# A reference FASTA comes in its own nf-core tuple, with its index.
+REFERENCE_TUPLE = re.compile(r"tuple\s+val\(meta\d+\),\s*path\(fasta\),\s*path\(fai\)")
+# Image references inside a container directive (a plain name, or the names of a ternary,
+# nested ones included: reftrace gives the inner ternary back as text).
+IMAGE = re.compile(r"(?:oras://|docker://)?[a-z0-9][a-z0-9.-]*(?:/[a-z0-9._-]+)+(?::[A-Za-z0-9._-]+)?")
 
 
 def is_module(module: Module) -> bool:
@@ -86,13 +99,24 @@ def pinned_container_and_conda(module: Module, results: LintResults):
         if not containers:
             results.errors.append(LintError(process.line, f"process {process.name} has no container"))
         for container in containers:
-            names = [container.simple_name] if container.simple_name else [
+            texts = [container.simple_name] if container.simple_name else [
                 name for name in (container.true_name, container.false_name) if name]
+            names = [name for text in texts for name in IMAGE.findall(text)]
+            if not names:
+                results.errors.append(LintError(container.line, f"container {texts!r} names no image"))
             for name in names:
                 tag = name.rsplit(":", 1)[-1] if ":" in name.split("/")[-1] else ""
                 if not tag or tag == "latest":
                     results.errors.append(LintError(
                         container.line, f"container {name!r} needs a pinned version tag"))
+            if is_module(module) and not container.simple_name and not any(
+                    name.startswith("oras://") for name in names):
+                results.errors.append(LintError(
+                    container.line, "container needs a Singularity image (oras://) beside the Docker one"))
+            if is_module(module) and container.simple_name:
+                results.errors.append(LintError(
+                    container.line,
+                    "container must pick Docker or Singularity on workflow.containerEngine (nf-core pattern)"))
         if not process.condas:
             results.errors.append(LintError(process.line, f"process {process.name} has no conda directive"))
         elif is_module(module) and not (Path(module.path).parent / "environment.yml").exists():
@@ -107,8 +131,20 @@ def module_text_conventions(module: Module, results: LintResults):
     for pattern, message in REQUIRED_TEXT:
         if not pattern.search(text):
             results.errors.append(LintError(1, f"module {message}"))
-    if not (Path(module.path).parent / "meta.yml").exists():
-        results.errors.append(LintError(1, "meta.yml is missing beside main.nf"))
+    for pattern, message in FORBIDDEN_TEXT:
+        if pattern.search(text):
+            results.errors.append(LintError(1, f"module {message}"))
+    if re.search(r"\bpath\(fasta\b", text) and not REFERENCE_TUPLE.search(text):
+        results.errors.append(LintError(
+            1, "the reference must be its own input `tuple val(meta2), path(fasta), path(fai)`"))
+    for process in module.processes:
+        if "process_gpu" in [label.value for label in process.labels] and "task.accelerator" not in text:
+            results.errors.append(LintError(
+                process.line, f"process {process.name} has the process_gpu label but never reads task.accelerator"))
+    folder = Path(module.path).parent
+    for required in ("meta.yml", "environment.yml", "tests/main.nf.test"):
+        if not (folder / required).exists():
+            results.errors.append(LintError(1, f"{required} is missing beside main.nf"))
 
 
 def uses_params_outside_closure(value) -> bool:

@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
-# CI for the Snakemake workflow: format check, lint, a real run on test-data/ and a
-# check that Python reads every output. Needs snakemake, snakefmt, numpy and
-# safetensors (workflows/requirements-ci.txt) and the luminome binaries on PATH.
-# Run from anywhere; it works from the repository root. Outputs go to a temporary
-# folder (or $LUMINOME_CI_OUT) so that results/ is left alone.
+# CI for the Snakemake workflow (Snakemake workflow catalog layout: workflow/, config/,
+# profiles/, .test/): format check, lint, config validation, the profiles, every dataset's
+# sidecars declared as inputs, a real run of the .test/ config on test-data/ (snakemake
+# --directory .test), the report, and a check that Python reads every output. Needs snakemake,
+# snakefmt, snakemake-executor-plugin-slurm, numpy and safetensors
+# (workflows/requirements-ci.txt) and the luminome binaries on PATH. Run from anywhere.
+# Outputs go to a temporary folder (or $LUMINOME_CI_OUT) so that .test/results/ is left alone.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$repo_root"
-
-workflow=workflows/snakemake
-snakefile="$workflow/workflow/Snakefile"
-test_config="$workflow/config/test.yaml"
+# The workflow's root: Snakemake finds profiles/default/ from here.
+cd "$repo_root/workflows/snakemake"
 
 for tool in snakemake snakefmt luminome-tokenize luminome-mask-pairs luminome-regions \
     luminome-train luminome-predict luminome-importance python3; do
@@ -23,19 +22,26 @@ if [[ -z "$out" ]]; then
     out="$(mktemp -d)"
     trap 'rm -rf "$out"' EXIT
 fi
+test_run=(--directory .test --config "outdir=$out/results")
 echo "== snakemake $(snakemake --version), outputs in $out"
 
-echo "== snakefmt --check"
-snakefmt --check "$workflow"
+echo "== catalog layout"
+for path in workflow/Snakefile config/config.yaml config/README.md .snakemake-workflow-catalog.yml \
+    .test/config/config.yaml profiles/default/config.yaml profiles/slurm/config.yaml; do
+    [[ -f "$path" ]] || { echo "ci.sh: $path is missing" >&2; exit 1; }
+done
 
-echo "== snakemake --lint (test config and the template config)"
-snakemake -s "$snakefile" --configfile "$test_config" --lint
-snakemake -s "$snakefile" --configfile "$workflow/config/config.yaml" --lint
+echo "== snakefmt --check"
+snakefmt --check .
+
+echo "== snakemake --lint (the .test config and the template config/config.yaml)"
+snakemake --directory .test --lint
+snakemake --lint
 
 echo "== schema validation rejects a misspelt key"
 bad_config="$out/bad_config.yaml"
 printf 'tokenize:\n  datasets:\n    x:\n      inptu: test-data/ecoli/ecoli_50kb.fa\n' > "$bad_config"
-if snakemake -s "$snakefile" --configfile "$bad_config" --dry-run >"$out/bad_config.log" 2>&1; then
+if snakemake --configfile "$bad_config" --dry-run >"$out/bad_config.log" 2>&1; then
     echo "ci.sh: a config with an unknown key was accepted" >&2
     exit 1
 fi
@@ -43,20 +49,55 @@ grep -q "inptu" "$out/bad_config.log"
 
 echo "== schema validation rejects a mask_pairs dataset with two input modes"
 printf 'mask_pairs:\n  datasets:\n    x:\n      fasta: a.fa\n      variants: b.vcf\n' > "$bad_config"
-if snakemake -s "$snakefile" --configfile "$bad_config" --dry-run >"$out/bad_config.log" 2>&1; then
+if snakemake --configfile "$bad_config" --dry-run >"$out/bad_config.log" 2>&1; then
     echo "ci.sh: a mask_pairs dataset with both fasta and variants was accepted" >&2
     exit 1
 fi
 grep -q "oneOf" "$out/bad_config.log"
 
-echo "== test run on test-data/"
+echo "== a config that asks for nothing fails, saying what to set"
+mkdir -p "$out/empty_project/config"
+printf 'outdir: results\n' > "$out/empty_project/config/config.yaml"
+if snakemake --directory "$out/empty_project" --dry-run >"$out/empty.log" 2>&1; then
+    echo "ci.sh: a config without datasets or runs was accepted" >&2
+    exit 1
+fi
+grep -q "The config names no dataset or run" "$out/empty.log"
+
+echo "== profiles: default is picked up, slurm is used with --workflow-profile"
+snakemake "${test_run[@]}" --dry-run >"$out/default_profile.log" 2>&1
+grep -q "Using workflow specific profile profiles/default" "$out/default_profile.log"
+# The slurm profile deploys software with apptainer, absent here: env-modules stands in for
+# the dry run (it needs nothing until a job runs); the profile's per-rule resources must show.
+snakemake "${test_run[@]}" --workflow-profile profiles/slurm --sdm env-modules --dry-run \
+    >"$out/slurm_profile.log" 2>&1
+grep -q "Using workflow specific profile profiles/slurm" "$out/slurm_profile.log"
+grep -A12 "^rule train_mlm:" "$out/slurm_profile.log" | grep -q "runtime=1440"
+
+echo "== every job that reads a dataset declares its sidecars"
+python3 check_sidecars.py "${test_run[@]}"
+
+echo "== test run on test-data/ (.test/config/config.yaml)"
 start=$SECONDS
-snakemake -s "$snakefile" --configfile "$test_config" --config "outdir=$out/results" \
-    --cores 2 --quiet rules
+snakemake "${test_run[@]}" --cores 2 --quiet rules
 echo "test run: $((SECONDS - start)) s"
 
+echo "== report with captions"
+snakemake "${test_run[@]}" --report "$out/report.zip" >"$out/report.log" 2>&1 \
+    || { cat "$out/report.log" >&2; exit 1; }
+python3 - "$out/report.zip" <<'PY'
+import sys
+import zipfile
+
+names = zipfile.ZipFile(sys.argv[1]).namelist()
+for output in ("prom_test.predictions.tsv", "prom_test.metrics.tsv", "celegans_snvs.scores.tsv",
+               "prom_test_ig.tsv", "metrics.tsv", "retrieval_test.ranks.tsv"):
+    assert any(name.endswith("/" + output) for name in names), f"report lacks {output}"
+print(f"report: {len(names)} files")
+PY
+
 echo "== outputs open in Python"
-python3 - "$out/results" <<'PY'
+python3 - "$out/results" "$repo_root/test-data" <<'PY'
 import csv
 import json
 import sys
@@ -67,7 +108,8 @@ from safetensors import safe_open
 from safetensors.numpy import load_file
 
 results = Path(sys.argv[1])
-# dataset id -> (rows, row length, extra tensors); from config/test.yaml.
+test_data = Path(sys.argv[2])
+# dataset id -> (rows, row length, extra tensors); from .test/config/config.yaml.
 expected = {
     "prom_train": (2000, 72, {"labels"}),
     "prom_dev": (500, 72, {"labels"}),
@@ -121,7 +163,7 @@ for dataset in ("celegans_train", "ecoli_dev", "celegans_snvs"):
     assert len(index) == n, (dataset, len(index), n)
     print(f"mask_pairs {dataset}: {n} rows x {width}, {int(masked.sum())} masked positions")
 vcf_records = [
-    line for line in open("test-data/celegans/celegans_small.snv.vcf") if not line.startswith("#")
+    line for line in open(test_data / "celegans/celegans_small.snv.vcf") if not line.startswith("#")
 ]
 snv_rows = read_tsv(results / "mask_pairs" / "celegans_snvs.index.tsv")
 assert len(snv_rows) == len(vcf_records), (len(snv_rows), len(vcf_records))
@@ -143,7 +185,7 @@ assert bedgraph[0].startswith("track type=bedGraph"), bedgraph[0]
 assert len(bedgraph) - 1 == len({(r["chrom"], r["pos"]) for r in scores}), len(bedgraph)
 print(f"predict variants: {len(scores)} SNVs scored, VCF and bedGraph written")
 
-# luminome-regions: 9 genes x 2 cell types, N = 50 regions (config/test.yaml).
+# luminome-regions: 9 genes x 2 cell types, N = 50 regions (.test/config/config.yaml).
 regions = results / "regions" / "chr22_slice.safetensors"
 tensors = load_file(regions)
 assert metadata_of(regions)["kind"] == "luminome.region_dataset", metadata_of(regions)
@@ -206,7 +248,7 @@ npz = np.load(results / "importance" / "expression" / "chr22_motifs.npz")
 assert npz["contrib"].shape == (len(predicted), 50, 11), npz["contrib"].shape
 print(f"expression: {len(tiles['features'])} tiles, {len(predicted)} test samples, metrics {metrics['pearson']}")
 
-# luminome-importance: --records 50 (config/test.yaml).
+# luminome-importance: --records 50 (.test/config/config.yaml).
 scores = read_tsv(results / "importance" / "prom_test_ig.tsv")
 assert {int(row["record"]) for row in scores} == set(range(50)), "importance records"
 npz = np.load(results / "importance" / "prom_test_ig.npz")

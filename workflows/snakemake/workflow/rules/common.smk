@@ -4,6 +4,7 @@
 import os
 import re
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -19,6 +20,8 @@ TOKENIZE = config["tokenize"]
 
 def tokenize_targets():
     datasets = TOKENIZE["datasets"]
+    if not datasets:
+        return []
     return expand(
         f"{OUTDIR}/tokenize/{{id}}.{{ext}}",
         id=datasets,
@@ -99,6 +102,16 @@ def tokenized(dataset_id):
 def tokenized_index(dataset_id):
     """The record index written beside a tokenize dataset."""
     return f"{OUTDIR}/tokenize/{dataset_id}.index.tsv"
+
+
+def sidecars(dataset_file):
+    """The files the tools read from beside a dataset (declared as inputs so that a rule also
+    works where only its declared inputs are present, e.g. with remote storage): a token or
+    pair dataset's .index.tsv, a region dataset's .samples.tsv and .regions.tsv."""
+    stem = dataset_file.removesuffix(".safetensors")
+    if dataset_file.startswith(f"{OUTDIR}/regions/"):
+        return [f"{stem}.samples.tsv", f"{stem}.regions.tsv"]
+    return [f"{stem}.index.tsv"]
 
 
 def ids_pattern(ids):
@@ -182,8 +195,10 @@ def train_inputs(runs, dataset=tokenized, init_command="mlm"):
     def inputs(wildcards):
         run = runs[wildcards.id]
         files = {"train": dataset(run["train"])}
+        files["train_sidecars"] = sidecars(files["train"])
         if "dev" in run:
             files["dev"] = dataset(run["dev"])
+            files["dev_sidecars"] = sidecars(files["dev"])
         if "init" in run:
             files["init"] = checkpoint_of(init_command, run["init"])
         return files
@@ -270,6 +285,7 @@ def expression_model_inputs(runs):
         return {
             "checkpoint": checkpoint_of("expression", run["model"]),
             "dataset": region_dataset(run["dataset"]),
+            "dataset_sidecars": sidecars(region_dataset(run["dataset"])),
         }
 
     return inputs
@@ -331,6 +347,7 @@ def variant_inputs(wildcards):
     return {
         "checkpoint": f"{OUTDIR}/train/bistrand/{run['model']}/best.safetensors",
         "dataset": paired(run["dataset"]),
+        "dataset_sidecars": sidecars(paired(run["dataset"])),
         "variants": MASK_PAIRS["datasets"][run["dataset"]]["variants"],
     }
 
@@ -351,6 +368,7 @@ def model_inputs(runs):
         return {
             "checkpoint": classifier_checkpoint(run["model"]),
             "dataset": tokenized(run["dataset"]),
+            "dataset_sidecars": sidecars(tokenized(run["dataset"])),
         }
 
     return inputs
@@ -482,3 +500,26 @@ def region_dataset(run_id):
     """Region dataset written by the regions rule for a config["regions"]["runs"] id (its
     samples and regions tables are written beside it by the same rule)."""
     return f"{OUTDIR}/regions/{run_id}.safetensors"
+
+
+# --- rule all ---
+
+
+def all_targets():
+    """Every output the config asks for; a config that asks for none is an error, not a
+    silent no-op (e.g. a config/config.yaml left with empty sections)."""
+    targets = (
+        tokenize_targets()
+        + mask_pairs_targets()
+        + regions_targets()
+        + train_targets()
+        + predict_targets()
+        + importance_targets()
+    )
+    if not targets:
+        raise WorkflowError(
+            "The config names no dataset or run: fill tokenize.datasets (or mask_pairs.datasets, "
+            "regions.runs, train.*, predict.*, importance.*) in config/config.yaml of the working "
+            "directory, or pass a config with --configfile (see config/README.md)."
+        )
+    return targets

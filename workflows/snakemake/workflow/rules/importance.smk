@@ -8,7 +8,12 @@ rule importance:
     input:
         unpack(model_inputs(IMPORTANCE_RUNS)),
     output:
-        scores=f"{OUTDIR}/importance/{{id}}.tsv",
+        scores=report(
+            f"{OUTDIR}/importance/{{id}}.tsv",
+            caption="../report/importance.rst",
+            category="Importance",
+            subcategory="{id}",
+        ),
         npz=f"{OUTDIR}/importance/{{id}}.npz",
     log:
         f"{LOGDIR}/importance/{{id}}.log",
@@ -35,7 +40,12 @@ rule importance_expression:
     input:
         unpack(expression_model_inputs(EXPRESSION_IMPORTANCE_RUNS)),
     output:
-        scores=f"{OUTDIR}/importance/expression/{{id}}.tsv",
+        scores=report(
+            f"{OUTDIR}/importance/expression/{{id}}.tsv",
+            caption="../report/importance.rst",
+            category="Importance",
+            subcategory="{id}",
+        ),
         bedgraph=f"{OUTDIR}/importance/expression/{{id}}.bedgraph",
         npz=f"{OUTDIR}/importance/expression/{{id}}.npz",
     log:
@@ -63,7 +73,12 @@ rule importance_tabular:
     input:
         unpack(tabular_model_inputs(TABULAR_IMPORTANCE_RUNS)),
     output:
-        scores=f"{OUTDIR}/importance/tabular/{{id}}.tsv",
+        scores=report(
+            f"{OUTDIR}/importance/tabular/{{id}}.tsv",
+            caption="../report/importance.rst",
+            category="Importance",
+            subcategory="{id}",
+        ),
         ranking=f"{OUTDIR}/importance/tabular/{{id}}.ranking.tsv",
     log:
         f"{LOGDIR}/importance/tabular/{{id}}.log",

@@ -8,8 +8,18 @@ rule predict_with_metrics:
     input:
         unpack(model_inputs(PREDICT_RUNS)),
     output:
-        predictions=f"{OUTDIR}/predict/{{id}}.predictions.tsv",
-        metrics=f"{OUTDIR}/predict/{{id}}.metrics.tsv",
+        predictions=report(
+            f"{OUTDIR}/predict/{{id}}.predictions.tsv",
+            caption="../report/predictions.rst",
+            category="Predictions",
+            subcategory="{id}",
+        ),
+        metrics=report(
+            f"{OUTDIR}/predict/{{id}}.metrics.tsv",
+            caption="../report/prediction_metrics.rst",
+            category="Predictions",
+            subcategory="{id}",
+        ),
     log:
         f"{LOGDIR}/predict/{{id}}.log",
     wildcard_constraints:
@@ -32,7 +42,12 @@ rule predict:
     input:
         unpack(model_inputs(PREDICT_RUNS)),
     output:
-        predictions=f"{OUTDIR}/predict/{{id}}.predictions.tsv",
+        predictions=report(
+            f"{OUTDIR}/predict/{{id}}.predictions.tsv",
+            caption="../report/predictions.rst",
+            category="Predictions",
+            subcategory="{id}",
+        ),
     log:
         f"{LOGDIR}/predict/{{id}}.log",
     wildcard_constraints:
@@ -58,7 +73,12 @@ rule predict_variants:
     input:
         unpack(variant_inputs),
     output:
-        scores=f"{OUTDIR}/predict/variants/{{id}}.scores.tsv",
+        scores=report(
+            f"{OUTDIR}/predict/variants/{{id}}.scores.tsv",
+            caption="../report/variant_scores.rst",
+            category="Variant effects",
+            subcategory="{id}",
+        ),
         vcf=f"{OUTDIR}/predict/variants/{{id}}.scores.vcf.gz",
         bedgraph=f"{OUTDIR}/predict/variants/{{id}}.llr.bedgraph",
     log:
@@ -87,8 +107,18 @@ rule predict_expression:
     input:
         unpack(expression_model_inputs(EXPRESSION_PREDICT_RUNS)),
     output:
-        predictions=f"{OUTDIR}/predict/expression/{{id}}.predictions.tsv",
-        metrics=f"{OUTDIR}/predict/expression/{{id}}.metrics.tsv",
+        predictions=report(
+            f"{OUTDIR}/predict/expression/{{id}}.predictions.tsv",
+            caption="../report/predictions.rst",
+            category="Predictions",
+            subcategory="{id}",
+        ),
+        metrics=report(
+            f"{OUTDIR}/predict/expression/{{id}}.metrics.tsv",
+            caption="../report/prediction_metrics.rst",
+            category="Predictions",
+            subcategory="{id}",
+        ),
     log:
         f"{LOGDIR}/predict/expression/{{id}}.log",
     wildcard_constraints:
@@ -126,8 +156,18 @@ rule predict_tabular:
     input:
         unpack(tabular_model_inputs(TABULAR_PREDICT_RUNS)),
     output:
-        predictions=f"{OUTDIR}/predict/tabular/{{id}}.predictions.tsv",
-        metrics=f"{OUTDIR}/predict/tabular/{{id}}.metrics.tsv",
+        predictions=report(
+            f"{OUTDIR}/predict/tabular/{{id}}.predictions.tsv",
+            caption="../report/predictions.rst",
+            category="Predictions",
+            subcategory="{id}",
+        ),
+        metrics=report(
+            f"{OUTDIR}/predict/tabular/{{id}}.metrics.tsv",
+            caption="../report/prediction_metrics.rst",
+            category="Predictions",
+            subcategory="{id}",
+        ),
     log:
         f"{LOGDIR}/predict/tabular/{{id}}.log",
     wildcard_constraints:
@@ -154,8 +194,18 @@ rule predict_retrieval:
     input:
         unpack(retrieval_inputs),
     output:
-        ranks=f"{OUTDIR}/predict/retrieval/{{id}}.ranks.tsv",
-        metrics=f"{OUTDIR}/predict/retrieval/{{id}}.metrics.tsv",
+        ranks=report(
+            f"{OUTDIR}/predict/retrieval/{{id}}.ranks.tsv",
+            caption="../report/retrieval_ranks.rst",
+            category="Retrieval",
+            subcategory="{id}",
+        ),
+        metrics=report(
+            f"{OUTDIR}/predict/retrieval/{{id}}.metrics.tsv",
+            caption="../report/prediction_metrics.rst",
+            category="Retrieval",
+            subcategory="{id}",
+        ),
         embeddings=f"{OUTDIR}/predict/retrieval/{{id}}.embeddings.safetensors",
         embeddings_index=f"{OUTDIR}/predict/retrieval/{{id}}.embeddings.index.tsv",
     log:

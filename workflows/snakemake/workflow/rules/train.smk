@@ -18,7 +18,12 @@ rule train_mlm:
     output:
         best=f"{OUTDIR}/train/mlm/{{id}}/best.safetensors",
         last=f"{OUTDIR}/train/mlm/{{id}}/last.safetensors",
-        metrics=f"{OUTDIR}/train/mlm/{{id}}/metrics.tsv",
+        metrics=report(
+            f"{OUTDIR}/train/mlm/{{id}}/metrics.tsv",
+            caption="../report/train_metrics.rst",
+            category="Training",
+            subcategory="{id}",
+        ),
     log:
         f"{LOGDIR}/train/mlm/{{id}}.log",
     wildcard_constraints:
@@ -43,7 +48,12 @@ rule train_classify:
     output:
         best=f"{OUTDIR}/train/classify/{{id}}/best.safetensors",
         last=f"{OUTDIR}/train/classify/{{id}}/last.safetensors",
-        metrics=f"{OUTDIR}/train/classify/{{id}}/metrics.tsv",
+        metrics=report(
+            f"{OUTDIR}/train/classify/{{id}}/metrics.tsv",
+            caption="../report/train_metrics.rst",
+            category="Training",
+            subcategory="{id}",
+        ),
     log:
         f"{LOGDIR}/train/classify/{{id}}.log",
     wildcard_constraints:
@@ -68,7 +78,12 @@ rule train_bistrand:
     output:
         best=f"{OUTDIR}/train/bistrand/{{id}}/best.safetensors",
         last=f"{OUTDIR}/train/bistrand/{{id}}/last.safetensors",
-        metrics=f"{OUTDIR}/train/bistrand/{{id}}/metrics.tsv",
+        metrics=report(
+            f"{OUTDIR}/train/bistrand/{{id}}/metrics.tsv",
+            caption="../report/train_metrics.rst",
+            category="Training",
+            subcategory="{id}",
+        ),
     log:
         f"{LOGDIR}/train/bistrand/{{id}}.log",
     wildcard_constraints:
@@ -93,7 +108,12 @@ rule train_region_pretrain:
     output:
         best=f"{OUTDIR}/train/region_pretrain/{{id}}/best.safetensors",
         last=f"{OUTDIR}/train/region_pretrain/{{id}}/last.safetensors",
-        metrics=f"{OUTDIR}/train/region_pretrain/{{id}}/metrics.tsv",
+        metrics=report(
+            f"{OUTDIR}/train/region_pretrain/{{id}}/metrics.tsv",
+            caption="../report/train_metrics.rst",
+            category="Training",
+            subcategory="{id}",
+        ),
     log:
         f"{LOGDIR}/train/region_pretrain/{{id}}.log",
     wildcard_constraints:
@@ -122,7 +142,12 @@ rule train_expression:
     output:
         best=f"{OUTDIR}/train/expression/{{id}}/best.safetensors",
         last=f"{OUTDIR}/train/expression/{{id}}/last.safetensors",
-        metrics=f"{OUTDIR}/train/expression/{{id}}/metrics.tsv",
+        metrics=report(
+            f"{OUTDIR}/train/expression/{{id}}/metrics.tsv",
+            caption="../report/train_metrics.rst",
+            category="Training",
+            subcategory="{id}",
+        ),
     log:
         f"{LOGDIR}/train/expression/{{id}}.log",
     wildcard_constraints:
@@ -147,7 +172,12 @@ rule train_dual:
     output:
         best=f"{OUTDIR}/train/dual/{{id}}/best.safetensors",
         last=f"{OUTDIR}/train/dual/{{id}}/last.safetensors",
-        metrics=f"{OUTDIR}/train/dual/{{id}}/metrics.tsv",
+        metrics=report(
+            f"{OUTDIR}/train/dual/{{id}}/metrics.tsv",
+            caption="../report/train_metrics.rst",
+            category="Training",
+            subcategory="{id}",
+        ),
     log:
         f"{LOGDIR}/train/dual/{{id}}.log",
     wildcard_constraints:
@@ -171,7 +201,12 @@ rule train_tabular:
         unpack(tabular_inputs),
     output:
         best=f"{OUTDIR}/train/tabular/{{id}}/best.safetensors",
-        metrics=f"{OUTDIR}/train/tabular/{{id}}/metrics.tsv",
+        metrics=report(
+            f"{OUTDIR}/train/tabular/{{id}}/metrics.tsv",
+            caption="../report/train_metrics.rst",
+            category="Training",
+            subcategory="{id}",
+        ),
     log:
         f"{LOGDIR}/train/tabular/{{id}}.log",
     wildcard_constraints:
@@ -194,7 +229,12 @@ rule train_tabular_cv:
     input:
         unpack(tabular_inputs),
     output:
-        metrics=f"{OUTDIR}/train/tabular/{{id}}/cv_metrics.tsv",
+        metrics=report(
+            f"{OUTDIR}/train/tabular/{{id}}/cv_metrics.tsv",
+            caption="../report/cv_metrics.rst",
+            category="Training",
+            subcategory="{id}",
+        ),
         predictions=f"{OUTDIR}/train/tabular/{{id}}/cv_predictions.tsv",
     log:
         f"{LOGDIR}/train/tabular/{{id}}.log",

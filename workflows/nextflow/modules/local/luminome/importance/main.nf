@@ -4,13 +4,16 @@ process LUMINOME_IMPORTANCE {
     label 'process_gpu'
 
     conda "${moduleDir}/environment.yml"
-    container "${ task.ext.use_gpu ? 'luminome/luminome:0.1.0-cuda' : 'luminome/luminome:0.1.0' }"
+    // task.accelerator (set by -profile gpu for the process_gpu label) picks the CUDA image.
+    container "${ workflow.containerEngine in ['singularity', 'apptainer'] && !task.ext.singularity_pull_docker_container ?
+        (task.accelerator ? 'oras://ghcr.io/luminome/luminome-sif:0.1.0-cuda' : 'oras://ghcr.io/luminome/luminome-sif:0.1.0') :
+        (task.accelerator ? 'ghcr.io/luminome/luminome:0.1.0-cuda' : 'ghcr.io/luminome/luminome:0.1.0') }"
 
     input:
-    // checkpoint: from luminome-train classify (dataset: a token dataset tokenized like the
-    // training data), expression (dataset: a region dataset with its tables) or tabular
-    // (dataset: a CSV/TSV table)
-    tuple val(meta), path(checkpoint), path(dataset)
+    // As LUMINOME_PREDICT: a dataset (token or region dataset, or a CSV/TSV table) with the
+    // files the tool reads from beside it, and the model's checkpoint.
+    tuple val(meta), path(dataset), path(dataset_sidecars)
+    tuple val(meta2), path(checkpoint)
 
     output:
     tuple val(meta), path("${prefix}.tsv")        , emit: scores
@@ -24,19 +27,15 @@ process LUMINOME_IMPORTANCE {
     script:
     // ext.args must include --method gates|saliency|ig (expression models: pooling|saliency|ig;
     // tabular models: saliency|ig|attention)
-    // A region dataset comes with its samples and regions tables (read from beside it): the
-    // input may be that list of files; the dataset is its .safetensors (or a table's file).
-    def files = dataset instanceof List ? dataset : [dataset]
-    def data = files.find { it.name.endsWith('.safetensors') } ?: files[0]
     def args = task.ext.args ?: ''
     prefix = task.ext.prefix ?: "${meta.id}"
-    def device = task.ext.use_gpu ? '--device cuda' : ''
-    // Tables give a global column ranking; datasets an npz of per-base contributions.
-    def extra_output = data.name.endsWith('.safetensors') ? "--npz ${prefix}.npz" : "--ranking ${prefix}.ranking.tsv"
+    def device = task.accelerator ? '--device cuda' : ''
+    // Datasets give an npz of per-base (or per-region) contributions; tables a global column ranking.
+    def extra_output = dataset.name.endsWith('.safetensors') ? "--npz ${prefix}.npz" : "--ranking ${prefix}.ranking.tsv"
     """
     luminome-importance \\
         --checkpoint ${checkpoint} \\
-        --dataset ${data} \\
+        --dataset ${dataset} \\
         ${args} \\
         ${device} \\
         ${extra_output} \\
@@ -46,8 +45,9 @@ process LUMINOME_IMPORTANCE {
 
     stub:
     prefix = task.ext.prefix ?: "${meta.id}"
+    def extra_output = dataset.name.endsWith('.safetensors') ? "${prefix}.npz" : "${prefix}.ranking.tsv"
     """
     touch ${prefix}.tsv
-    touch ${prefix}.npz
+    touch ${extra_output}
     """
 }

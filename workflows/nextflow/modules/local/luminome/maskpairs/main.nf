@@ -3,16 +3,19 @@ process LUMINOME_MASKPAIRS {
     label 'process_low'
 
     conda "${moduleDir}/environment.yml"
-    container "luminome/luminome:0.1.0"
+    container "${ workflow.containerEngine in ['singularity', 'apptainer'] && !task.ext.singularity_pull_docker_container ?
+        'oras://ghcr.io/luminome/luminome-sif:0.1.0' :
+        'ghcr.io/luminome/luminome:0.1.0' }"
 
     input:
     // meta.type picks the input mode:
     //   fasta      sequences in windows, strand B their complement
     //   fasta_pair sequences = strand A, strand_b = strand B (records pair up in order)
     //   paired     sequences holds consecutive NAME/1 NAME/2 records
-    //   variants   sequences = the reference FASTA (fai beside it, or []), variants = VCF/BCF/table
-    // strand_b, variants and fai are [] where the mode does not use them.
-    tuple val(meta), path(sequences), path(strand_b), path(variants), path(fai)
+    //   variants   variants = VCF/BCF/table, windows cut from the reference (fasta, fai)
+    // Inputs a mode does not use are [].
+    tuple val(meta), path(sequences), path(strand_b), path(variants)
+    tuple val(meta2), path(fasta), path(fai)
 
     output:
     tuple val(meta), path("${prefix}.safetensors"), emit: pairs
@@ -29,7 +32,7 @@ process LUMINOME_MASKPAIRS {
         fasta     : "--fasta ${sequences}",
         fasta_pair: "--fasta-a ${sequences} --fasta-b ${strand_b}",
         paired    : "--paired ${sequences}",
-        variants  : "--reference ${sequences} --variants ${variants}",
+        variants  : "--reference ${fasta} --variants ${variants}",
     ][meta.type ?: 'fasta']
     if (!inputs) {
         error("LUMINOME_MASKPAIRS ${meta.id}: type must be fasta, fasta_pair, paired or variants, not '${meta.type}'")

@@ -4,13 +4,18 @@ process LUMINOME_PREDICT {
     label 'process_gpu'
 
     conda "${moduleDir}/environment.yml"
-    container "${ task.ext.use_gpu ? 'luminome/luminome:0.1.0-cuda' : 'luminome/luminome:0.1.0' }"
+    // task.accelerator (set by -profile gpu for the process_gpu label) picks the CUDA image.
+    container "${ workflow.containerEngine in ['singularity', 'apptainer'] && !task.ext.singularity_pull_docker_container ?
+        (task.accelerator ? 'oras://ghcr.io/luminome/luminome-sif:0.1.0-cuda' : 'oras://ghcr.io/luminome/luminome-sif:0.1.0') :
+        (task.accelerator ? 'ghcr.io/luminome/luminome:0.1.0-cuda' : 'ghcr.io/luminome/luminome:0.1.0') }"
 
     input:
-    // checkpoint: from luminome-train classify (dataset: a token dataset tokenized like the
-    // training data), expression (dataset: a region dataset with its tables) or tabular
-    // (dataset: a CSV/TSV table)
-    tuple val(meta), path(checkpoint), path(dataset)
+    // dataset: a token dataset tokenized like the training data (classify models), a region
+    // dataset (expression models) or a CSV/TSV table (tabular models); dataset_sidecars: the
+    // files the tool reads from beside it (.index.tsv; .samples.tsv and .regions.tsv; [] for a table)
+    tuple val(meta), path(dataset), path(dataset_sidecars)
+    // checkpoint: from luminome-train classify, expression or tabular
+    tuple val(meta2), path(checkpoint)
 
     output:
     tuple val(meta), path("${prefix}.predictions.tsv"), emit: predictions
@@ -21,18 +26,15 @@ process LUMINOME_PREDICT {
     task.ext.when == null || task.ext.when
 
     script:
-    // A region dataset comes with its samples and regions tables (read from beside it): the
-    // input may be that list of files; the dataset is its .safetensors (or a table's file).
-    def dataset_file = { files -> def all = files instanceof List ? files : [files]; all.find { it.name.endsWith('.safetensors') } ?: all[0] }
     def args = task.ext.args ?: ''
     prefix = task.ext.prefix ?: "${meta.id}"
     // metrics need labels: meta.labelled = false leaves them out
     def metrics = meta.labelled == false ? '' : "--metrics ${prefix}.metrics.tsv"
-    def device = task.ext.use_gpu ? '--device cuda' : ''
+    def device = task.accelerator ? '--device cuda' : ''
     """
     luminome-predict \\
         --checkpoint ${checkpoint} \\
-        --dataset ${dataset_file(dataset)} \\
+        --dataset ${dataset} \\
         ${metrics} \\
         ${args} \\
         ${device} \\

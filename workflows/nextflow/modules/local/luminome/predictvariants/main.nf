@@ -4,12 +4,17 @@ process LUMINOME_PREDICTVARIANTS {
     label 'process_gpu'
 
     conda "${moduleDir}/environment.yml"
-    container "${ task.ext.use_gpu ? 'luminome/luminome:0.1.0-cuda' : 'luminome/luminome:0.1.0' }"
+    // task.accelerator (set by -profile gpu for the process_gpu label) picks the CUDA image.
+    container "${ workflow.containerEngine in ['singularity', 'apptainer'] && !task.ext.singularity_pull_docker_container ?
+        (task.accelerator ? 'oras://ghcr.io/luminome/luminome-sif:0.1.0-cuda' : 'oras://ghcr.io/luminome/luminome-sif:0.1.0') :
+        (task.accelerator ? 'ghcr.io/luminome/luminome:0.1.0-cuda' : 'ghcr.io/luminome/luminome:0.1.0') }"
 
     input:
-    // checkpoint: from luminome-train bistrand; dataset: a luminome-mask-pairs variants dataset;
-    // variants: the VCF/BCF/table it was built from (its records are copied into the scored VCF)
-    tuple val(meta), path(checkpoint), path(dataset), path(variants)
+    // dataset: a luminome-mask-pairs variants dataset and its index; variants: the VCF/BCF/table
+    // it was built from (its records are copied into the scored VCF)
+    tuple val(meta), path(dataset), path(dataset_index), path(variants)
+    // checkpoint: from luminome-train bistrand
+    tuple val(meta2), path(checkpoint)
 
     output:
     tuple val(meta), path("${prefix}.scores.tsv")    , emit: scores
@@ -23,7 +28,7 @@ process LUMINOME_PREDICTVARIANTS {
     script:
     def args = task.ext.args ?: ''
     prefix = task.ext.prefix ?: "${meta.id}"
-    def device = task.ext.use_gpu ? '--device cuda' : ''
+    def device = task.accelerator ? '--device cuda' : ''
     """
     luminome-predict \\
         --checkpoint ${checkpoint} \\

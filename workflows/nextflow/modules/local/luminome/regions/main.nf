@@ -3,12 +3,16 @@ process LUMINOME_REGIONS {
     label 'process_medium'
 
     conda "${moduleDir}/environment.yml"
-    container "luminome/luminome:0.1.0"
+    container "${ workflow.containerEngine in ['singularity', 'apptainer'] && !task.ext.singularity_pull_docker_container ?
+        'oras://ghcr.io/luminome/luminome-sif:0.1.0' :
+        'ghcr.io/luminome/luminome:0.1.0' }"
 
     input:
-    // meta.accessibility / meta.expression: cell types, in the order of the files;
-    // genes (with --tile-step in ext.args), peaks, expression, motifs, motif_clusters may be []
-    tuple val(meta), path(reference), path(genes), path(peaks), path(accessibility, stageAs: 'acc/*/*'), path(expression, stageAs: 'expr/*/*'), path(motifs), path(motif_clusters)
+    // meta.accessibility / meta.expression: cell types, in the order of the files (each file is
+    // staged in a folder of its own: two cell types may have tracks of the same name).
+    // genes ([] with --tile-step in ext.args), peaks, expression, motifs, motif_clusters may be [].
+    tuple val(meta), path(genes), path(peaks), path(accessibility, stageAs: 'acc/*/*'), path(expression, stageAs: 'expr/*/*'), path(motifs), path(motif_clusters)
+    tuple val(meta2), path(fasta), path(fai)
 
     output:
     tuple val(meta), path("${prefix}.safetensors"), emit: dataset
@@ -32,7 +36,7 @@ process LUMINOME_REGIONS {
     def genes_option = genes ? "--genes ${genes}" : ''
     """
     luminome-regions \\
-        --reference ${reference} \\
+        --reference ${fasta} \\
         ${genes_option} \\
         ${peak_options} \\
         ${acc_options} \\

@@ -4,13 +4,19 @@ process LUMINOME_RETRIEVAL {
     label 'process_gpu'
 
     conda "${moduleDir}/environment.yml"
-    container "${ task.ext.use_gpu ? 'luminome/luminome:0.1.0-cuda' : 'luminome/luminome:0.1.0' }"
+    // task.accelerator (set by -profile gpu for the process_gpu label) picks the CUDA image.
+    container "${ workflow.containerEngine in ['singularity', 'apptainer'] && !task.ext.singularity_pull_docker_container ?
+        (task.accelerator ? 'oras://ghcr.io/luminome/luminome-sif:0.1.0-cuda' : 'oras://ghcr.io/luminome/luminome-sif:0.1.0') :
+        (task.accelerator ? 'ghcr.io/luminome/luminome:0.1.0-cuda' : 'ghcr.io/luminome/luminome:0.1.0') }"
 
     input:
-    // checkpoint: from luminome-train dual; pairs: a luminome-tokenize --format pairs dataset
-    // and its index; corpus / corpus_index: a token dataset of the passages to rank and its
-    // index ([] to rank the pairs' own passages). Every file the tool reads is staged.
-    tuple val(meta), path(checkpoint), path(pairs), path(pairs_index), path(corpus), path(corpus_index)
+    // pairs: a luminome-tokenize --format pairs dataset and its index
+    tuple val(meta), path(pairs), path(pairs_index)
+    // corpus: a token dataset of the passages to rank and its index ([[], [], []] ranks the
+    // pairs' own passages)
+    tuple val(meta2), path(corpus), path(corpus_index)
+    // checkpoint: from luminome-train dual
+    tuple val(meta3), path(checkpoint)
 
     output:
     tuple val(meta), path("${prefix}.ranks.tsv")              , emit: ranks
@@ -26,7 +32,7 @@ process LUMINOME_RETRIEVAL {
     def args = task.ext.args ?: ''
     prefix = task.ext.prefix ?: "${meta.id}"
     def corpus_option = corpus ? "--corpus ${corpus}" : ''
-    def device = task.ext.use_gpu ? '--device cuda' : ''
+    def device = task.accelerator ? '--device cuda' : ''
     """
     luminome-predict \\
         --checkpoint ${checkpoint} \\

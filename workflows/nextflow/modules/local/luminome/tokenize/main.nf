@@ -3,11 +3,14 @@ process LUMINOME_TOKENIZE {
     label 'process_low'
 
     conda "${moduleDir}/environment.yml"
-    container "luminome/luminome:0.1.0"
+    container "${ workflow.containerEngine in ['singularity', 'apptainer'] && !task.ext.singularity_pull_docker_container ?
+        'oras://ghcr.io/luminome/luminome-sif:0.1.0' :
+        'ghcr.io/luminome/luminome:0.1.0' }"
 
     input:
-    // fasta/fai: reference for BED/narrowPeak input, [] otherwise (fai may be [] too)
-    tuple val(meta), path(sequences), path(fasta), path(fai)
+    tuple val(meta), path(sequences)
+    // Reference for BED/narrowPeak input, [[], [], []] otherwise; fai may be [] (indexed in memory)
+    tuple val(meta2), path(fasta), path(fai)
 
     output:
     tuple val(meta), path("${prefix}.safetensors"), emit: tokens

@@ -4,13 +4,19 @@ process LUMINOME_TRAIN {
     label 'process_gpu'
 
     conda "${moduleDir}/environment.yml"
-    container "${ task.ext.use_gpu ? 'luminome/luminome:0.1.0-cuda' : 'luminome/luminome:0.1.0' }"
+    // task.accelerator (set by -profile gpu for the process_gpu label) picks the CUDA image.
+    container "${ workflow.containerEngine in ['singularity', 'apptainer'] && !task.ext.singularity_pull_docker_container ?
+        (task.accelerator ? 'oras://ghcr.io/luminome/luminome-sif:0.1.0-cuda' : 'oras://ghcr.io/luminome/luminome-sif:0.1.0') :
+        (task.accelerator ? 'ghcr.io/luminome/luminome:0.1.0-cuda' : 'ghcr.io/luminome/luminome:0.1.0') }"
 
     input:
-    // dev / init: [] when not used; init is an MLM checkpoint (classify) or a region-pretrain
-    // checkpoint (expression); train / dev may be a list: a region dataset with its tables
-    tuple val(meta), path(train), path(dev), path(init)
-    val command   // 'mlm', 'classify' (token datasets), 'bistrand' (pair datasets), 'region-pretrain' or 'expression' (region datasets), 'tabular' (a CSV/TSV table; no --folds: one model)
+    // train / dev: a dataset and the files the tool reads from beside it (sidecars: a token or
+    // pair dataset's .index.tsv, a region dataset's .samples.tsv and .regions.tsv; [] for a
+    // table); dev is [[], [], []] without a dev set. init: an MLM checkpoint (classify) or a
+    // region-pretrain checkpoint (expression), [[], []] when not used.
+    tuple val(meta), path(train), path(train_sidecars), path(dev), path(dev_sidecars)
+    tuple val(meta2), path(init)
+    val command   // 'mlm', 'classify' (token datasets), 'bistrand' (pair datasets), 'dual' (pairs datasets), 'region-pretrain' or 'expression' (region datasets), 'tabular' (a CSV/TSV table; no --folds: one model)
 
     output:
     tuple val(meta), path("${prefix}/best.safetensors"), emit: best
@@ -22,17 +28,14 @@ process LUMINOME_TRAIN {
     task.ext.when == null || task.ext.when
 
     script:
-    // A region dataset comes with its samples and regions tables (read from beside it): the
-    // input may be that list of files; the dataset is its .safetensors (or a table's file).
-    def dataset_file = { files -> def all = files instanceof List ? files : [files]; all.find { it.name.endsWith('.safetensors') } ?: all[0] }
     def args = task.ext.args ?: ''
     prefix = task.ext.prefix ?: "${meta.id}"
-    def dev_option = dev ? "--dev ${dataset_file(dev)}" : ''
+    def dev_option = dev ? "--dev ${dev}" : ''
     def init_option = init ? "--init ${init}" : ''
-    def device = task.ext.use_gpu ? '--device cuda' : ''
+    def device = task.accelerator ? '--device cuda' : ''
     """
     luminome-train ${command} \\
-        --train ${dataset_file(train)} \\
+        --train ${train} \\
         ${dev_option} \\
         ${init_option} \\
         ${args} \\
