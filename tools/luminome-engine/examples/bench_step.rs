@@ -5,10 +5,14 @@
 //! 1..64) with the mean adapter, as `torch_bench.py --backbone cnn`.
 //!
 //!     RAYON_NUM_THREADS=1 cargo run --release -p luminome-engine --example bench_step -- [steps] [dropout] [transformer|cnn]
+//!
+//! Other sizes and devices (the GPU benchmark, bench/gpu/run_gpu.sh) through the environment:
+//! BENCH_DEVICE (cpu, cuda, cuda:N), BENCH_D, BENCH_LAYERS, BENCH_HEADS, BENCH_FFN, BENCH_LEN,
+//! BENCH_BATCH (transformer; defaults: the model above).
 
 use std::time::Instant;
 
-use candle_core::{Device, Tensor};
+use candle_core::Tensor;
 use luminome_engine::backbones::{BackboneConfig, CnnConfig, EncoderConfig, PositionEncoding};
 use luminome_engine::models::classifier::{AdapterKind, ClassifierConfig};
 use luminome_engine::models::{BuiltModel, ModelConfig};
@@ -24,7 +28,16 @@ fn main() -> anyhow::Result<()> {
     let steps: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(20);
     let dropout: f64 = args.get(2).map(|s| s.parse()).transpose()?.unwrap_or(0.1);
     let cnn = args.get(3).is_some_and(|s| s == "cnn");
-    let (b, l) = (32usize, 72usize);
+    let env = |k: &str, d: usize| -> usize {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let (b, l) = (env("BENCH_BATCH", 32), env("BENCH_LEN", 72));
+    let dev = luminome_engine::parse_device(
+        &std::env::var("BENCH_DEVICE").unwrap_or_else(|_| "cpu".into()),
+    )?;
     let (backbone, adapter) = if cnn {
         let c = CnnConfig {
             vocab_size: 10,
@@ -41,10 +54,10 @@ fn main() -> anyhow::Result<()> {
     } else {
         let e = EncoderConfig {
             vocab_size: 10,
-            d_model: 128,
-            num_layers: 4,
-            num_heads: 4,
-            ffn_dim: 512,
+            d_model: env("BENCH_D", 128),
+            num_layers: env("BENCH_LAYERS", 4),
+            num_heads: env("BENCH_HEADS", 4),
+            ffn_dim: env("BENCH_FFN", 512),
             dropout,
             max_length: l,
             position: PositionEncoding::Learned,
@@ -61,7 +74,6 @@ fn main() -> anyhow::Result<()> {
         label_values: vec![0, 1],
         rc_average: None,
     });
-    let dev = Device::Cpu;
     let built = BuiltModel::new(&cfg, &dev, 1)?;
     let model = built.get::<ClassifierConfig>()?;
     let ids: Vec<u32> = (0..b * l)
@@ -103,6 +115,8 @@ fn main() -> anyhow::Result<()> {
         }
         clip_grad_norm(&mut map, 1.0)?;
         opt.step(&map, 1e-4)?;
+        // On a GPU the kernels run asynchronously: wait for them before reading the clock.
+        dev.synchronize()?;
         let t3 = Instant::now();
         if step >= 3 {
             fwd += (t1 - t0).as_secs_f64();
@@ -124,6 +138,7 @@ fn main() -> anyhow::Result<()> {
     for _ in 0..steps + 3 {
         let t0 = Instant::now();
         let _ = model.forward(&ids, &mask, None)?.logits.to_vec2::<f32>()?;
+        dev.synchronize()?;
         inf.push(t0.elapsed().as_secs_f64());
     }
     inf.sort_by(|a, b| a.partial_cmp(b).unwrap());

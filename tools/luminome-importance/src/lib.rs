@@ -153,8 +153,12 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
     if args.batch_size == 0 {
         bail!("--batch-size must be at least 1");
     }
-    if args.ig_steps == 0 {
-        bail!("--ig-steps must be at least 1");
+    // Each step is a forward and backward pass per batch: past 10,000 the run never ends.
+    if args.ig_steps == 0 || args.ig_steps > 10_000 {
+        bail!(
+            "--ig-steps must be between 1 and 10000, got {}",
+            args.ig_steps
+        );
     }
     args.runtime.apply_threads();
     for out in [
@@ -168,6 +172,9 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
         check_output_dir(out)?;
     }
     let dataset_index = luminome_io::token_dataset::index_path_for(&args.dataset);
+    // A region dataset's side tables: not read here, but part of the dataset (as in predict).
+    let side_tables = ["samples.tsv", "regions.tsv"]
+        .map(|s| luminome_io::token_dataset::side_path_for(&args.dataset, s));
     let outputs: Vec<(&str, &std::path::Path)> = [
         ("-o", Some(&args.output)),
         ("--bedgraph", args.bedgraph.as_ref()),
@@ -183,6 +190,8 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
             ("--checkpoint", args.checkpoint.as_path()),
             ("--dataset", args.dataset.as_path()),
             ("the index of --dataset", dataset_index.as_path()),
+            ("a side table of --dataset", side_tables[0].as_path()),
+            ("a side table of --dataset", side_tables[1].as_path()),
         ],
     )?;
     {

@@ -33,10 +33,16 @@ pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
         ),
     };
     if args.bedgraph.is_some() || args.npz.is_some() {
-        bail!("--bedgraph and --npz are for sequence and expression models; a tabular model's scores are per column (the TSV and --ranking)");
+        bail!(
+            "{} is a tabular model: --bedgraph and --npz are for sequence and expression models; a tabular model's scores are per column (the TSV and --ranking)",
+            args.checkpoint.display()
+        );
     }
     if args.only_label.is_some() || args.subset.is_some() {
-        bail!("--only-label and --subset are for sequence and expression models");
+        bail!(
+            "{} is a tabular model: --only-label and --subset are for sequence and expression models",
+            args.checkpoint.display()
+        );
     }
     if args.top == Some(0) {
         bail!("--top must be at least 1");

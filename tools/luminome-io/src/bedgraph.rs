@@ -98,6 +98,9 @@ impl BedGraphWriter {
         if start >= end {
             bail!("internal: empty bedGraph interval {chrom}:{start}-{end}");
         }
+        if let Sink::BigWig { dest, sizes, .. } = &self.out {
+            crate::bigwig::check_interval(dest, sizes, chrom, start, end)?;
+        }
         if let Some((c, _, e, v)) = &mut self.pending {
             if c == chrom {
                 if start < *e {

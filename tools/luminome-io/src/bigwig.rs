@@ -161,6 +161,30 @@ impl ChromSizes {
     }
 }
 
+/// Refuses an interval the chromosome sizes do not hold (a bigWig cannot store it). Writers
+/// call it as intervals arrive, so a run fails before any of its outputs is committed.
+pub fn check_interval(
+    dest: &Path,
+    sizes: &ChromSizes,
+    c: &str,
+    s: u64,
+    e: u64,
+) -> anyhow::Result<()> {
+    match sizes.length(c) {
+        None => anyhow::bail!(
+            "{}: the track has intervals on {c:?}, which {} does not list; give the sizes of the reference the data came from (--chrom-sizes)",
+            dest.display(),
+            sizes.source.display()
+        ),
+        Some(len) if e > len || s >= e => anyhow::bail!(
+            "{}: interval {c}:{s}-{e} lies outside {c} (length {len} in {})",
+            dest.display(),
+            sizes.source.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Writes `intervals` (chrom, start, end, value; sorted and non-overlapping within each
 /// chromosome, each chromosome in one run) as a bigWig at `dest`, atomically. Every chromosome
 /// must be in `sizes` and every interval inside it.
@@ -169,21 +193,9 @@ pub fn write_bigwig(
     sizes: &ChromSizes,
     intervals: Vec<(String, u64, u64, f32)>,
 ) -> anyhow::Result<crate::atomic::AtomicFile> {
-    use anyhow::{bail, Context};
+    use anyhow::Context;
     for (c, s, e, _) in &intervals {
-        match sizes.length(c) {
-            None => bail!(
-                "{}: the track has intervals on {c:?}, which {} does not list; give the sizes of the reference the data came from (--chrom-sizes)",
-                dest.display(),
-                sizes.source.display()
-            ),
-            Some(len) if *e > len || s >= e => bail!(
-                "{}: interval {c}:{s}-{e} lies outside {c} (length {len} in {})",
-                dest.display(),
-                sizes.source.display()
-            ),
-            _ => {}
-        }
+        check_interval(dest, sizes, c, *s, *e)?;
     }
     let mut out = crate::atomic::AtomicFile::create(dest)?;
     let file = out

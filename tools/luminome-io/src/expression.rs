@@ -171,6 +171,17 @@ pub fn read_expression_with(
             }
         }
         let (g, v) = resolve(header.as_deref())?;
+        if fields.len() <= g.max(v) {
+            return Err(InputError::line(
+                path,
+                n,
+                format!(
+                    "expected at least {} columns (gene and value), found {}",
+                    g.max(v) + 1,
+                    fields.len()
+                ),
+            ));
+        }
         let gene = fields[g].clone();
         if crate::table::is_missing(&fields[v]) {
             table.missing += 1;

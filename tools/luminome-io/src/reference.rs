@@ -138,10 +138,69 @@ impl Reference {
                         format!("cannot read {chrom}:{start}-{end}: {e}"),
                     )
                 })?;
+                check_fetched_lines(reader, &self.path, chrom, start, end)?;
                 Ok(record.sequence().as_ref().to_vec())
             }
         }
     }
+}
+
+/// Checks that the lines a fetch spanned have the `.fai`'s geometry (bases, then the line
+/// break where the index puts it). [`check_index`] verifies a record's first line and its end;
+/// a line of another length inside the record (lines shuffled or edited after indexing) would
+/// otherwise shift every base after it, silently.
+fn check_fetched_lines(
+    reader: &mut fasta::io::IndexedReader<fasta::io::BufReader<File>>,
+    path: &Path,
+    chrom: &str,
+    start: u64,
+    end: u64,
+) -> Result<(), InputError> {
+    let Some((offset, lb, lw)) = reader
+        .index()
+        .as_ref()
+        .iter()
+        .find(|r| r.name() == chrom.as_bytes())
+        .map(|r| {
+            (
+                r.position(),
+                r.line_base_count().get(),
+                r.line_width().get(),
+            )
+        })
+    else {
+        return Ok(());
+    };
+    let (first_line, last_line) = (start / lb, (end - 1) / lb);
+    let from = offset + first_line * lw;
+    let raw = read_at(
+        reader.get_mut(),
+        from,
+        ((last_line - first_line + 1) * lw) as usize,
+    )
+    .map_err(|e| InputError::file(path, format!("cannot read {chrom}:{start}-{end}: {e}")))?;
+    for (i, line) in raw.chunks(lw as usize).enumerate() {
+        let line_no = first_line + i as u64;
+        // Bases of this line the fetch used: all `lb` of them but on the last line fetched,
+        // which may also be the record's (short) last line.
+        let used = (end - line_no * lb).min(lb) as usize;
+        let bases_ok = line.len() >= used
+            && !line[..used]
+                .iter()
+                .any(|&b| b == b'\n' || b == b'\r' || b == b'>');
+        let break_ok = line_no == last_line || line.ends_with(b"\n");
+        if !(bases_ok && break_ok) {
+            return Err(InputError::file(
+                path,
+                format!(
+                    "its index does not match it inside record {chrom:?} (line {} of the record does not hold {lb} bases where the index says): the index is stale; rebuild it with `samtools faidx {}`, or delete it (an uncompressed FASTA is then indexed in memory)",
+                    line_no + 1,
+                    path.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// How many `.fai` records [`check_index`] verifies at most.
@@ -284,6 +343,21 @@ mod fai_tests {
     fn a_matching_index_is_used() {
         let mut r = open_with(FASTA, FAI).unwrap();
         assert_eq!(r.fetch("chrA", 8, 14).unwrap(), b"ACGTAC");
+        assert_eq!(r.fetch("chrB", 10, 12).unwrap(), b"AA");
+    }
+
+    #[test]
+    fn lines_moved_inside_a_record_after_indexing_are_refused_when_fetched() {
+        // chrA's short last line moved up: its first line and its end still match the index,
+        // but every base after the first line would be read shifted.
+        let moved = ">chrA first\nACGTACGTAC\nAC\nGTACGTACGT\n>chrB\nTTTTGGGGCC\nAA\n";
+        let mut r = open_with(moved, FAI).unwrap();
+        assert_eq!(r.fetch("chrA", 0, 8).unwrap(), b"ACGTACGT");
+        let e = r.fetch("chrA", 8, 22).unwrap_err().to_string();
+        assert!(
+            e.contains("inside record \"chrA\"") && e.contains("line 2"),
+            "{e}"
+        );
         assert_eq!(r.fetch("chrB", 10, 12).unwrap(), b"AA");
     }
 

@@ -384,8 +384,21 @@ impl RetrievalPairs {
     }
 
     /// Reads the index beside the dataset.
+    /// The pairs' index rows, one per pair (a stale or cut index is refused here, so callers
+    /// can index it by row).
     pub fn read_index(&self) -> Result<Vec<RetrievalIndexRow>> {
-        read_retrieval_index(&index_path_for(&self.path))
+        let path = index_path_for(&self.path);
+        let rows = read_retrieval_index(&path)?;
+        if rows.len() != self.len {
+            bail!(
+                "{}: the pair index {} has {} rows but the dataset has {} pairs",
+                self.path.display(),
+                path.display(),
+                rows.len(),
+                self.len
+            );
+        }
+        Ok(rows)
     }
 }
 

@@ -45,8 +45,10 @@ fn check_args(a: &Args) -> Result<()> {
             a.window
         );
     }
-    if a.stride == Some(0) {
-        bail!("--stride must be at least 1");
+    if let Some(s) = a.stride {
+        if s == 0 || s > 1 << 30 {
+            bail!("--stride must be between 1 and 1073741824 bases, got {s}");
+        }
     }
     if !(a.mask_fraction > 0.0 && a.mask_fraction < 1.0) {
         bail!("--mask-fraction must be in (0, 1), got {}", a.mask_fraction);
@@ -152,12 +154,20 @@ pub fn run(a: &Args) -> Result<Summary> {
     let written = sink.writer.len();
     if written == 0 {
         bail!(
-            "no pairs to write (counts: {})",
-            counts
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            "{}: no pairs to write{}",
+            sources.join(", "),
+            if counts.is_empty() {
+                " (no sequence read)".to_string()
+            } else {
+                format!(
+                    " (counts: {})",
+                    counts
+                        .iter()
+                        .map(|(k, v)| format!("{k} {v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
         );
     }
     let meta = PairDatasetMeta {

@@ -90,10 +90,16 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         bail!("--in-batch-size must be at least 1");
     }
     let dataset_index = luminome_io::token_dataset::index_path_for(&args.dataset);
+    // A region dataset's side tables are not read here, but writing over them destroys the
+    // dataset a user will read again: protected like inputs.
+    let side_tables = ["samples.tsv", "regions.tsv"]
+        .map(|s| luminome_io::token_dataset::side_path_for(&args.dataset, s));
     let mut inputs = vec![
         ("--checkpoint", args.checkpoint.as_path()),
         ("--dataset", args.dataset.as_path()),
         ("the index of --dataset", dataset_index.as_path()),
+        ("a side table of --dataset", side_tables[0].as_path()),
+        ("a side table of --dataset", side_tables[1].as_path()),
     ];
     if let Some(v) = &args.variants {
         inputs.push(("--variants", v.as_path()));

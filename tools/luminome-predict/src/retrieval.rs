@@ -44,8 +44,17 @@ pub fn embeddings_index(path: &Path) -> PathBuf {
 /// A record's name for output: its source record's name when the row is the whole record (a
 /// FASTA record, a BED interval), its coordinates when it is a window of one.
 fn token_record_names(ds: &TokenDataset) -> Result<Vec<String>> {
-    Ok(ds
-        .read_index()?
+    let index = ds.read_index()?;
+    if index.len() != ds.len() {
+        bail!(
+            "{}: the record index {} has {} rows but the dataset has {} records",
+            ds.path().display(),
+            luminome_io::token_dataset::index_path_for(ds.path()).display(),
+            index.len(),
+            ds.len()
+        );
+    }
+    Ok(index
         .into_iter()
         .map(|r| {
             let whole = r.window_offset == 0 && r.window_length == r.seq_length;

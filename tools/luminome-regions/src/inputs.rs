@@ -92,7 +92,16 @@ pub(crate) fn build_regions(cfg: &Config, reference: &Reference) -> Result<Regio
     }
     set.merge(cfg.merge_gap);
     if set.is_empty() {
-        bail!("no regions left (after reading/calling peaks and filtering by width)");
+        let from = if cfg.peaks.is_empty() {
+            "the peaks called from --accessibility".to_string()
+        } else {
+            cfg.peaks
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        bail!("{from}: no regions left (after reading/calling peaks and filtering by width)");
     }
     let opts = CountOptions {
         rename: cfg.rename,

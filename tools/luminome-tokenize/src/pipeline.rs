@@ -135,6 +135,12 @@ struct Framing {
 
 fn framing(job: &TokenizeJob) -> Result<Framing> {
     let specials = usize::from(job.add_cls) + usize::from(job.add_sep);
+    // A window is one dataset row: past 16 Mb a row no model here can take would be allocated.
+    if let Some(w) = job.window {
+        if w == 0 || w > 1 << 24 {
+            bail!("--window must be between 1 and 16777216 bases, got {w}");
+        }
+    }
     let content_tokens = match job.max_length {
         Some(l) if l <= specials => bail!("--max-length {l} leaves no room for sequence tokens"),
         Some(l) => Some(l - specials),
@@ -149,8 +155,8 @@ fn framing(job: &TokenizeJob) -> Result<Framing> {
         }
         (Overflow::Window, Some(size)) => {
             let stride = job.stride.unwrap_or(size);
-            if stride == 0 {
-                bail!("--stride must be at least 1");
+            if stride == 0 || stride > 1 << 30 {
+                bail!("--stride must be between 1 and 1073741824 bases, got {stride}");
             }
             Cut::Windows { size, stride }
         }

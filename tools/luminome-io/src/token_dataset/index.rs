@@ -40,6 +40,18 @@ pub fn index_path_for(dataset: &Path) -> PathBuf {
     ))
 }
 
+/// A side file of a dataset: `x.safetensors` with `suffix` `samples.tsv` → `x.samples.tsv`
+/// (luminome-regions writes `.samples.tsv` and `.regions.tsv` beside a region dataset).
+pub fn side_path_for(dataset: &Path, suffix: &str) -> PathBuf {
+    let stem = dataset_stem(dataset);
+    stem.with_file_name(format!(
+        "{}.{suffix}",
+        stem.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    ))
+}
+
 fn dataset_stem(dataset: &Path) -> PathBuf {
     let s = dataset.to_string_lossy();
     PathBuf::from(s.strip_suffix(".safetensors").unwrap_or(&s).to_string())

@@ -26,7 +26,9 @@ pub mod meta;
 pub mod reader;
 pub mod writer;
 
-pub use index::{index_path_for, read_index, shard_path, IndexRow, INDEX_HEADER, UNKNOWN_LENGTH};
+pub use index::{
+    index_path_for, read_index, shard_path, side_path_for, IndexRow, INDEX_HEADER, UNKNOWN_LENGTH,
+};
 pub use meta::{
     special, tokenizer_of, TokenDatasetMeta, TokenizerInfo, TokenizerScheme, TOKEN_DATASET_KIND,
     TOKEN_DATASET_VERSION,

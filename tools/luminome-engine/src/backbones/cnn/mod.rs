@@ -48,19 +48,27 @@ pub struct CnnConfig {
 
 impl CnnConfig {
     pub fn validate(&self) -> Result<()> {
-        if self.vocab_size == 0 || self.channels == 0 {
-            bail!("the CNN needs a vocabulary and at least one channel");
+        if self.vocab_size == 0 {
+            bail!("the CNN needs a vocabulary");
         }
-        if self.first_kernel % 2 == 0 || self.kernel % 2 == 0 {
+        // The caps keep a mistyped size from allocating terabytes before anything is checked.
+        if self.channels == 0 || self.channels > 1 << 16 {
             bail!(
-                "CNN kernels must be odd (centred windows): first kernel {}, kernel {}",
-                self.first_kernel,
-                self.kernel
+                "cnn channels must be between 1 and 65536, got {}",
+                self.channels
             );
+        }
+        for (name, k) in [
+            ("cnn first kernel", self.first_kernel),
+            ("cnn kernel", self.kernel),
+        ] {
+            if k % 2 == 0 || k > 4097 {
+                bail!("{name} must be odd (centred windows) and at most 4097, got {k}");
+            }
         }
         if self.num_layers > MAX_CNN_LAYERS {
             bail!(
-                "{} dilated layers: at most {MAX_CNN_LAYERS} (the last dilation is 2^(layers-1))",
+                "{} cnn layers (dilated): at most {MAX_CNN_LAYERS} (the last dilation is 2^(layers-1))",
                 self.num_layers
             );
         }

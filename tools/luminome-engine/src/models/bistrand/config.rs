@@ -104,7 +104,7 @@ impl FamilyConfig for BiStrandConfig {
         }
         if self.d_model % self.cross_heads != 0 {
             bail!(
-                "d_model ({}) must be a multiple of the cross-attention heads ({})",
+                "d_model ({}) must be a multiple of the cross-attention heads (cross heads: {})",
                 self.d_model,
                 self.cross_heads
             );

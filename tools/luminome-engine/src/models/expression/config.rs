@@ -68,7 +68,7 @@ impl FamilyConfig for ExpressionConfig {
         self.encoder.validate()?;
         if let ExpressionHead::AttentionPool { mlp_hidden } = self.head {
             if mlp_hidden == 0 || mlp_hidden > 1 << 20 {
-                bail!("the MLP width must be between 1 and 1048576, got {mlp_hidden}");
+                bail!("the MLP width (mlp hidden) must be between 1 and 1048576, got {mlp_hidden}");
             }
         }
         Ok(())
