@@ -6,6 +6,8 @@
 #
 #   bench/dual/run.sh OUT [steps]        # from the repository root; needs release binaries and
 #                                        # python3 with numpy (the baselines)
+#   THREADS=1 ATTENTIONS=genetic bench/dual/run.sh OUT 500   # one arm, one thread (two arms can
+#                                        # then run side by side once the task is tokenised)
 #
 # Each training run takes ~20 min on two cores of the 2-core VM (1,500 steps).
 set -euo pipefail
@@ -13,6 +15,8 @@ out=${1:?usage: bench/dual/run.sh OUT [steps]}
 steps=${2:-1500}
 bin=${BIN:-target/release}
 py=${PYTHON:-python3}
+threads=${THREADS:-2}               # threads per training run
+attentions=${ATTENTIONS:-standard genetic}  # e.g. ATTENTIONS=genetic to run one arm
 mkdir -p "$out"
 python3 bench/dual/make_task.py --out "$out/task" > "$out/task.log"
 t=$out/task
@@ -29,20 +33,20 @@ done
     --corpus "$t/test.corpus.fa" --dev-pairs "$t/dev.pairs.tsv" --dev-corpus "$t/dev.corpus.fa" \
     --out "$out/baselines.tsv" > "$out/baselines.log"
 for seed in 1 2 3; do
-    for attention in standard genetic; do
+    for attention in $attentions; do
         run=$out/$attention.seed$seed
         if [[ ! -f $run/best.safetensors ]]; then
             /usr/bin/time -v "$bin/luminome-train" dual --train "$t/train.pairs.safetensors" \
                 --dev "$t/dev.pairs.safetensors" -o "$run" --shared-encoder --attention "$attention" \
                 --d-model 64 --layers 1 --heads 4 --ffn 256 --dropout 0.1 --temperature 0.05 \
                 --batch-size 32 --lr 1e-3 --warmup 100 --steps "$steps" --eval-every 250 \
-                --seed "$seed" --threads 2 --quiet 2> "$run.time.log"
+                --seed "$seed" --threads "$threads" --quiet 2> "$run.time.log"
         fi
         for q in test test.fwd test.rc; do
             [[ -f $run/$q.metrics.tsv ]] || "$bin/luminome-predict" --checkpoint "$run/best.safetensors" \
                 --dataset "$t/$q.pairs.safetensors" --corpus "$t/test.corpus.safetensors" \
                 -o "$run/$q.ranks.tsv" --metrics "$run/$q.metrics.tsv" --in-batch-size 32 \
-                --threads 2 --quiet
+                --threads "$threads" --quiet
         done
     done
 done
