@@ -46,7 +46,13 @@ fn main() -> Result<()> {
     let bases: usize = seqs.iter().map(Vec::len).sum();
     let records = read_motifs(args[3].as_ref(), None)?;
     let t0 = Instant::now();
-    let motifs = prepare(&records, &uniform(), 0.1, Threshold::PValue(pvalue));
+    let motifs = prepare(
+        &records,
+        args[3].as_ref(),
+        &uniform(),
+        0.1,
+        Threshold::PValue(pvalue),
+    )?;
     let t_thresholds = t0.elapsed().as_secs_f64();
     let nm = motifs.len();
     let mbp_motifs = bases as f64 / 1e6 * nm as f64;

@@ -178,15 +178,44 @@ pub fn score_for_pvalue(pssm: &ScoringMatrix<Dna>, pvalue: f64) -> f32 {
     t as f32
 }
 
-/// Build every motif's matrices and threshold.
+/// Build every motif's matrices and threshold. `path` is the motif file, for messages.
+///
+/// A `--pvalue` threshold needs every log-odds finite: a probability that is 0 in 32-bit floats
+/// after the pseudocount (`--pseudocount 0` on a zero count, or a count so large that the others
+/// vanish beside it) scores −∞, which TFMPvalue cannot place on its integer grid — refused, naming
+/// the motif and position. A `--score-threshold` scan handles −∞ (no hit spans that base).
 pub fn prepare(
     records: &[MotifRecord],
+    path: &Path,
     bg: &BaseFreqs,
     pseudocount: f64,
     threshold: Threshold,
-) -> Vec<ScanMotif> {
+) -> Result<Vec<ScanMotif>> {
     use rayon::prelude::*;
-    records
+    if matches!(threshold, Threshold::PValue(_)) {
+        for r in records {
+            for (i, p) in probabilities(r, bg, pseudocount).iter().enumerate() {
+                if let Some(b) = (0..4).find(|&b| !(p[b] as f32 > 0.0 && p[b].is_finite())) {
+                    return Err(InputError::line(
+                        path,
+                        r.line,
+                        format!(
+                            "motif {:?} position {}: base {} has probability {:e} after the \
+                             pseudocount, so its log-odds is -inf and --pvalue cannot be turned \
+                             into a score threshold; use --pseudocount > 0 (and counts of a \
+                             sensible size) or --score-threshold",
+                            r.name,
+                            i + 1,
+                            ["A", "C", "G", "T"][b],
+                            p[b]
+                        ),
+                    )
+                    .into());
+                }
+            }
+        }
+    }
+    Ok(records
         .par_iter()
         .map(|r| {
             let forward = scoring_matrix(r, bg, pseudocount);
@@ -202,7 +231,7 @@ pub fn prepare(
                 threshold,
             }
         })
-        .collect()
+        .collect())
 }
 
 /// Motif → feature column. Without a cluster map every motif is its own column.
@@ -370,6 +399,43 @@ mod tests {
         // p = 7/16 admits the one-A words too: t in (-1.17, 0.415].
         let t = score_for_pvalue(&m, 7.0 / 16.0);
         assert!(t > 2.0 * (2.0f32 / 3.0).log2() && t <= one_a + 1e-4, "{t}");
+    }
+
+    #[test]
+    fn a_zero_probability_is_refused_for_a_pvalue_threshold_only() {
+        // --pseudocount 0 on a zero count: log-odds -inf, which TFMPvalue cannot handle.
+        let r = record(vec![[4.0, 0.0, 0.0, 0.0]; 2], MatrixKind::Counts, None);
+        let path = Path::new("motifs.jaspar");
+        let err = prepare(
+            std::slice::from_ref(&r),
+            path,
+            &uniform(),
+            0.0,
+            Threshold::PValue(1e-4),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("motifs.jaspar") && err.contains("position 1"),
+            "{err}"
+        );
+        assert!(
+            err.contains("base C") && err.contains("--pseudocount"),
+            "{err}"
+        );
+        // A count so large that the others vanish in f32 is the same case.
+        let huge = record(vec![[1e300, 81.0, 1.0, 1.0]], MatrixKind::Counts, None);
+        assert!(prepare(&[huge], path, &uniform(), 0.1, Threshold::PValue(1e-4)).is_err());
+        // A score threshold scans with -inf (no hit spans the base) and the pseudocount fixes it.
+        assert!(prepare(
+            std::slice::from_ref(&r),
+            path,
+            &uniform(),
+            0.0,
+            Threshold::Score(1.0)
+        )
+        .is_ok());
+        assert!(prepare(&[r], path, &uniform(), 0.1, Threshold::PValue(1e-4)).is_ok());
     }
 
     #[test]

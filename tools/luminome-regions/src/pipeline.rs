@@ -185,7 +185,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
             }
         };
         let t0 = Instant::now();
-        let scan_motifs = motifs::prepare(&records, &bg, cfg.pseudocount, cfg.threshold);
+        let scan_motifs = motifs::prepare(&records, path, &bg, cfg.pseudocount, cfg.threshold)?;
         log(format!(
             "{} motifs from {} -> {} features; thresholds in {:.2}s",
             records.len(),

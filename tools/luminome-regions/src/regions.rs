@@ -63,7 +63,7 @@ impl RegionSet {
             let mut merged: Vec<(u64, u64)> = Vec::with_capacity(c.regions.len());
             for &(s, e) in &c.regions {
                 match merged.last_mut() {
-                    Some(last) if s <= last.1 + max_gap => last.1 = last.1.max(e),
+                    Some(last) if s <= last.1.saturating_add(max_gap) => last.1 = last.1.max(e),
                     _ => merged.push((s, e)),
                 }
             }

@@ -203,6 +203,7 @@ mod tests {
     use super::*;
     use crate::motifs::{prepare, uniform, Threshold};
     use luminome_io::motif::{MatrixKind, MotifRecord};
+    use std::path::Path;
 
     fn acgt_motif() -> MotifRecord {
         let one = |k: usize| {
@@ -222,7 +223,14 @@ mod tests {
 
     fn scan(seqs: &[&str], agg: Aggregation) -> Vec<f32> {
         let rec = [acgt_motif()];
-        let motifs = prepare(&rec, &uniform(), 0.1, Threshold::Score(5.0));
+        let motifs = prepare(
+            &rec,
+            Path::new("test.meme"),
+            &uniform(),
+            0.1,
+            Threshold::Score(5.0),
+        )
+        .unwrap();
         let fm = FeatureMap::identity(&rec);
         let seqs: Vec<Vec<u8>> = seqs.iter().map(|s| s.as_bytes().to_vec()).collect();
         MotifScanner::new(&motifs, &fm, agg).scan(&seqs).0
@@ -257,7 +265,14 @@ mod tests {
     #[test]
     fn chunking_does_not_change_the_result() {
         let rec = [acgt_motif()];
-        let motifs = prepare(&rec, &uniform(), 0.1, Threshold::Score(5.0));
+        let motifs = prepare(
+            &rec,
+            Path::new("test.meme"),
+            &uniform(),
+            0.1,
+            Threshold::Score(5.0),
+        )
+        .unwrap();
         let fm = FeatureMap::identity(&rec);
         let seqs: Vec<Vec<u8>> = (0..50)
             .map(|i| format!("{}ACGTT{}", "G".repeat(i % 7), "C".repeat(i % 5)).into_bytes())

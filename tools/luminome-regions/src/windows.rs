@@ -54,7 +54,8 @@ pub fn select(
     accessibility: &[f32],
 ) -> Window {
     let lo = tss.saturating_sub(window / 2);
-    let hi = tss + window - window / 2;
+    // Saturating: a window wider than the genome reaches its end (a huge --window is not an error).
+    let hi = tss.saturating_add(window - window / 2);
     let first = regions.partition_point(|r| r.1 <= lo);
     let last = regions.partition_point(|r| r.0 < hi);
     let mut cand: Vec<usize> = (first..last.max(first)).collect();
@@ -98,6 +99,13 @@ mod tests {
             (w.regions.clone(), w.tss_index, w.tss_slot),
             (vec![0, 1, 2], None, 2)
         );
+    }
+
+    #[test]
+    fn a_window_wider_than_the_genome_takes_every_region_without_overflow() {
+        let w = select(&R, 205, u64::MAX, 5, Selection::Distance, &[0.0; 5]);
+        assert_eq!(w.regions, vec![0, 1, 2, 3, 4]);
+        assert_eq!(w.tss_index, Some(2));
     }
 
     #[test]

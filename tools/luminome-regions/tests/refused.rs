@@ -108,6 +108,29 @@ fn bad_motif_files_are_refused_with_their_line() {
 }
 
 #[test]
+fn a_zero_probability_with_a_pvalue_threshold_is_refused_naming_the_motif() {
+    // --pseudocount 0 on a count of 0: log-odds -inf, on which TFMPvalue negated i64::MIN.
+    let dir = tempfile::tempdir().unwrap();
+    let jaspar = temp_file(
+        dir.path(),
+        "zeros.jaspar",
+        ">MA0001.1 Z\nA [ 4 1 ]\nC [ 0 1 ]\nG [ 0 1 ]\nT [ 0 1 ]\n",
+    );
+    let args = with(base_args(), "--motifs", Some(jaspar.to_str().unwrap()));
+    let mut args = with(args, "--motif-clusters", None);
+    if args.iter().any(|a| a == "--pseudocount") {
+        args = with(args, "--pseudocount", Some("0"));
+    } else {
+        args.extend(["--pseudocount".to_string(), "0".to_string()]);
+    }
+    assert_refused(
+        args,
+        "zeros.jaspar: line 1",
+        "\"MA0001.1\" position 1: base C",
+    );
+}
+
+#[test]
 fn duplicate_genes_in_the_expression_table_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let p = temp_file(dir.path(), "dup.tsv", "GCAT\t1.0\nEIF3L\t2.0\nGCAT\t3.0\n");

@@ -60,7 +60,9 @@ pub fn call_peaks(
     let mut runs: Vec<(u64, u64)> = Vec::new();
     for iv in intervals.iter().filter(|i| i.value as f64 >= threshold) {
         match runs.last_mut() {
-            Some(last) if iv.start <= last.1 + merge_gap => last.1 = last.1.max(iv.end),
+            Some(last) if iv.start <= last.1.saturating_add(merge_gap) => {
+                last.1 = last.1.max(iv.end)
+            }
             _ => runs.push((iv.start, iv.end)),
         }
     }

@@ -27,7 +27,7 @@ pub fn arrange(order: Vec<usize>, batch: usize, query: &[u32], passage: &[u32]) 
     while !pending.is_empty() {
         used_q.clear();
         used_p.clear();
-        let window = pending.len().min(batch * SCAN_BATCHES);
+        let window = pending.len().min(batch.saturating_mul(SCAN_BATCHES));
         let mut waiting = Vec::new();
         let mut taken = 0;
         for r in pending.drain(..window) {
