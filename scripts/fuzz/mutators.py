@@ -347,7 +347,8 @@ def fasta_empty_record(data: bytes, rng):
     return join(ls), f"a header with no sequence inserted at line {p + 1}"
 
 
-def fasta_bad_letters(data: bytes, rng):
+def _replace_sequence_letters(data: bytes, rng, letters: bytes, what: str):
+    """Set 1-5 characters of one sequence line to letters drawn from `letters`."""
     ls = lines_of(data)
     seq = [i for i, l in enumerate(ls) if l.strip() and not l.startswith((b">", b"@", b"+"))]
     if not seq:
@@ -356,23 +357,17 @@ def fasta_bad_letters(data: bytes, rng):
     s = bytearray(ls[i])
     for _ in range(rng.randint(1, 5)):
         w = rng.randrange(max(1, len(s.rstrip(b"\r\n"))))
-        s[w] = rng.choice(b"XZ*-.0123456789!?J")
+        s[w] = rng.choice(letters)
     ls[i] = bytes(s)
-    return join(ls), f"non-nucleotide characters on line {i + 1}"
+    return join(ls), f"{what} on line {i + 1}"
+
+
+def fasta_bad_letters(data: bytes, rng):
+    return _replace_sequence_letters(data, rng, b"XZ*-.0123456789!?J", "non-nucleotide characters")
 
 
 def fasta_iupac(data: bytes, rng):
-    ls = lines_of(data)
-    seq = [i for i, l in enumerate(ls) if l.strip() and not l.startswith((b">", b"@", b"+"))]
-    if not seq:
-        return byte_flip(data, rng)
-    i = rng.choice(seq)
-    s = bytearray(ls[i])
-    for _ in range(rng.randint(1, 5)):
-        w = rng.randrange(max(1, len(s.rstrip(b"\r\n"))))
-        s[w] = rng.choice(b"RYKMSWBDHVNrykmswn")
-    ls[i] = bytes(s)
-    return join(ls), f"IUPAC codes on line {i + 1}"
+    return _replace_sequence_letters(data, rng, b"RYKMSWBDHVNrykmswn", "IUPAC codes")
 
 
 def fasta_dup_names(data: bytes, rng):

@@ -221,16 +221,14 @@ mod tests {
         }
     }
 
+    fn acgt_scan_motifs(rec: &[MotifRecord]) -> Vec<crate::motifs::ScanMotif> {
+        let path = Path::new("test.meme");
+        prepare(rec, path, &uniform(), 0.1, Threshold::Score(5.0)).unwrap()
+    }
+
     fn scan(seqs: &[&str], agg: Aggregation) -> Vec<f32> {
         let rec = [acgt_motif()];
-        let motifs = prepare(
-            &rec,
-            Path::new("test.meme"),
-            &uniform(),
-            0.1,
-            Threshold::Score(5.0),
-        )
-        .unwrap();
+        let motifs = acgt_scan_motifs(&rec);
         let fm = FeatureMap::identity(&rec);
         let seqs: Vec<Vec<u8>> = seqs.iter().map(|s| s.as_bytes().to_vec()).collect();
         MotifScanner::new(&motifs, &fm, agg).scan(&seqs).0
@@ -265,14 +263,7 @@ mod tests {
     #[test]
     fn chunking_does_not_change_the_result() {
         let rec = [acgt_motif()];
-        let motifs = prepare(
-            &rec,
-            Path::new("test.meme"),
-            &uniform(),
-            0.1,
-            Threshold::Score(5.0),
-        )
-        .unwrap();
+        let motifs = acgt_scan_motifs(&rec);
         let fm = FeatureMap::identity(&rec);
         let seqs: Vec<Vec<u8>> = (0..50)
             .map(|i| format!("{}ACGTT{}", "G".repeat(i % 7), "C".repeat(i % 5)).into_bytes())
