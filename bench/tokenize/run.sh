@@ -5,9 +5,14 @@
 #   cargo build --release -p luminome-tokenize --bins --examples
 #   pip install tokenizers numpy
 # Prints one line per command: median wall seconds over 5 runs (after 1 warm-up) and peak RSS.
+# Each luminome run writes a fresh output: the previous run's files are removed inside the timed
+# command (so the removal is counted). Replacing an existing output is timed on its own line: on
+# ext4, renaming over an existing file makes the filesystem allocate and start writing the new
+# file's blocks at the rename (auto_da_alloc), which the fresh runs do not pay.
 set -euo pipefail
+PYTHON=${PYTHON:-python3}
 DATA=${DATA:-../shared/data}
-BIN=target/release
+BIN=${BIN:-target/release}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 ECOLI=$DATA/genomes/ecoli_k12_mg1655/GCF_000005845.2_ASM584v2_genomic.fna.gz
@@ -26,13 +31,16 @@ time_cmd() { # label, command...: median wall time and max RSS of $RUNS runs aft
   printf '%-58s median %6.2f s  peak RSS %7d KiB\n' "$label" "$med" "$rss"
 }
 
+FRESH=(sh -c 'rm -f "$1" "${1%.safetensors}.index.tsv"; shift; exec "$@"' fresh)
+
 for f in "$ECOLI" "$CHR22"; do
   n=$(basename "$f")
   for th in 1 2; do
-    time_cmd "$n luminome nucleotide w512 threads=$th" $BIN/luminome-tokenize "$f" --overflow window --window 512 --threads "$th" -q -o "$OUT/a.safetensors"
-    time_cmd "$n luminome 6-mer overlapping w512 threads=$th" $BIN/luminome-tokenize "$f" --scheme kmer -k 6 --overflow window --window 512 --threads "$th" -q -o "$OUT/b.safetensors"
+    time_cmd "$n luminome nucleotide w512 threads=$th" "${FRESH[@]}" "$OUT/a.safetensors" $BIN/luminome-tokenize "$f" --overflow window --window 512 --threads "$th" -q -o "$OUT/a.safetensors"
+    time_cmd "$n luminome 6-mer overlapping w512 threads=$th" "${FRESH[@]}" "$OUT/b.safetensors" $BIN/luminome-tokenize "$f" --scheme kmer -k 6 --overflow window --window 512 --threads "$th" -q -o "$OUT/b.safetensors"
   done
+  time_cmd "$n luminome nucleotide w512 threads=1, replacing the output" $BIN/luminome-tokenize "$f" --overflow window --window 512 --threads 1 -q -o "$OUT/c.safetensors"
   time_cmd "$n needletail parse+count (ceiling)" $BIN/examples/needletail_count "$f"
-  RUNS=3 time_cmd "$n HF tokenizers char (peer)" python3 bench/tokenize/hf_tokenize.py "$f" char 512
-  RUNS=3 time_cmd "$n HF tokenizers 6-mer WordLevel (peer)" python3 bench/tokenize/hf_tokenize.py "$f" 6mer 512
+  RUNS=3 time_cmd "$n HF tokenizers char (peer)" "$PYTHON" bench/tokenize/hf_tokenize.py "$f" char 512
+  RUNS=3 time_cmd "$n HF tokenizers 6-mer WordLevel (peer)" "$PYTHON" bench/tokenize/hf_tokenize.py "$f" 6mer 512
 done

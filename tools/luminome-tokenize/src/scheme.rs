@@ -161,42 +161,35 @@ impl Scheme {
                     soft_out.extend_from_slice(s);
                 }
             }
-            Scheme::Kmer { k, mode } => {
-                let step = if mode == KmerMode::Overlapping { 1 } else { k };
-                let n_kmers = if bases.len() >= k {
-                    (bases.len() - k) / step + 1
-                } else {
-                    0
-                };
+            Scheme::Kmer {
+                k,
+                mode: KmerMode::Overlapping,
+            } => overlapping_kmers(k, bases, soft, ids, soft_out),
+            Scheme::Kmer {
+                k,
+                mode: KmerMode::NonOverlapping,
+            } => {
+                let n_kmers = bases.len() / k;
                 let tail_base = 5 + (1u32 << (2 * k));
-                // Rolling 2-bit encoding; `last_n` tracks the last N in the window.
-                let mask = if k == 16 {
-                    u32::MAX
-                } else {
-                    (1u32 << (2 * k)) - 1
-                };
                 for i in 0..n_kmers {
-                    let start = i * step;
-                    let window = &bases[start..start + k];
+                    let start = i * k;
                     let mut v = 0u32;
                     let mut has_n = false;
-                    for &b in window {
+                    for &b in &bases[start..start + k] {
                         let c = code(b);
                         has_n |= c == 4;
-                        v = ((v << 2) | (c & 3)) & mask;
+                        v = (v << 2) | (c & 3);
                     }
                     ids.push(if has_n { UNK } else { 5 + v });
                     if let Some(s) = soft {
                         soft_out.push(u8::from(s[start..start + k].iter().any(|&f| f != 0)));
                     }
                 }
-                if mode == KmerMode::NonOverlapping {
-                    let done = n_kmers * k;
-                    for (j, &b) in bases[done..].iter().enumerate() {
-                        ids.push(tail_base + code(b));
-                        if let Some(s) = soft {
-                            soft_out.push(s[done + j]);
-                        }
+                let done = n_kmers * k;
+                for (j, &b) in bases[done..].iter().enumerate() {
+                    ids.push(tail_base + code(b));
+                    if let Some(s) = soft {
+                        soft_out.push(s[done + j]);
                     }
                 }
             }
@@ -254,6 +247,60 @@ impl Scheme {
     }
 }
 
+/// Overlapping k-mers (step 1) of cleaned bases, appended to `ids`: the 2-bit code rolls one base
+/// per k-mer instead of re-reading k bases, and a k-mer is `[UNK]` when the last N seen lies
+/// inside it. Soft-mask flags roll the same way (the last lowercase base seen). Same ids as
+/// encoding each window on its own (`rolling_kmers_equal_window_by_window` checks it).
+fn overlapping_kmers(
+    k: usize,
+    bases: &[u8],
+    soft: Option<&[u8]>,
+    ids: &mut Vec<u32>,
+    soft_out: &mut Vec<u8>,
+) {
+    if bases.len() < k {
+        return;
+    }
+    let n = bases.len() + 1 - k;
+    let mask = (1u32 << (2 * k)) - 1;
+    let mut v = 0u32;
+    // The first start whose k-mer holds no N (one past the last N seen).
+    let mut clean_from = 0usize;
+    for (j, &b) in bases[..k - 1].iter().enumerate() {
+        let c = code(b);
+        if c == 4 {
+            clean_from = j + 1;
+        }
+        v = (v << 2) | (c & 3);
+    }
+    let first = ids.len();
+    ids.resize(first + n, 0);
+    for (start, (slot, &b)) in ids[first..].iter_mut().zip(&bases[k - 1..]).enumerate() {
+        let c = code(b);
+        if c == 4 {
+            clean_from = start + k;
+        }
+        v = ((v << 2) | (c & 3)) & mask;
+        *slot = if start < clean_from { UNK } else { 5 + v };
+    }
+    if let Some(s) = soft {
+        // One past the last soft-masked base seen; 0 = none yet.
+        let mut soft_until = 0usize;
+        for (j, &f) in s[..k - 1].iter().enumerate() {
+            if f != 0 {
+                soft_until = j + 1;
+            }
+        }
+        soft_out.reserve(n);
+        for (start, &f) in s[k - 1..].iter().enumerate() {
+            if f != 0 {
+                soft_until = start + k;
+            }
+            soft_out.push(u8::from(soft_until > start));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,6 +341,55 @@ mod tests {
             .collect();
         assert_eq!(tokens, vec!["AC", "[UNK]", "G"]);
         assert_eq!(s.tokens_for_bases(5), Some(3));
+    }
+
+    /// Each overlapping k-mer encoded on its own window, as the ids are defined.
+    fn kmers_window_by_window(k: usize, bases: &[u8], soft: &[u8]) -> (Vec<u32>, Vec<u8>) {
+        let mut ids = Vec::new();
+        let mut flags = Vec::new();
+        for start in 0..(bases.len() + 1).saturating_sub(k) {
+            let w = &bases[start..start + k];
+            let id = if w.iter().any(|&b| code(b) == 4) {
+                UNK
+            } else {
+                5 + w.iter().fold(0u32, |v, &b| (v << 2) | code(b))
+            };
+            ids.push(id);
+            flags.push(u8::from(soft[start..start + k].iter().any(|&f| f != 0)));
+        }
+        (ids, flags)
+    }
+
+    #[test]
+    fn rolling_kmers_equal_window_by_window() {
+        // Pseudo-random bases with N runs and soft-masked stretches at every offset.
+        let mut x = 12345u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let bases: Vec<u8> = (0..3000)
+            .map(|_| match next() % 23 {
+                0 => b'N',
+                r => b"ACGT"[(r % 4) as usize],
+            })
+            .collect();
+        let soft: Vec<u8> = (0..3000).map(|_| u8::from(next() % 9 == 0)).collect();
+        for k in 1..=8 {
+            let s = Scheme::kmer(k, KmerMode::Overlapping).unwrap();
+            for len in [0, k - 1, k, k + 1, 37, 3000] {
+                let (want_ids, want_soft) = kmers_window_by_window(k, &bases[..len], &soft[..len]);
+                let mut ids = vec![99];
+                let mut flags = vec![7];
+                s.encode(&bases[..len], Some(&soft[..len]), &mut ids, &mut flags)
+                    .unwrap();
+                assert_eq!(ids[0], 99, "k {k}: earlier ids kept");
+                assert_eq!(&ids[1..], &want_ids[..], "k {k} len {len}");
+                assert_eq!(&flags[1..], &want_soft[..], "k {k} len {len}");
+            }
+        }
     }
 
     #[test]

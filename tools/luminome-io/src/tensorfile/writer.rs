@@ -210,10 +210,12 @@ impl StreamingTensorWriter {
         let mut scratch = std::mem::take(&mut self.columns[column].scratch);
         scratch.clear();
         let elem = self.columns[column].spec.elem;
-        if elem == ElemType::U8 {
-            scratch.extend(values.iter().map(|&v| v as u8));
-        } else {
-            encode_into(elem, values.iter().map(|&v| v as u64), &mut scratch);
+        // The common id widths get their own loops (the generic one matches the type per value).
+        match elem {
+            ElemType::U8 => scratch.extend(values.iter().map(|&v| v as u8)),
+            ElemType::U16 => scratch.extend(values.iter().flat_map(|&v| (v as u16).to_le_bytes())),
+            ElemType::U32 => scratch.extend(values.iter().flat_map(|&v| v.to_le_bytes())),
+            _ => encode_into(elem, values.iter().map(|&v| v as u64), &mut scratch),
         }
         let r = self.push_bytes(column, &scratch);
         self.columns[column].scratch = scratch;
