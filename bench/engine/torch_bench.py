@@ -11,6 +11,9 @@ torch.inference_mode(). Three warm-up iterations, then the median of --steps.
     python3 bench/engine/torch_bench.py --threads 1 --steps 20
     python3 bench/engine/torch_bench.py --threads 1 --steps 20 --backbone cnn
 
+Sizes from the environment, as bench_step.rs reads them (transformer): BENCH_D, BENCH_LAYERS,
+BENCH_HEADS, BENCH_FFN, BENCH_LEN, BENCH_BATCH (defaults: the model above).
+
 --backbone cnn: the dilated residual CNN (128 channels, first kernel 15, 7 blocks of kernel 3 with
 dilations 1..64), mean adapter, same batch and tokens.
 """
@@ -25,7 +28,11 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_model import Classifier, cnn_config, model_config  # noqa: E402
 
-B, L = 32, 72
+def env(name, default):
+    return int(os.environ.get(name, default))
+
+
+B, L = env("BENCH_BATCH", 32), env("BENCH_LEN", 72)
 
 
 def main():
@@ -40,7 +47,10 @@ def main():
     if a.backbone == "cnn":
         model = Classifier(cnn_config("mean", dropout=a.dropout))
     else:
-        model = Classifier(model_config("gated", dropout=a.dropout))
+        model = Classifier(model_config(
+            "gated", d_model=env("BENCH_D", 128), num_layers=env("BENCH_LAYERS", 4),
+            num_heads=env("BENCH_HEADS", 4), ffn_dim=env("BENCH_FFN", 512), max_length=L,
+            dropout=a.dropout))
     ids = torch.tensor([[1 if j == 0 else 5 + ((i * L + j) * 7 % 4) for j in range(L)] for i in range(B)])
     mask = torch.ones(B, L)
     targets = torch.tensor([i % 2 for i in range(B)])

@@ -1,6 +1,13 @@
 use clap::Parser;
 
+// Inference allocates and frees the same large activations every batch: mimalloc keeps them
+// for reuse (with `keep_freed_memory`, past its purge delay too); the system allocator maps
+// and unmaps them, and the kernel zeroes every page again.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
+    luminome_cli::keep_freed_memory();
     let args = luminome_importance::args::ImportanceArgs::parse();
     luminome_cli::run_main("luminome-importance", || luminome_importance::run(&args))
 }

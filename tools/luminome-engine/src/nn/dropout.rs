@@ -6,6 +6,8 @@ use candle_core::{Result, Tensor};
 /// draws from an unseedable generator).
 pub struct DropoutRng {
     rng: std::cell::RefCell<rand_chacha::ChaCha8Rng>,
+    /// Scratch for one mask's random words, kept across calls.
+    words: std::cell::RefCell<Vec<u32>>,
 }
 
 impl DropoutRng {
@@ -13,6 +15,7 @@ impl DropoutRng {
         use rand::SeedableRng;
         Self {
             rng: std::cell::RefCell::new(rand_chacha::ChaCha8Rng::seed_from_u64(seed)),
+            words: std::cell::RefCell::new(Vec::new()),
         }
     }
 
@@ -25,15 +28,16 @@ impl DropoutRng {
         let n = x.elem_count();
         let scale = (1.0 / (1.0 - p)) as f32;
         let threshold = (p * u32::MAX as f64) as u32;
-        let mut rng = self.rng.borrow_mut();
-        let keep: Vec<f32> = (0..n)
-            .map(|_| {
-                if rng.random::<u32>() >= threshold {
-                    scale
-                } else {
-                    0.0
-                }
-            })
+        // The random words in one bulk fill (the same words, in the same order, as one draw per
+        // element: the generator hands out its block buffer word by word either way), then the
+        // mask in a loop the compiler vectorises.
+        let mut words = self.words.borrow_mut();
+        words.clear();
+        words.resize(n, 0);
+        self.rng.borrow_mut().fill(&mut words[..]);
+        let keep: Vec<f32> = words
+            .iter()
+            .map(|&r| if r >= threshold { scale } else { 0.0 })
             .collect();
         let mask = Tensor::from_vec(keep, x.shape(), x.device())?.to_dtype(x.dtype())?;
         x.mul(&mask)
@@ -52,6 +56,26 @@ pub fn maybe_dropout(x: &Tensor, p: f64, rng: Option<&DropoutRng>) -> Result<Ten
 mod tests {
     use super::*;
     use candle_core::{DType, Device};
+
+    #[test]
+    fn bulk_masks_are_the_masks_of_one_draw_per_element() {
+        // The masks every earlier checkpoint was trained with: element i kept when the i-th
+        // u32 drawn from ChaCha8(seed) is at least p × u32::MAX. Two calls, to cover the
+        // generator's state carrying over (and a length that is not a multiple of its block).
+        use rand::{Rng, SeedableRng};
+        let p = 0.1;
+        let threshold = (p * u32::MAX as f64) as u32;
+        let mut reference = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let d = DropoutRng::new(11);
+        for n in [1000usize, 77] {
+            let x = Tensor::ones(n, DType::F32, &Device::Cpu).unwrap();
+            let got: Vec<f32> = d.dropout(&x, p).unwrap().to_vec1().unwrap();
+            for (i, g) in got.iter().enumerate() {
+                let kept = reference.random::<u32>() >= threshold;
+                assert_eq!(*g > 0.0, kept, "n {n}, element {i}");
+            }
+        }
+    }
 
     #[test]
     fn seeded_dropout_is_reproducible_and_scales() {
