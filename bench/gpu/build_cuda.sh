@@ -12,7 +12,9 @@
 # compute_<CAP>, which the driver JIT-compiles for that GPU and newer ones: 80 = A100, 89 = L4/L40,
 # 90 = H100/H200).
 #
-# What is taken from PyPI: nvidia-cuda-nvcc, -crt, -cccl, -runtime (the compiler and headers),
+# What is taken from PyPI: nvidia-cuda-nvcc, -crt, -cccl, -runtime, nvidia-nvvm (the compiler and
+# headers; nvvm pinned too: nvcc's unpinned dependency on it pulls the newest, whose PTX the 13.0
+# ptxas refuses: "Unsupported .version 9.5"),
 # nvidia-cublas, -curand, -cuda-nvrtc (the libraries candle links: cudarc's `dynamic-linking`).
 # libcuda.so — the driver — is not on PyPI and only exists on a GPU host: the script builds a
 # stub with the driver's entry points (names read from cudarc's bindings) to link against; at run
@@ -29,7 +31,7 @@ if [[ ! -x $venv/bin/python ]]; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check \
         nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-cccl==13.0.85 \
         nvidia-cuda-runtime==13.0.96 nvidia-cublas==13.0.2.14 nvidia-curand==10.4.0.35 \
-        nvidia-cuda-nvrtc==13.0.88
+        nvidia-cuda-nvrtc==13.0.88 nvidia-nvvm==13.0.88
 fi
 cuda=$(cd "$venv"/lib/python3*/site-packages/nvidia/cu13 && pwd)
 # A CUDA_ROOT layout cudarc's build script searches: lib64/lib<name>.so for each library.
@@ -40,7 +42,9 @@ done
 ln -sfn "$cuda/include" "$root/include"
 ln -sfn "$cuda/bin" "$root/bin"
 # The driver stub: every cu* entry point cudarc's bindings declare, as empty functions.
-bindings=$(cargo metadata --format-version 1 --locked 2>/dev/null \
+# --all-features: cudarc is an optional dependency (of the cuda feature), absent from the
+# default resolve that a plain `cargo metadata` reports.
+bindings=$(cargo metadata --format-version 1 --locked --all-features 2>/dev/null \
     | python3 -c 'import json,sys; m=json.load(sys.stdin); print(next(p["manifest_path"] for p in m["packages"] if p["name"]=="cudarc").rsplit("/",1)[0])')
 grep -oP '^pub unsafe fn \Kcu\w+(?=\()' "$bindings/src/driver/sys/mod.rs" | sort -u \
     | sed 's/.*/void &(void) {}/' > "$root/cuda_stub.c"
