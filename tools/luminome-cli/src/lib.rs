@@ -188,7 +188,8 @@ pub fn keep_freed_memory() {
 }
 
 /// The purge delay mimalloc uses now (ms; −1 = never purge).
-pub fn purge_delay_ms() -> i64 {
+#[cfg(test)]
+fn purge_delay_ms() -> i64 {
     // SAFETY: reads one integer option.
     #[allow(unsafe_code)]
     let v = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
