@@ -114,3 +114,63 @@ fn a_small_training_set_gets_the_small_data_defaults_unless_flags_say_otherwise(
     .unwrap();
     assert!(serde_json::to_value(&meta.model).unwrap()["rc_average"].is_null());
 }
+
+#[test]
+fn the_cnn_on_a_small_set_trains_for_twenty_epochs_unless_steps_are_given() {
+    let d = data();
+    let base = [
+        "classify",
+        "--train",
+        &d.path("train.safetensors"),
+        "--adapter",
+        "mean",
+        "--cnn-channels",
+        "8",
+        "--cnn-layers",
+        "1",
+        "--stop-after-steps",
+        "1",
+        "--threads",
+        "1",
+        "--no-kmer-floor",
+    ];
+    // 96 records, one per step: 20 epochs are 1,920 steps, stored as the run's length.
+    let o = run_s(&with(
+        &base,
+        &["-o", &d.path("epochs"), "--batch-size", "1"],
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--lr 1e-3 --steps 1920 "),
+        "{}",
+        stderr(&o)
+    );
+    let state = luminome_engine::train::state::read_state(
+        &d.root.join("epochs").join("last.safetensors"),
+        &candle_core::Device::Cpu,
+    )
+    .unwrap()
+    .0;
+    assert_eq!(state.config.max_steps, 1920);
+    // 20 epochs of 64 records a step are 30 steps: never fewer than the usual 1,000.
+    let o = run_s(&with(
+        &base,
+        &[
+            "-o",
+            &d.path("floor"),
+            "--batch-size",
+            "32",
+            "--grad-accum",
+            "2",
+        ],
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--steps 1000 "), "{}", stderr(&o));
+    // --steps given wins and is not listed.
+    let o = run_s(&with(
+        &base,
+        &["-o", &d.path("given"), "--batch-size", "1", "--steps", "7"],
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("--steps"), "{}", stderr(&o));
+}

@@ -19,6 +19,8 @@ pub struct TrainDefaults {
     pub weight_decay: f64,
     pub patience: Option<u64>,
     pub loss_patience: Option<u64>,
+    /// Optimizer steps when `--steps` is not given (None: [`DEFAULT_STEPS`]).
+    pub steps: Option<u64>,
 }
 
 impl TrainDefaults {
@@ -27,6 +29,7 @@ impl TrainDefaults {
         weight_decay: 0.01,
         patience: None,
         loss_patience: None,
+        steps: None,
     };
     /// The transformer on a small training set.
     pub const SMALL_DATA: Self = Self {
@@ -34,6 +37,7 @@ impl TrainDefaults {
         weight_decay: 0.1,
         patience: Some(5),
         loss_patience: Some(5),
+        steps: None,
     };
     /// The CNN backbone, whatever the size (the recipe of docs/results.md).
     pub const CNN: Self = Self {
@@ -41,8 +45,25 @@ impl TrainDefaults {
         weight_decay: 0.01,
         patience: None,
         loss_patience: None,
+        steps: None,
     };
+
+    /// These defaults with `--steps` defaulting to enough optimizer steps for `epochs` passes
+    /// over `records` training records at `records_per_step` records a step, and never fewer
+    /// than [`DEFAULT_STEPS`] (the CNN on a small set, docs/small-data.md).
+    pub fn with_epochs(self, epochs: u64, records: usize, records_per_step: usize) -> Self {
+        let per_step = records_per_step.max(1) as u64;
+        let steps = (epochs.saturating_mul(records as u64)).div_ceil(per_step);
+        Self {
+            steps: Some(steps.max(DEFAULT_STEPS)),
+            ..self
+        }
+    }
 }
+
+/// Optimizer steps of a run that gives no `--steps` (and whose training set calls for no
+/// other number, [`TrainDefaults::steps`]).
+pub const DEFAULT_STEPS: u64 = 1000;
 
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Training")]
@@ -63,9 +84,10 @@ pub struct TrainArgs {
     /// Micro-batches per optimizer step (gradient accumulation).
     #[arg(long, default_value_t = 1)]
     pub grad_accum: usize,
-    /// Optimizer steps.
-    #[arg(long, default_value_t = 1000)]
-    pub steps: u64,
+    /// Optimizer steps [default: 1000; classify with the CNN below 10,000 training records:
+    /// enough for 20 epochs].
+    #[arg(long)]
+    pub steps: Option<u64>,
     /// Peak learning rate [default: 5e-4; classify with the CNN backbone: 1e-3].
     #[arg(long)]
     pub lr: Option<f64>,
@@ -118,7 +140,7 @@ impl TrainArgs {
         for (flag, v) in [
             ("--batch-size", self.batch_size as u64),
             ("--grad-accum", self.grad_accum as u64),
-            ("--steps", self.steps),
+            ("--steps", self.steps.unwrap_or(DEFAULT_STEPS)),
             ("--eval-every", self.eval_every),
             ("--eval-batch-size", self.eval_batch_size as u64),
         ] {
@@ -170,7 +192,7 @@ impl TrainArgs {
         TrainConfig {
             batch_size: self.batch_size,
             grad_accum: self.grad_accum,
-            max_steps: self.steps,
+            max_steps: self.steps.or(defaults.steps).unwrap_or(DEFAULT_STEPS),
             lr: self.lr.unwrap_or(defaults.lr),
             warmup_steps: self.warmup,
             min_lr_ratio: self.min_lr_ratio,
@@ -205,6 +227,9 @@ impl TrainArgs {
         }
         if let (None, Some(p)) = (self.loss_patience, defaults.loss_patience) {
             v.push(format!("--loss-patience {p}"));
+        }
+        if let (None, Some(n)) = (self.steps, defaults.steps) {
+            v.push(format!("--steps {n}"));
         }
         v
     }
