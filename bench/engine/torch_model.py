@@ -111,11 +111,13 @@ class LinearHead(nn.Module):
 
 
 class DynamicGated(nn.Module):
-    """The adapters spec, §2 (docs/engine.md): g_base = σ(W_g [h_CLS; h_i]), α_i = σ(q_CLSᵀ k_i),
-    g_final = g_base ⊙ α, z = Σ g_final ⊙ h_i ⊙ m_i (m_0 = 0 for CLS), y = W LayerNorm(z)."""
+    """The adapters spec, §2 (docs/engine.md): g_base = σ(W_g [h_CLS; h_i]), α_i = σ(s q_CLSᵀ k_i),
+    g_final = g_base ⊙ α, z = Σ g_final ⊙ h_i ⊙ m_i (m_0 = 0 for CLS), y = W LayerNorm(z).
+    s: the checkpoint's gate_score_scale (1/√D in new models; 1, the spec's, when absent)."""
 
-    def __init__(self, d_model, num_classes, eps):
+    def __init__(self, d_model, num_classes, eps, score_scale=1.0):
         super().__init__()
+        self.score_scale = score_scale
         self.gate = nn.Linear(2 * d_model, d_model)
         self.query = nn.Linear(d_model, d_model)
         self.key = nn.Linear(d_model, d_model)
@@ -127,7 +129,8 @@ class DynamicGated(nn.Module):
         h_cls = h[:, 0]
         pair = torch.cat([h_cls[:, None, :].expand(b, l, d), h], dim=-1)
         g_base = torch.sigmoid(self.gate(pair))
-        alpha = torch.sigmoid((self.key(h) * self.query(h_cls)[:, None, :]).sum(-1, keepdim=True))
+        score = (self.key(h) * self.query(h_cls)[:, None, :]).sum(-1, keepdim=True)
+        alpha = torch.sigmoid(score * self.score_scale)
         m = mask.to(h.dtype).clone()
         m[:, 0] = 0.0
         gates = g_base * alpha * m[:, :, None]
@@ -177,7 +180,8 @@ class Classifier(nn.Module):
         kind = model_cfg["adapter"]
         c = model_cfg["num_classes"]
         if kind == "gated":
-            self.adapter = DynamicGated(width, c, enc["layer_norm_eps"])
+            self.adapter = DynamicGated(width, c, enc["layer_norm_eps"],
+                                        model_cfg.get("gate_score_scale", 1.0))
         else:
             self.adapter = LinearHead(kind, width, c)
 

@@ -75,6 +75,7 @@ fn main() -> anyhow::Result<()> {
         num_classes: 2,
         label_values: vec![0, 1],
         rc_average: None,
+        gate_score_scale: None,
     });
     let built = BuiltModel::new(&cfg, &dev, 1)?;
     let model = built.get::<ClassifierConfig>()?;

@@ -28,6 +28,7 @@ fn tiny(adapter: AdapterKind, position: PositionEncoding, dtype: DType) -> (VarM
         num_classes: 2,
         label_values: vec![0, 1],
         rc_average: None,
+        gate_score_scale: None,
     };
     let varmap = VarMap::new();
     let model =
@@ -224,4 +225,55 @@ fn gates_are_zero_at_cls_and_padding_and_in_unit_range_elsewhere() {
     let _ = Var::from_tensor(&gates);
     let adapter_kinds = matches!(model.adapter, Adapter::Gated(_));
     assert!(adapter_kinds);
+}
+
+#[test]
+fn a_scaled_gate_score_equals_the_unscaled_adapter_with_its_query_scaled() {
+    // α_i = σ(s · q_CLSᵀ k_i) and q = W_q h_CLS + b_q: scaling the score by s is scaling the
+    // query projection (weight and bias) by s, everything else unchanged.
+    let s = 0.25;
+    let h = Tensor::randn(0f64, 1.0, (2, 5, 6), &Device::Cpu).unwrap();
+    let mask = Tensor::new(
+        &[[1f64, 1., 1., 0., 0.], [1., 1., 1., 1., 1.]],
+        &Device::Cpu,
+    )
+    .unwrap();
+    let build = |scale: Option<f64>, query_factor: f64| {
+        let varmap = VarMap::new();
+        let vb = VarBuilder::from_varmap(&varmap, DType::F64, &Device::Cpu);
+        let adapter = DynamicGated::new(6, 3, 1e-5, vb)
+            .unwrap()
+            .with_score_scale(scale);
+        init_parameters(&varmap, 5, None).unwrap();
+        for (name, v) in varmap.data().lock().unwrap().iter() {
+            // Weights large enough that the sigmoid of the score is far from linear.
+            let weight = if v.rank() >= 2 { 10.0 } else { 1.0 };
+            let query = if name.starts_with("query.") {
+                query_factor
+            } else {
+                1.0
+            };
+            if weight * query != 1.0 {
+                v.set(&(v.as_tensor() * (weight * query)).unwrap()).unwrap();
+            }
+        }
+        adapter.forward(&h, &mask).unwrap()
+    };
+    let scaled = build(Some(s), 1.0);
+    let by_hand = build(None, s);
+    let unscaled = build(None, 1.0);
+    let diff = |a: &Tensor, b: &Tensor| {
+        (a - b)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f64>()
+            .unwrap()
+    };
+    assert!(diff(&scaled.gates, &by_hand.gates) < 1e-12);
+    assert!(diff(&scaled.logits, &by_hand.logits) < 1e-12);
+    // ... and the scale does change the gates (the check above is not vacuous).
+    assert!(diff(&scaled.gates, &unscaled.gates) > 1e-3);
 }

@@ -36,6 +36,7 @@ fn tiny(adapter: AdapterKind, rc_average: bool, dtype: DType) -> Classifier {
         label_values: vec![0, 1],
         rc_average: rc_average
             .then(|| ReverseComplement::for_tokenizer(&nucleotide_tokenizer()).unwrap()),
+        gate_score_scale: None,
     };
     let varmap = VarMap::new();
     let model =

@@ -81,6 +81,7 @@ fn classifier_logits_and_gates_match_pytorch() {
             num_classes: 3,
             label_values: vec![0, 1, 2],
             rc_average: None,
+            gate_score_scale: None,
         };
         let varmap = VarMap::new();
         let model = Classifier::new(

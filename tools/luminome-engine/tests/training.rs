@@ -38,6 +38,7 @@ fn config(adapter: AdapterKind, dropout: f64) -> ModelConfig {
         num_classes: 2,
         label_values: vec![0, 1],
         rc_average: None,
+        gate_score_scale: None,
     })
 }
 

@@ -76,6 +76,30 @@ fn the_cnn_learns_a_motif_on_both_strands() {
 }
 
 #[test]
+fn a_new_gated_classifier_scales_its_gate_score_by_one_over_root_width() {
+    let d = data();
+    let model = |out: &str| {
+        let meta = luminome_engine::checkpoint::read_checkpoint_meta(
+            &d.root.join(out).join("last.safetensors"),
+        )
+        .unwrap();
+        serde_json::to_value(&meta.model).unwrap()
+    };
+    for adapter in ["gated", "mean"] {
+        let o = cnn(&d, adapter, &["--adapter", adapter, "--steps", "2"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    // 16 channels: s = 1/4 (docs/engine.md); stored, so predict and importance use it too.
+    assert_eq!(
+        model("gated")["gate_score_scale"],
+        0.25,
+        "{}",
+        model("gated")
+    );
+    assert!(model("mean").get("gate_score_scale").is_none());
+}
+
+#[test]
 fn settings_the_cnn_cannot_honour_are_refused() {
     let d = data();
     // RC averaging needs one-hot input.

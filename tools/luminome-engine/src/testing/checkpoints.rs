@@ -37,6 +37,7 @@ pub fn write_cnn_checkpoint(
         num_classes: 2,
         label_values: vec![0, 1],
         rc_average,
+        gate_score_scale: None,
     });
     let built = crate::BuiltModel::new(&config, &candle_core::Device::Cpu, 4)?;
     save_test_checkpoint(

@@ -63,6 +63,13 @@ pub struct ClassifierConfig {
     /// prediction and importance see the average. Absent from older checkpoints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rc_average: Option<ReverseComplement>,
+    /// DynamicGated: the factor on the gate score, α_i = σ(s · q_CLSᵀ k_i). New runs store
+    /// 1/√D (the dot-product convention): the spec's unscaled score let one CNN run's α
+    /// saturate at 0 for every token, after which no gradient reached the gates again
+    /// (docs/engine.md). Absent (unscaled, s = 1) in checkpoints written before, which keep
+    /// their outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate_score_scale: Option<f64>,
 }
 
 impl FamilyConfig for ClassifierConfig {
@@ -73,6 +80,11 @@ impl FamilyConfig for ClassifierConfig {
         self.backbone.validate()?;
         if self.rc_average.is_some() && !matches!(self.backbone, BackboneConfig::Cnn(_)) {
             bail!("reverse-complement-averaged prediction needs the CNN backbone (its input is one-hot bases)");
+        }
+        if let Some(s) = self.gate_score_scale {
+            if self.adapter != AdapterKind::Gated || !s.is_finite() || s <= 0.0 {
+                bail!("gate_score_scale {s} needs the gated adapter and a positive finite value");
+            }
         }
         check_classes(self.num_classes, &self.label_values)
     }

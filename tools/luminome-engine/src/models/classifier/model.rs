@@ -33,6 +33,7 @@ impl Classifier {
                 cfg.backbone.hidden_size(),
                 cfg.num_classes,
                 cfg.backbone.layer_norm_eps(),
+                cfg.gate_score_scale,
                 vb.pp("adapter"),
             )?,
             frozen_backbone: false,

@@ -357,9 +357,12 @@ impl ClassifyArgs {
         if rc_average.is_some() && choice.backbone != BackboneKind::Cnn {
             bail!("--rc-average needs --backbone cnn (its input is one-hot bases, whose reverse complement is a permutation); --rc-augment works with either backbone");
         }
+        let gate_score_scale = (self.adapter == AdapterKind::Gated)
+            .then(|| 1.0 / (backbone.hidden_size() as f64).sqrt());
         let config = ModelConfig::from(ClassifierConfig {
             backbone,
             adapter: self.adapter,
+            gate_score_scale,
             num_classes: label_values.len(),
             label_values,
             rc_average,

@@ -1,7 +1,8 @@
 //! DynamicGated (docs/engine.md, "Spec formulas → code"; the spec's §2):
 //!
 //! - g_i^base  = σ(W_g · [h_CLS; h_i])                  (per token, per channel)
-//! - α_i       = σ(q_CLSᵀ k_i),  q = W_q h_CLS,  k_i = W_k h_i   (per token)
+//! - α_i       = σ(s · q_CLSᵀ k_i),  q = W_q h_CLS,  k_i = W_k h_i   (per token; s = 1 in the
+//!   spec, 1/√D in new models: [`DynamicGated::with_score_scale`])
 //! - g_i^final = g_i^base ⊙ α_i
 //! - m_i: the attention mask with the CLS position (i = 0) set to 0
 //! - z = Σ_i g_i^final ⊙ h_i ⊙ m_i,   y = W · LayerNorm(z)
@@ -21,6 +22,8 @@ pub struct DynamicGated {
     key: Linear,
     norm: LayerNorm,
     head: Linear,
+    /// s in α_i = σ(s · q_CLSᵀ k_i); None: 1, as the spec writes it.
+    score_scale: Option<f64>,
 }
 
 /// What the gated adapter computes for a batch.
@@ -45,7 +48,18 @@ impl DynamicGated {
             key: Linear::new(d_model, d_model, vb.pp("key"))?,
             norm: LayerNorm::new(d_model, layer_norm_eps, vb.pp("norm"))?,
             head: Linear::new(d_model, num_outputs, vb.pp("head"))?,
+            score_scale: None,
         })
+    }
+
+    /// Scales the gate score q_CLSᵀ k_i by `scale` before the sigmoid (None: unscaled). An
+    /// unscaled score grows with D and with the weights' norms; once σ saturates at 0 for every
+    /// token, z and its gradient vanish and the adapter cannot recover.
+    pub fn with_score_scale(self, scale: Option<f64>) -> Self {
+        Self {
+            score_scale: scale,
+            ..self
+        }
     }
 
     /// `h`: `[B, L, D]`, `mask`: `[B, L]` (1 = token, 0 = padding).
@@ -70,6 +84,10 @@ impl DynamicGated {
         let q = self.query.forward(&h_cls)?; // [B, D]
         let k = self.key.forward(h)?; // [B, L, D]
         let scores = k.matmul(&q.unsqueeze(2)?)?; // [B, L, 1]
+        let scores = match self.score_scale {
+            Some(s) => scores.affine(s, 0.0)?,
+            None => scores,
+        };
         let alpha = candle_nn::ops::sigmoid(&scores)?;
         let g_final = g_base.broadcast_mul(&alpha)?;
         // m_i with the CLS position zeroed.

@@ -38,6 +38,7 @@ impl Adapter {
         d_model: usize,
         num_outputs: usize,
         layer_norm_eps: f64,
+        gate_score_scale: Option<f64>,
         vb: VarBuilder,
     ) -> Result<Self> {
         Ok(match kind {
@@ -45,7 +46,10 @@ impl Adapter {
             AdapterKind::Mean => Self::Mean(LinearMeanPool::new(d_model, num_outputs, vb)?),
             AdapterKind::Max => Self::Max(LinearMaxPool::new(d_model, num_outputs, vb)?),
             AdapterKind::Gated => {
-                Self::Gated(DynamicGated::new(d_model, num_outputs, layer_norm_eps, vb)?)
+                Self::Gated(
+                    DynamicGated::new(d_model, num_outputs, layer_norm_eps, vb)?
+                        .with_score_scale(gate_score_scale),
+                )
             }
         })
     }
