@@ -13,7 +13,8 @@ import sys
 
 MODELS = [("standard", "transformer, standard settings"),
           ("small", "transformer, small-data defaults"),
-          ("cnn", "CNN (64 channels, both strands)")]
+          ("cnn", "CNN (64 channels, both strands)"),
+          ("defaults", "classify's defaults (the CNN on both strands, 20 epochs)")]
 
 
 def tsv(path):

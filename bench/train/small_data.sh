@@ -6,8 +6,11 @@
 # CNN (with its own learning rate); seeds 1-3, mean adapter, the same 1,000 steps of batch 32.
 # The standard transformer runs on tf/0-2k only (about 0.6 s a step on one core here, so mouse/0
 # would add an hour and a half; STANDARD_ON_MOUSE=1 adds it; STANDARD_SEEDS picks its seeds, by
-# default those of the others). One thread per run, PARALLEL runs
-# at a time (default 2).
+# default those of the others; STANDARD_SEEDS="" runs none). One thread per run, PARALLEL runs
+# at a time (default 2). MODELS picks the other rows (default "small cnn defaults"): "defaults"
+# is the command a user types, with nothing but the data, --adapter mean, the seed and one
+# thread — on a small single-nucleotide set, the CNN on both strands for 20 epochs at batch 32,
+# evaluated every 200 steps (classify's defaults, docs/small-data.md).
 #
 #   bench/train/small_data.sh [work_dir] [gue_dir] [seeds]      # from the repository root
 #
@@ -39,13 +42,13 @@ fi
     --test "$work/tf_0_2k/test.safetensors" -o "$work/tf_0_2k/kmer" --k 1-6 --select-k
 standard=(--d-model 128 --layers 4 --ffn 512 --dropout 0.1 --weight-decay 0.01 --patience 0 --loss-patience 0)
 jobs=()
-for seed in ${STANDARD_SEEDS:-$seeds}; do
+for seed in ${STANDARD_SEEDS-$seeds}; do
     jobs+=("tf_0_2k standard $seed")
     if [[ -n "${STANDARD_ON_MOUSE:-}" ]]; then jobs+=("mouse_0 standard $seed"); fi
 done
 for seed in $seeds; do
     for task in tf_0_2k mouse_0; do
-        for model in small cnn; do
+        for model in ${MODELS:-small cnn defaults}; do
             jobs+=("$task $model $seed")
         done
     done
@@ -57,6 +60,7 @@ run_one() {
     [[ -f "$out/test_metrics.tsv" ]] && return 0
     rm -rf "$out"
     local extra=(--lr 5e-4)
+    local budget=(--batch-size 32 --warmup 100 --steps 1000 --eval-every 100)
     case $model in
         standard) extra+=("${standard[@]}") ;;
         # The transformer with the small-data defaults (without --backbone a small
@@ -64,11 +68,12 @@ run_one() {
         small) extra+=(--backbone transformer) ;;
         # The CNN with its own recipe (bench/cnn/gue_cnn.sh).
         cnn) extra=(--lr 1e-3 --backbone cnn --cnn-channels 64 --rc-augment --rc-average) ;;
+        # Nothing chosen: what classify does with a small set by itself.
+        defaults) extra=(); budget=() ;;
     esac
     /usr/bin/time -v "$bin/luminome-train" classify --train "$d/train.safetensors" \
         --dev "$d/dev.safetensors" --test "$d/test.safetensors" -o "$out" --adapter mean \
-        --batch-size 32 --warmup 100 --steps 1000 --eval-every 100 --metric dev_mcc \
-        --no-kmer-floor --seed "$seed" --threads 1 "${extra[@]}" 2> "$out.log"
+        "${budget[@]}" --no-kmer-floor --seed "$seed" --threads 1 "${extra[@]}" 2> "$out.log"
 }
 export -f run_one
 export work bin
