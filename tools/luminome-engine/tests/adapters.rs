@@ -262,16 +262,7 @@ fn a_scaled_gate_score_equals_the_unscaled_adapter_with_its_query_scaled() {
     let scaled = build(Some(s), 1.0);
     let by_hand = build(None, s);
     let unscaled = build(None, 1.0);
-    let diff = |a: &Tensor, b: &Tensor| {
-        (a - b)
-            .unwrap()
-            .abs()
-            .unwrap()
-            .max_all()
-            .unwrap()
-            .to_scalar::<f64>()
-            .unwrap()
-    };
+    let diff = luminome_engine::testing::max_abs_diff;
     assert!(diff(&scaled.gates, &by_hand.gates) < 1e-12);
     assert!(diff(&scaled.logits, &by_hand.logits) < 1e-12);
     // ... and the scale does change the gates (the check above is not vacuous).

@@ -12,16 +12,7 @@ use luminome_engine::checkpoint::{load_into, read_safetensors};
 use luminome_engine::models::dual::{DualConfig, DualEncoder};
 use luminome_io::retrieval_pairs::Side;
 
-fn max_abs_diff(a: &Tensor, b: &Tensor) -> f64 {
-    (a - b)
-        .unwrap()
-        .abs()
-        .unwrap()
-        .max_all()
-        .unwrap()
-        .to_scalar::<f64>()
-        .unwrap()
-}
+use luminome_engine::testing::max_abs_diff;
 
 #[test]
 fn genetic_dual_encoder_matches_pytorch_in_value_and_gradient() {

@@ -44,16 +44,7 @@ fn weights(
         .collect()
 }
 
-fn max_abs_diff(a: &Tensor, b: &Tensor) -> f64 {
-    (a - b)
-        .unwrap()
-        .abs()
-        .unwrap()
-        .max_all()
-        .unwrap()
-        .to_scalar::<f64>()
-        .unwrap()
-}
+use luminome_engine::testing::max_abs_diff;
 
 fn inputs(all: &std::collections::HashMap<String, Tensor>) -> (Tensor, Tensor) {
     let ids = all["ids"].to_dtype(DType::U32).unwrap();

@@ -22,6 +22,17 @@ use luminome_io::token_dataset::{
     IndexRow, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow, TokenizerInfo,
 };
 
+/// The largest absolute element-wise difference of two tensors of one shape, as f64 (tests
+/// comparing two computations of the same thing). Panics on a shape or dtype mismatch.
+pub fn max_abs_diff(a: &candle_core::Tensor, b: &candle_core::Tensor) -> f64 {
+    (a - b)
+        .and_then(|d| d.abs())
+        .and_then(|d| d.to_dtype(candle_core::DType::F64))
+        .and_then(|d| d.max_all())
+        .and_then(|d| d.to_scalar::<f64>())
+        .expect("two tensors of one shape and dtype")
+}
+
 /// [PAD]=0 [CLS]=1 [SEP]=2 [MASK]=3 [UNK]=4 A=5 C=6 G=7 T=8 N=9, [CLS] seq [SEP].
 pub fn nucleotide_tokenizer() -> TokenizerInfo {
     TokenizerInfo::nucleotide(true, true)
