@@ -173,4 +173,18 @@ fn the_cnn_on_a_small_set_trains_for_twenty_epochs_unless_steps_are_given() {
     ));
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!stderr(&o).contains("--steps"), "{}", stderr(&o));
+    // Records a step beyond usize (batch × accumulation) do not overflow: the floor of 1,000.
+    let o = run_s(&with(
+        &base,
+        &[
+            "-o",
+            &d.path("huge"),
+            "--batch-size",
+            "18446744073709551615",
+            "--grad-accum",
+            "2",
+        ],
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--steps 1000 "), "{}", stderr(&o));
 }

@@ -401,7 +401,8 @@ impl ClassifyArgs {
                 TrainDefaults::CNN.with_epochs(
                     SMALL_DATA_CNN_EPOCHS,
                     data.train.len(),
-                    self.train.batch_size * self.train.grad_accum,
+                    // Saturating: a huge --batch-size must not overflow before it is refused.
+                    self.train.batch_size.saturating_mul(self.train.grad_accum),
                 ),
             ),
             (BackboneKind::Cnn, false) => (EncoderDefaults::STANDARD, TrainDefaults::CNN),
