@@ -8,6 +8,7 @@ use anyhow::{bail, Result};
 use candle_core::Device;
 use luminome_io::atomic::Commit;
 
+use crate::models::classifier::predictor::ClassOutputs;
 use crate::models::FamilyConfig;
 
 /// Outputs beside the predictions TSV that only some families write.
@@ -75,6 +76,156 @@ pub trait Predictor {
     /// predictions).
     fn write_extra(&mut self, _extra: &ExtraOutputs) -> Result<Vec<Box<dyn Commit>>> {
         Ok(Vec::new())
+    }
+
+    /// Classifiers whose prediction is the most probable class: the label value of each class,
+    /// in the order of [`Predictor::class_probabilities`]. `None` (the default) for a family
+    /// that cannot join an ensemble ([`EnsemblePredictor`]).
+    fn class_labels(&self) -> Option<&[i64]> {
+        None
+    }
+
+    /// Classifiers: the class probabilities of `records`, with their names and labels, not
+    /// recorded for [`Predictor::metrics`].
+    fn class_probabilities(&mut self, _records: &[usize]) -> Result<ClassBatch> {
+        bail!("only classifiers give class probabilities")
+    }
+}
+
+/// Class probabilities of a batch of records (the input of an ensemble's average).
+pub struct ClassBatch {
+    /// `(record, name)` of each record, in batch order.
+    pub records: Vec<(u64, String)>,
+    /// Their label values, when the dataset has labels.
+    pub labels: Option<Vec<i64>>,
+    /// One probability per class and record.
+    pub probs: Vec<Vec<f64>>,
+}
+
+/// Several classifiers run on one dataset as one model: the prediction is the mean of the
+/// members' class probabilities (soft voting), the predicted class its most probable one. The
+/// members must have the same classes in the same order; each opened the dataset with its own
+/// checks (tokenizer, length, labels), so they may differ in family, backbone, adapter or
+/// strand settings. Metrics are the ensemble's, then each member's under `member_<i>.`.
+pub struct EnsemblePredictor {
+    members: Vec<Box<dyn Predictor>>,
+    outputs: ClassOutputs,
+    member_outputs: Vec<ClassOutputs>,
+}
+
+impl EnsemblePredictor {
+    /// `members` with the checkpoint each came from (for messages), at least two.
+    pub fn new(members: Vec<(Box<dyn Predictor>, PathBuf)>) -> Result<Self> {
+        if members.len() < 2 {
+            bail!("an ensemble needs at least two checkpoints");
+        }
+        let (first, first_path) = &members[0];
+        let Some(labels) = first.class_labels().map(<[i64]>::to_vec) else {
+            bail!(
+                "{}: several checkpoints are averaged only for classifiers (the classifier, k-mer linear and bag-of-tokens families); this one is not",
+                first_path.display()
+            );
+        };
+        for (m, path) in &members[1..] {
+            match m.class_labels() {
+                None => bail!(
+                    "{}: several checkpoints are averaged only for classifiers (the classifier, k-mer linear and bag-of-tokens families); this one is not",
+                    path.display()
+                ),
+                Some(l) if l != labels.as_slice() => bail!(
+                    "{}: its classes (label values {l:?}) are not those of {} ({labels:?}); an ensemble averages the probabilities of the same classes",
+                    path.display(),
+                    first_path.display()
+                ),
+                Some(_) => {}
+            }
+            if m.len() != first.len() {
+                bail!(
+                    "{} sees {} records in the dataset and {} sees {}",
+                    path.display(),
+                    m.len(),
+                    first_path.display(),
+                    first.len()
+                );
+            }
+        }
+        let has_truth = first.has_truth();
+        let n = members.len();
+        Ok(Self {
+            members: members.into_iter().map(|(m, _)| m).collect(),
+            outputs: ClassOutputs::new(labels.clone(), has_truth),
+            member_outputs: (0..n)
+                .map(|_| ClassOutputs::new(labels.clone(), has_truth))
+                .collect(),
+        })
+    }
+}
+
+impl Predictor for EnsemblePredictor {
+    fn len(&self) -> usize {
+        self.members[0].len()
+    }
+
+    fn has_truth(&self) -> bool {
+        self.members[0].has_truth()
+    }
+
+    fn columns(&self) -> Vec<String> {
+        self.outputs.columns()
+    }
+
+    fn predict(&mut self, records: &[usize]) -> Result<Vec<PredictionRow>> {
+        let batches = self
+            .members
+            .iter_mut()
+            .map(|m| m.class_probabilities(records))
+            .collect::<Result<Vec<_>>>()?;
+        let k = self.outputs.label_values.len();
+        let mut mean = vec![vec![0.0f64; k]; records.len()];
+        for b in &batches {
+            for (acc, p) in mean.iter_mut().zip(&b.probs) {
+                for (a, x) in acc.iter_mut().zip(p) {
+                    *a += x;
+                }
+            }
+        }
+        let scale = 1.0 / batches.len() as f64;
+        for row in &mut mean {
+            row.iter_mut().for_each(|a| *a *= scale);
+        }
+        let first = &batches[0];
+        let batch = ClassBatch {
+            records: first.records.clone(),
+            labels: first.labels.clone(),
+            probs: mean,
+        };
+        for (out, b) in self.member_outputs.iter_mut().zip(batches) {
+            out.rows(b)?;
+        }
+        self.outputs.rows(batch)
+    }
+
+    fn metrics(&self) -> Result<Option<Vec<(String, String)>>> {
+        let Some(m) = self.outputs.metrics()? else {
+            return Ok(None);
+        };
+        let mut rows = m.rows();
+        rows.push(("members".into(), self.members.len().to_string()));
+        for (i, out) in self.member_outputs.iter().enumerate() {
+            if let Some(m) = out.metrics()? {
+                rows.extend(
+                    m.rows()
+                        .into_iter()
+                        .filter(|(k, _)| !k.starts_with("confusion_"))
+                        .map(|(k, v)| (format!("member_{}.{k}", i + 1), v)),
+                );
+            }
+        }
+        Ok(Some(rows))
+    }
+
+    fn class_labels(&self) -> Option<&[i64]> {
+        Some(&self.outputs.label_values)
     }
 }
 

@@ -9,6 +9,9 @@ Example (GUE core promoters from test-data; train first with luminome-train clas
   luminome-tokenize test-data/gue_prom_core_all/test.csv --max-length 72 -o prom_test.safetensors
   luminome-predict --checkpoint prom_model/best.safetensors --dataset prom_test.safetensors \\
       -o prom_test.predictions.tsv --metrics prom_test.metrics.tsv
+  # an ensemble: three seeds of the same recipe, their class probabilities averaged
+  luminome-predict --checkpoint s1/best.safetensors s2/best.safetensors s3/best.safetensors \\
+      --dataset prom_test.safetensors -o prom_test.ensemble.tsv --metrics prom_test.ensemble.metrics.tsv
 
 Output (TSV with a header, one line per record, in dataset order):
   record  name  [label]  prob_<label value> (one column per class)  predicted
@@ -63,9 +66,11 @@ pub enum EmbedSide {
 #[derive(Debug, Clone, Parser)]
 #[command(name = "luminome-predict", version, about, after_help = EXAMPLES)]
 pub struct PredictArgs {
-    /// Model checkpoint (.safetensors written by luminome-train).
-    #[arg(help_heading = "Inputs", long)]
-    pub checkpoint: PathBuf,
+    /// Model checkpoint (.safetensors written by luminome-train). Classifiers: several
+    /// (`--checkpoint a b c`, or the flag repeated) are run as one ensemble — the mean of their
+    /// class probabilities; metrics then also list each member's (`member_<i>.`).
+    #[arg(help_heading = "Inputs", long = "checkpoint", num_args = 1.., required = true)]
+    pub checkpoints: Vec<PathBuf>,
 
     /// Dataset to predict on: a token dataset (luminome-tokenize) for sequence models, tokenized
     /// like the model's training data; a pair dataset (luminome-mask-pairs) for bi-strand
@@ -131,4 +136,11 @@ pub struct PredictArgs {
 
     #[command(flatten)]
     pub runtime: luminome_cli::RuntimeArgs,
+}
+
+impl PredictArgs {
+    /// The (first) checkpoint: the model, unless several make an ensemble.
+    pub fn checkpoint(&self) -> &std::path::Path {
+        &self.checkpoints[0]
+    }
 }

@@ -20,7 +20,7 @@ use candle_core::Device;
 use luminome_cli::progress_bar;
 use luminome_engine::checkpoint::read_checkpoint_meta;
 use luminome_engine::parse_device;
-use luminome_engine::predict::{ExtraOutputs, Predictor, PredictorEntry};
+use luminome_engine::predict::{EnsemblePredictor, ExtraOutputs, Predictor, PredictorEntry};
 use luminome_io::atomic::{check_output_dir, AtomicWriter};
 
 use crate::args::PredictArgs;
@@ -95,12 +95,14 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     let side_tables = ["samples.tsv", "regions.tsv"]
         .map(|s| luminome_io::token_dataset::side_path_for(&args.dataset, s));
     let mut inputs = vec![
-        ("--checkpoint", args.checkpoint.as_path()),
         ("--dataset", args.dataset.as_path()),
         ("the index of --dataset", dataset_index.as_path()),
         ("a side table of --dataset", side_tables[0].as_path()),
         ("a side table of --dataset", side_tables[1].as_path()),
     ];
+    for c in &args.checkpoints {
+        inputs.push(("--checkpoint", c.as_path()));
+    }
     if let Some(v) = &args.variants {
         inputs.push(("--variants", v.as_path()));
     }
@@ -140,7 +142,13 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         }
     }
     let device = parse_device(&args.runtime.device)?;
-    let kind = read_checkpoint_meta(&args.checkpoint)?.model.kind();
+    let kind = read_checkpoint_meta(args.checkpoint())?.model.kind();
+    if args.checkpoints.len() > 1 && kind == "dual" {
+        bail!(
+            "{}: several checkpoints are averaged only for classifiers; this one holds a dual encoder",
+            args.checkpoint().display()
+        );
+    }
     if kind == "dual" {
         if args.subset.is_some()
             || args.variants.is_some()
@@ -154,14 +162,14 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     if args.corpus.is_some() || args.embeddings.is_some() || args.side.is_some() {
         bail!(
             "{}: --corpus, --embeddings and --side are for dual encoders (luminome-train dual); this checkpoint holds a {kind} model",
-            args.checkpoint.display()
+            args.checkpoint().display()
         );
     }
     if retrieval::is_pairs(&args.dataset) {
         bail!(
             "{}: a retrieval pairs dataset is evaluated by a dual encoder (luminome-train dual); {} holds a {kind} model",
             args.dataset.display(),
-            args.checkpoint.display()
+            args.checkpoint().display()
         );
     }
     let extra = ExtraOutputs {
@@ -170,7 +178,16 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         chrom_sizes: args.chrom_sizes.clone(),
         variants: args.variants.clone(),
     };
-    let mut predictor = open_predictor(&args.checkpoint, &args.dataset, device)?;
+    let mut predictor = if args.checkpoints.len() == 1 {
+        open_predictor(args.checkpoint(), &args.dataset, device)?
+    } else {
+        let members = args
+            .checkpoints
+            .iter()
+            .map(|c| Ok((open_predictor(c, &args.dataset, device.clone())?, c.clone())))
+            .collect::<Result<Vec<_>>>()?;
+        Box::new(EnsemblePredictor::new(members)?)
+    };
     if let Some(subset) = args.subset {
         predictor.select_subset(subset)?;
     }
@@ -223,6 +240,12 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     }
     if !args.runtime.quiet {
         eprintln!("luminome-predict: {n} records → {}", args.output.display());
+        if args.checkpoints.len() > 1 {
+            eprintln!(
+                "  an ensemble of {} checkpoints: the mean of their class probabilities",
+                args.checkpoints.len()
+            );
+        }
         if let Some(rows) = metrics {
             for (k, v) in rows.iter().filter(|(k, _)| !k.starts_with("confusion_")) {
                 eprintln!("  {k}\t{v}");

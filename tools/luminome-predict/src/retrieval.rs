@@ -98,7 +98,7 @@ fn metadata(args: &PredictArgs, dim: usize, extra: serde_json::Value) -> serde_j
     serde_json::json!({
         "dim": dim,
         "normalized": "L2",
-        "checkpoint": args.checkpoint.display().to_string(),
+        "checkpoint": args.checkpoint().display().to_string(),
         "dataset": args.dataset.display().to_string(),
         "corpus": args.corpus.as_ref().map(|p| p.display().to_string()),
         "tool": "luminome-predict",
@@ -110,7 +110,7 @@ fn metadata(args: &PredictArgs, dim: usize, extra: serde_json::Value) -> serde_j
 
 /// Runs a dual-encoder checkpoint on `args.dataset`.
 pub fn run(args: &PredictArgs, device: Device) -> Result<()> {
-    let ck = Checkpoint::load(&args.checkpoint, &device)?;
+    let ck = Checkpoint::load(args.checkpoint(), &device)?;
     let model = ck.get::<DualConfig>()?;
     let max_len = model.config.encoder.max_length;
     let kind = dataset_kind(&args.dataset);
@@ -129,7 +129,7 @@ pub fn run(args: &PredictArgs, device: Device) -> Result<()> {
     }
     let pairs = open_pairs(&args.dataset, "evaluation")?;
     ck.meta
-        .check_tokenizer(&args.checkpoint, &args.dataset, pairs.tokenizer())?;
+        .check_tokenizer(args.checkpoint(), &args.dataset, pairs.tokenizer())?;
     let longest = pairs.length(Side::Query).max(pairs.length(Side::Passage));
     if longest > max_len {
         bail!(
@@ -282,7 +282,7 @@ fn embed_dataset(args: &PredictArgs, ck: &Checkpoint, device: Device) -> Result<
     }
     let ds = TokenDataset::open(&args.dataset)?;
     ck.meta
-        .check_tokenizer(&args.checkpoint, &args.dataset, ds.tokenizer())?;
+        .check_tokenizer(args.checkpoint(), &args.dataset, ds.tokenizer())?;
     let max_len = model.config.encoder.max_length;
     if ds.max_length() > max_len {
         bail!(

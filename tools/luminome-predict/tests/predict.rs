@@ -266,3 +266,169 @@ fn a_label_the_model_does_not_know_is_refused() {
         "{err}"
     );
 }
+
+/// Reads a predictions TSV: the probability columns of every line.
+fn probability_columns(path: &Path) -> Vec<Vec<f64>> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            f[3..5].iter().map(|x| x.parse().unwrap()).collect()
+        })
+        .collect()
+}
+
+#[test]
+fn an_ensemble_averages_its_members_probabilities_and_reports_each_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = fixture_dataset(dir.path(), 12);
+    let out = dir.path().join("ensemble.tsv");
+    let metrics = dir.path().join("ensemble.metrics.tsv");
+    let (gated, mean) = (fixture_checkpoint("gated"), fixture_checkpoint("mean"));
+    // `--checkpoint a b` and the flag repeated are the same command.
+    for form in [0, 1] {
+        let mut args = vec!["--checkpoint", gated.to_str().unwrap()];
+        if form == 1 {
+            args.push("--checkpoint");
+        }
+        args.extend([
+            mean.to_str().unwrap(),
+            "--dataset",
+            ds.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--metrics",
+            metrics.to_str().unwrap(),
+            "--batch-size",
+            "2",
+            "-q",
+        ]);
+        let o = predict(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(
+            text.starts_with("record\tname\tlabel\tprob_0\tprob_1\tpredicted\n"),
+            "{text}"
+        );
+        // Each row is the mean of the two reference models' softmax.
+        let expected = expected();
+        let g = expected["gated.logits"].to_vec2::<f32>().unwrap();
+        let m = expected["mean.logits"].to_vec2::<f32>().unwrap();
+        let got = probability_columns(&out);
+        assert_eq!(got.len(), 3);
+        let mut truth = Vec::new();
+        let mut probs = Vec::new();
+        for (i, p) in got.iter().enumerate() {
+            let (pg, pm) = (softmax(&g[i]), softmax(&m[i]));
+            for c in 0..2 {
+                let want = (pg[c] + pm[c]) / 2.0;
+                assert!((p[c] - want).abs() < 1e-4, "record {i}: {p:?} vs {want}");
+            }
+            truth.push(i % 2);
+            probs.extend(p);
+        }
+        let text = std::fs::read_to_string(&metrics).unwrap();
+        let want = ClassificationMetrics::compute(&truth, &probs, 2).unwrap();
+        let auroc = want.rows().into_iter().find(|(k, _)| k == "auroc").unwrap();
+        assert!(text.contains(&format!("auroc\t{}\n", auroc.1)), "{text}");
+        assert!(text.contains("members\t2\n"), "{text}");
+        // Each member's own metrics, as luminome-predict gives them for that checkpoint alone.
+        for (i, c) in [&gated, &mean].into_iter().enumerate() {
+            let single_metrics = dir.path().join(format!("single{i}.metrics.tsv"));
+            let single = dir.path().join(format!("single{i}.tsv"));
+            let o = predict(&[
+                "--checkpoint",
+                c.to_str().unwrap(),
+                "--dataset",
+                ds.to_str().unwrap(),
+                "-o",
+                single.to_str().unwrap(),
+                "--metrics",
+                single_metrics.to_str().unwrap(),
+                "-q",
+            ]);
+            assert!(o.status.success());
+            for line in std::fs::read_to_string(&single_metrics)
+                .unwrap()
+                .lines()
+                .skip(1)
+                .filter(|l| !l.starts_with("confusion_"))
+            {
+                assert!(
+                    text.contains(&format!("member_{}.{line}\n", i + 1)),
+                    "member_{}.{line} missing from\n{text}",
+                    i + 1
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn an_ensemble_refuses_a_member_that_is_not_a_classifier_or_has_other_classes() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = fixture_dataset(dir.path(), 12);
+    let mlm = dir.path().join("mlm.safetensors");
+    write_mlm_checkpoint(&mlm);
+    // The gated fixture with its classes in the other order: label values [1, 0].
+    let swapped = dir.path().join("swapped.safetensors");
+    let meta =
+        luminome_engine::checkpoint::read_checkpoint_meta(&fixture_checkpoint("gated")).unwrap();
+    let mut config = meta.model.get::<ClassifierConfig>().unwrap().clone();
+    config.label_values = vec![1, 0];
+    let config = luminome_engine::ModelConfig::from(config);
+    let built = luminome_engine::BuiltModel::new(&config, &Device::Cpu, 3).unwrap();
+    let meta = luminome_engine::checkpoint::CheckpointMeta::new(
+        config,
+        luminome_engine::input::InputSpec::Tokens(meta.tokenizer.clone().unwrap()),
+        vec![],
+        "test",
+        "",
+    );
+    luminome_engine::checkpoint::save_checkpoint(&swapped, &meta, &built.varmap).unwrap();
+    let gated = fixture_checkpoint("gated");
+    for (other, want) in [
+        (&mlm, "mlm.safetensors"),
+        (&swapped, "swapped.safetensors: its classes"),
+    ] {
+        let before = files_in(dir.path());
+        let out = dir.path().join("preds.tsv");
+        let o = predict(&[
+            "--checkpoint",
+            gated.to_str().unwrap(),
+            other.to_str().unwrap(),
+            "--dataset",
+            ds.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(want), "{err}");
+        assert_eq!(
+            files_in(dir.path()),
+            before,
+            "a refused run left files behind"
+        );
+    }
+    // A member checkpoint given as the output is refused before anything runs.
+    let bytes = std::fs::read(&swapped).unwrap();
+    let o = predict(&[
+        "--checkpoint",
+        gated.to_str().unwrap(),
+        swapped.to_str().unwrap(),
+        "--dataset",
+        ds.to_str().unwrap(),
+        "-o",
+        swapped.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--checkpoint"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(std::fs::read(&swapped).unwrap(), bytes);
+}

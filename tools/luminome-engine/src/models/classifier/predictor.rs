@@ -1,5 +1,7 @@
 //! Token classifiers under `luminome-predict`: class probabilities (softmax of the logits) and
 //! the predicted class per record, metrics from `luminome-metrics` when the dataset has labels.
+//! The same rows, columns and metrics serve an ensemble of classifiers ([`crate::predict::EnsemblePredictor`]),
+//! which averages the members' [`ClassBatch`]es.
 
 use std::path::Path;
 
@@ -10,19 +12,85 @@ use luminome_metrics::{argmax, softmax, ClassificationMetrics};
 use super::input::ClassifierInput;
 use super::token_classifier::TokenClassifier;
 use crate::models::FamilyConfig;
-use crate::predict::{PredictionRow, Predictor};
+use crate::predict::{ClassBatch, PredictionRow, Predictor};
+
+/// The label values of a classifier's classes and everything it has predicted: the output
+/// columns, the rows and the metrics of one classifier or of an ensemble.
+pub struct ClassOutputs {
+    /// The label value of each class.
+    pub label_values: Vec<i64>,
+    has_truth: bool,
+    /// Class index of every labelled record predicted so far.
+    truth: Vec<usize>,
+    /// Their probabilities, row-major `[n, classes]`.
+    probs: Vec<f64>,
+}
+
+impl ClassOutputs {
+    pub fn new(label_values: Vec<i64>, has_truth: bool) -> Self {
+        Self {
+            label_values,
+            has_truth,
+            truth: Vec::new(),
+            probs: Vec::new(),
+        }
+    }
+
+    /// `[label]  prob_<value>...  predicted`.
+    pub fn columns(&self) -> Vec<String> {
+        let mut c = Vec::new();
+        if self.has_truth {
+            c.push("label".to_string());
+        }
+        c.extend(self.label_values.iter().map(|v| format!("prob_{v}")));
+        c.push("predicted".into());
+        c
+    }
+
+    /// Records `batch` (its truth and probabilities, for the metrics) and formats its rows.
+    pub fn rows(&mut self, batch: ClassBatch) -> Result<Vec<PredictionRow>> {
+        let label_values = &self.label_values;
+        let mut rows = Vec::with_capacity(batch.probs.len());
+        for (i, ((record, name), p)) in batch.records.into_iter().zip(batch.probs).enumerate() {
+            let mut values = Vec::with_capacity(p.len() + 2);
+            if let Some(l) = &batch.labels {
+                values.push(l[i].to_string());
+                // Checked when the dataset was opened: every label is a class.
+                let class = label_values
+                    .iter()
+                    .position(|&v| v == l[i])
+                    .with_context(|| format!("label {} is not a class of the model", l[i]))?;
+                self.truth.push(class);
+                self.probs.extend(&p);
+            }
+            values.extend(p.iter().map(|x| format!("{x:.6}")));
+            values.push(label_values[argmax(&p)].to_string());
+            rows.push(PredictionRow {
+                record,
+                name,
+                values,
+            });
+        }
+        Ok(rows)
+    }
+
+    /// The metrics over every labelled record seen; `None` without labels.
+    pub fn metrics(&self) -> Result<Option<ClassificationMetrics>> {
+        if !self.has_truth || self.truth.is_empty() {
+            return Ok(None);
+        }
+        ClassificationMetrics::compute(&self.truth, &self.probs, self.label_values.len())
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("cannot compute metrics: {e}"))
+    }
+}
 
 pub struct ClassifierPredictor<C: FamilyConfig>
 where
     C::Model: TokenClassifier,
 {
     input: ClassifierInput<C>,
-    /// The label value of each class.
-    label_values: Vec<i64>,
-    /// Class index of every labelled record predicted so far.
-    truth: Vec<usize>,
-    /// Their probabilities, row-major `[n, classes]`.
-    probs: Vec<f64>,
+    outputs: ClassOutputs,
 }
 
 impl<C: FamilyConfig> ClassifierPredictor<C>
@@ -32,11 +100,10 @@ where
     pub fn open(checkpoint: &Path, dataset: &Path, device: Device) -> Result<Self> {
         let input = ClassifierInput::<C>::open(checkpoint, dataset, device)?;
         let label_values = input.model()?.label_values().to_vec();
+        let has_truth = input.dataset.has_labels();
         Ok(Self {
             input,
-            label_values,
-            truth: Vec::new(),
-            probs: Vec::new(),
+            outputs: ClassOutputs::new(label_values, has_truth),
         })
     }
 }
@@ -54,55 +121,36 @@ where
     }
 
     fn columns(&self) -> Vec<String> {
-        let mut c = Vec::new();
-        if self.has_truth() {
-            c.push("label".to_string());
-        }
-        c.extend(self.label_values.iter().map(|v| format!("prob_{v}")));
-        c.push("predicted".into());
-        c
+        self.outputs.columns()
     }
 
     fn predict(&mut self, records: &[usize]) -> Result<Vec<PredictionRow>> {
+        let batch = self.class_probabilities(records)?;
+        self.outputs.rows(batch)
+    }
+
+    fn metrics(&self) -> Result<Option<Vec<(String, String)>>> {
+        Ok(self.outputs.metrics()?.map(|m| m.rows()))
+    }
+
+    fn class_labels(&self) -> Option<&[i64]> {
+        Some(&self.outputs.label_values)
+    }
+
+    fn class_probabilities(&mut self, records: &[usize]) -> Result<ClassBatch> {
         let logits = self.input.logits(records)?;
         let labels = if self.has_truth() {
             self.input.dataset.batch(records)?.labels
         } else {
             None
         };
-        let label_values = &self.label_values;
-        let mut rows = Vec::with_capacity(records.len());
-        for (i, &r) in records.iter().enumerate() {
-            let p = softmax(&logits[i]);
-            let mut values = Vec::with_capacity(p.len() + 2);
-            if let Some(l) = &labels {
-                values.push(l[i].to_string());
-                // Checked when the dataset was opened: every label is a class.
-                let class = label_values
-                    .iter()
-                    .position(|&v| v == l[i])
-                    .with_context(|| format!("label {} is not a class of the model", l[i]))?;
-                self.truth.push(class);
-                self.probs.extend(&p);
-            }
-            values.extend(p.iter().map(|x| format!("{x:.6}")));
-            values.push(label_values[argmax(&p)].to_string());
-            rows.push(PredictionRow {
-                record: self.input.index[r].record,
-                name: self.input.index[r].name.clone(),
-                values,
-            });
-        }
-        Ok(rows)
-    }
-
-    fn metrics(&self) -> Result<Option<Vec<(String, String)>>> {
-        if !self.has_truth() || self.truth.is_empty() {
-            return Ok(None);
-        }
-        let m =
-            ClassificationMetrics::compute(&self.truth, &self.probs, self.label_values.len())
-                .map_err(|e| anyhow::anyhow!("cannot compute metrics: {e}"))?;
-        Ok(Some(m.rows()))
+        Ok(ClassBatch {
+            records: records
+                .iter()
+                .map(|&r| (self.input.index[r].record, self.input.index[r].name.clone()))
+                .collect(),
+            labels,
+            probs: logits.iter().map(|l| softmax(l)).collect(),
+        })
     }
 }
