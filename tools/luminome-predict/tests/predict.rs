@@ -21,6 +21,28 @@ fn predict(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// Runs predict with `checkpoints` on `ds`, writing `out` and `metrics`, then `extra` flags.
+fn predict_with_metrics(
+    checkpoints: &[&Path],
+    ds: &Path,
+    out: &Path,
+    metrics: &Path,
+    extra: &[&str],
+) -> std::process::Output {
+    let mut args = vec!["--checkpoint"];
+    args.extend(checkpoints.iter().map(|c| c.to_str().unwrap()));
+    args.extend([
+        "--dataset",
+        ds.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--metrics",
+        metrics.to_str().unwrap(),
+    ]);
+    args.extend(extra);
+    predict(&args)
+}
+
 fn fixture_dataset(dir: &Path, max_length: usize) -> std::path::PathBuf {
     let ds = dir.join("fixture.safetensors");
     let recs: Vec<Rec> = FIXTURE_SEQS
@@ -84,20 +106,13 @@ fn predictions_tsv_has_probabilities_from_the_reference_logits_and_metrics_that_
     let out = dir.path().join("preds.tsv");
     let metrics = dir.path().join("metrics.tsv");
     let ckpt = fixture_checkpoint("gated");
-    let o = predict(&[
-        "--checkpoint",
-        ckpt.to_str().unwrap(),
-        "--dataset",
-        ds.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--metrics",
-        metrics.to_str().unwrap(),
-        "--batch-size",
-        "2",
-        "--threads",
-        "1",
-    ]);
+    let o = predict_with_metrics(
+        &[&ckpt],
+        &ds,
+        &out,
+        &metrics,
+        &["--batch-size", "2", "--threads", "1"],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(&out).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -338,17 +353,7 @@ fn an_ensemble_averages_its_members_probabilities_and_reports_each_member() {
         for (i, c) in [&gated, &mean].into_iter().enumerate() {
             let single_metrics = dir.path().join(format!("single{i}.metrics.tsv"));
             let single = dir.path().join(format!("single{i}.tsv"));
-            let o = predict(&[
-                "--checkpoint",
-                c.to_str().unwrap(),
-                "--dataset",
-                ds.to_str().unwrap(),
-                "-o",
-                single.to_str().unwrap(),
-                "--metrics",
-                single_metrics.to_str().unwrap(),
-                "-q",
-            ]);
+            let o = predict_with_metrics(&[c], &ds, &single, &single_metrics, &["-q"]);
             assert!(o.status.success());
             for line in std::fs::read_to_string(&single_metrics)
                 .unwrap()
@@ -389,12 +394,15 @@ fn an_ensemble_refuses_a_member_that_is_not_a_classifier_or_has_other_classes() 
     );
     luminome_engine::checkpoint::save_checkpoint(&swapped, &meta, &built.varmap).unwrap();
     let gated = fixture_checkpoint("gated");
-    for (other, want) in [
-        (&mlm, "mlm.safetensors"),
-        (&swapped, "swapped.safetensors: its classes"),
+    let bytes = std::fs::read(&swapped).unwrap();
+    let preds = dir.path().join("preds.tsv");
+    // The last case names a member checkpoint as the output: refused before anything runs.
+    for (other, out, want) in [
+        (&mlm, &preds, "mlm.safetensors"),
+        (&swapped, &preds, "swapped.safetensors: its classes"),
+        (&swapped, &swapped, "--checkpoint"),
     ] {
         let before = files_in(dir.path());
-        let out = dir.path().join("preds.tsv");
         let o = predict(&[
             "--checkpoint",
             gated.to_str().unwrap(),
@@ -413,22 +421,5 @@ fn an_ensemble_refuses_a_member_that_is_not_a_classifier_or_has_other_classes() 
             "a refused run left files behind"
         );
     }
-    // A member checkpoint given as the output is refused before anything runs.
-    let bytes = std::fs::read(&swapped).unwrap();
-    let o = predict(&[
-        "--checkpoint",
-        gated.to_str().unwrap(),
-        swapped.to_str().unwrap(),
-        "--dataset",
-        ds.to_str().unwrap(),
-        "-o",
-        swapped.to_str().unwrap(),
-    ]);
-    assert!(!o.status.success());
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("--checkpoint"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
     assert_eq!(std::fs::read(&swapped).unwrap(), bytes);
 }
