@@ -13,12 +13,15 @@
 # k-mer floor of bench/kmer/run.sh is `kmer`), SPLITS (default "dev test"), BIN (the
 # luminome-predict to run; default target/release/luminome-predict).
 # Writes WORK/TASK/ensemble_RUN[+EXTRA]_s<seeds>.<split>.{tsv,metrics.tsv} and prints, per split
-# and group, the ensemble's MCC and its members'; then per split the mean ± sd over groups of the
-# ensembles and of the CNN members (the groups should be disjoint: a seed in two groups is
-# counted twice among the single models).
+# and group, the ensemble's MCC, its CNN members' and the gain (ensemble minus the mean of its
+# own CNN members: the paired comparison); then per split the mean ± sd over groups of the
+# ensembles, of the gains and of the CNN members (the groups should be disjoint: a seed in two
+# groups is counted twice among the single models). Dev numbers are optimistic for every model:
+# each CNN's checkpoint (and the k-mer floor's k and penalty) was chosen on dev.
 set -euo pipefail
 work=$1 task=$2 run=$3
 shift 3
+[[ $# -gt 0 ]] || { echo "ensemble.sh: give at least one group of seeds" >&2; exit 2; }
 bin=${BIN:-target/release/luminome-predict}
 extra=${EXTRA:-}
 d=$work/$task
@@ -46,10 +49,12 @@ for split in ${SPLITS:-dev test}; do
     echo "== $task $run${extra:+ + $extra} ($split)"
     cat "$lines"
     awk -F'\t' '
-        { split($2, e, " "); E[NR] = e[2]; n = split($3, m, " ");
-          for (i = 2; i <= n; i++) { M[++k] = m[i] } }
+        { split($2, e, " "); E[NR] = e[2]; n = split($3, m, " "); s = 0;
+          for (i = 2; i <= n; i++) { M[++k] = m[i]; s += m[i] }
+          G[NR] = e[2] - s / (n - 1) }
         function stats(a, c,   s, ss, i, mu) { s = 0; for (i = 1; i <= c; i++) s += a[i]; mu = s / c;
           ss = 0; for (i = 1; i <= c; i++) ss += (a[i] - mu) ^ 2;
           return sprintf("%.3f ± %.3f (n %d)", mu, c > 1 ? sqrt(ss / (c - 1)) : 0, c) }
-        END { print "ensembles: " stats(E, NR); print "single models: " stats(M, k) }' "$lines"
+        END { print "ensembles: " stats(E, NR); print "gain over own members: " stats(G, NR);
+              print "single models: " stats(M, k) }' "$lines"
 done

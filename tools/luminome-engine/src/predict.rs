@@ -180,6 +180,19 @@ impl Predictor for EnsemblePredictor {
             .iter_mut()
             .map(|m| m.class_probabilities(records))
             .collect::<Result<Vec<_>>>()?;
+        // Every member read the same dataset and index, so its rows are the same records in the
+        // same order; checked, since the mean is taken by position.
+        for (i, b) in batches.iter().enumerate().skip(1) {
+            if b.records != batches[0].records
+                || b.labels != batches[0].labels
+                || b.probs.len() != b.records.len()
+            {
+                bail!(
+                    "ensemble member {} gave other records than member 1 for the same batch",
+                    i + 1
+                );
+            }
+        }
         let k = self.outputs.label_values.len();
         let mut mean = vec![vec![0.0f64; k]; records.len()];
         for b in &batches {
@@ -200,7 +213,7 @@ impl Predictor for EnsemblePredictor {
             probs: mean,
         };
         for (out, b) in self.member_outputs.iter_mut().zip(batches) {
-            out.rows(b)?;
+            out.record(&b)?;
         }
         self.outputs.rows(batch)
     }
@@ -238,6 +251,10 @@ pub struct PredictionRow {
 
 /// A family that `luminome-predict` can run.
 pub trait PredictFamily: FamilyConfig {
+    /// Whether several checkpoints of this family can be averaged as one ensemble (its predictor
+    /// gives [`Predictor::class_probabilities`]).
+    const ENSEMBLES: bool = false;
+
     /// Opens a checkpoint of this family on a dataset, with every check done before output.
     fn open_predictor(
         checkpoint: &Path,
@@ -250,6 +267,8 @@ pub trait PredictFamily: FamilyConfig {
 pub struct PredictorEntry {
     pub kind: &'static str,
     pub family: &'static str,
+    /// [`PredictFamily::ENSEMBLES`].
+    pub ensembles: bool,
     pub open: fn(&Path, &Path, Device) -> Result<Box<dyn Predictor>>,
 }
 
@@ -258,6 +277,7 @@ impl PredictorEntry {
         Self {
             kind: C::KIND,
             family: C::FAMILY,
+            ensembles: C::ENSEMBLES,
             open: C::open_predictor,
         }
     }

@@ -173,6 +173,13 @@ fn identity(p: &Path) -> (Option<PathBuf>, Option<(u64, u64)>) {
 /// Refuses a run whose outputs (flag, path) name one of its inputs (flag, path) or each other:
 /// writing would replace the input (or one output would replace the other). Compares canonical
 /// paths (symlinks, `./`, `..`) and, for files that exist, device and inode (hard links).
+/// Whether two paths name one file (the same canonical path, or the same device and inode: a
+/// hard link).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    let (ia, ib) = (identity(a), identity(b));
+    (ia.0.is_some() && ia.0 == ib.0) || (ia.1.is_some() && ia.1 == ib.1)
+}
+
 pub fn check_outputs_distinct(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)]) -> Result<()> {
     let to_stdout: Vec<&str> = outputs
         .iter()

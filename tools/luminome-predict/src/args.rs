@@ -69,7 +69,13 @@ pub struct PredictArgs {
     /// Model checkpoint (.safetensors written by luminome-train). Classifiers: several
     /// (`--checkpoint a b c`, or the flag repeated) are run as one ensemble — the mean of their
     /// class probabilities; metrics then also list each member's (`member_<i>.`).
-    #[arg(help_heading = "Inputs", long = "checkpoint", num_args = 1.., required = true)]
+    #[arg(
+        help_heading = "Inputs",
+        long = "checkpoint",
+        value_name = "CHECKPOINT",
+        num_args = 1..,
+        required = true
+    )]
     pub checkpoints: Vec<PathBuf>,
 
     /// Dataset to predict on: a token dataset (luminome-tokenize) for sequence models, tokenized

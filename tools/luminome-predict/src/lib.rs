@@ -15,7 +15,7 @@ pub mod retrieval;
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use candle_core::Device;
 use luminome_cli::progress_bar;
 use luminome_engine::checkpoint::read_checkpoint_meta;
@@ -66,6 +66,41 @@ pub fn open_predictor(
                 .join(", ")
         ),
     }
+}
+
+/// Checks, before anything is opened, that several checkpoints can make one ensemble: every one
+/// of a family that averages (classifiers), and no file given twice (it would count double).
+fn check_ensemble(checkpoints: &[std::path::PathBuf]) -> Result<()> {
+    let entries = predictors();
+    for (i, c) in checkpoints.iter().enumerate() {
+        let meta = read_checkpoint_meta(c)?;
+        let kind = meta.model.kind();
+        if !entries.iter().any(|e| e.kind == kind && e.ensembles) {
+            bail!(
+                "{}: holds a {} (kind {kind}); several checkpoints are averaged only for {}",
+                c.display(),
+                meta.model.family(),
+                entries
+                    .iter()
+                    .filter(|e| e.ensembles)
+                    .map(|e| format!("{}s (kind {})", e.family, e.kind))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        if let Some(j) = checkpoints[..i]
+            .iter()
+            .position(|d| luminome_io::atomic::same_file(c, d))
+        {
+            bail!(
+                "--checkpoint {} is given twice (members {} and {}); each member of an ensemble counts once",
+                c.display(),
+                j + 1,
+                i + 1
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Runs the command.
@@ -142,13 +177,10 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         }
     }
     let device = parse_device(&args.runtime.device)?;
-    let kind = read_checkpoint_meta(args.checkpoint())?.model.kind();
-    if args.checkpoints.len() > 1 && kind == "dual" {
-        bail!(
-            "{}: several checkpoints are averaged only for classifiers; this one holds a dual encoder",
-            args.checkpoint().display()
-        );
+    if args.checkpoints.len() > 1 {
+        check_ensemble(&args.checkpoints)?;
     }
+    let kind = read_checkpoint_meta(args.checkpoint())?.model.kind();
     if kind == "dual" {
         if args.subset.is_some()
             || args.variants.is_some()
@@ -184,7 +216,12 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         let members = args
             .checkpoints
             .iter()
-            .map(|c| Ok((open_predictor(c, &args.dataset, device.clone())?, c.clone())))
+            .enumerate()
+            .map(|(i, c)| {
+                let member = open_predictor(c, &args.dataset, device.clone())
+                    .with_context(|| format!("ensemble member {} ({})", i + 1, c.display()))?;
+                Ok((member, c.clone()))
+            })
             .collect::<Result<Vec<_>>>()?;
         Box::new(EnsemblePredictor::new(members)?)
     };

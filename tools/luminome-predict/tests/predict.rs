@@ -396,10 +396,14 @@ fn an_ensemble_refuses_a_member_that_is_not_a_classifier_or_has_other_classes() 
     let gated = fixture_checkpoint("gated");
     let bytes = std::fs::read(&swapped).unwrap();
     let preds = dir.path().join("preds.tsv");
+    // The same file twice (here through a hard link) would count double.
+    let link = dir.path().join("link.safetensors");
+    std::fs::hard_link(&gated, &link).unwrap();
     // The last case names a member checkpoint as the output: refused before anything runs.
     for (other, out, want) in [
-        (&mlm, &preds, "mlm.safetensors"),
+        (&mlm, &preds, "mlm.safetensors: holds a masked-LM"),
         (&swapped, &preds, "swapped.safetensors: its classes"),
+        (&link, &preds, "is given twice (members 1 and 2)"),
         (&swapped, &swapped, "--checkpoint"),
     ] {
         let before = files_in(dir.path());

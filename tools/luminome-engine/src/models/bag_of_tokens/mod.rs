@@ -22,6 +22,8 @@ use crate::models::classifier::ClassifierPredictor;
 use crate::predict::{PredictFamily, Predictor};
 
 impl PredictFamily for BagOfTokensConfig {
+    const ENSEMBLES: bool = true;
+
     fn open_predictor(
         checkpoint: &Path,
         dataset: &Path,

@@ -35,6 +35,8 @@ pub use token_classifier::TokenClassifier;
 use crate::predict::{PredictFamily, Predictor};
 
 impl PredictFamily for ClassifierConfig {
+    const ENSEMBLES: bool = true;
+
     fn open_predictor(
         checkpoint: &Path,
         dataset: &Path,

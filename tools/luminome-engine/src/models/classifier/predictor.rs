@@ -47,21 +47,33 @@ impl ClassOutputs {
         c
     }
 
-    /// Records `batch` (its truth and probabilities, for the metrics) and formats its rows.
+    /// Records `batch`'s truth and probabilities for the metrics (when it has labels).
+    pub fn record(&mut self, batch: &ClassBatch) -> Result<()> {
+        let Some(labels) = &batch.labels else {
+            return Ok(());
+        };
+        for (l, p) in labels.iter().zip(&batch.probs) {
+            // Checked when the dataset was opened: every label is a class.
+            let class = self
+                .label_values
+                .iter()
+                .position(|v| v == l)
+                .with_context(|| format!("label {l} is not a class of the model"))?;
+            self.truth.push(class);
+            self.probs.extend(p);
+        }
+        Ok(())
+    }
+
+    /// Records `batch` ([`ClassOutputs::record`]) and formats its rows.
     pub fn rows(&mut self, batch: ClassBatch) -> Result<Vec<PredictionRow>> {
+        self.record(&batch)?;
         let label_values = &self.label_values;
         let mut rows = Vec::with_capacity(batch.probs.len());
         for (i, ((record, name), p)) in batch.records.into_iter().zip(batch.probs).enumerate() {
             let mut values = Vec::with_capacity(p.len() + 2);
             if let Some(l) = &batch.labels {
                 values.push(l[i].to_string());
-                // Checked when the dataset was opened: every label is a class.
-                let class = label_values
-                    .iter()
-                    .position(|&v| v == l[i])
-                    .with_context(|| format!("label {} is not a class of the model", l[i]))?;
-                self.truth.push(class);
-                self.probs.extend(&p);
             }
             values.extend(p.iter().map(|x| format!("{x:.6}")));
             values.push(label_values[argmax(&p)].to_string());

@@ -26,6 +26,8 @@ use crate::models::classifier::ClassifierPredictor;
 use crate::predict::{PredictFamily, Predictor};
 
 impl PredictFamily for KmerLinearConfig {
+    const ENSEMBLES: bool = true;
+
     fn open_predictor(
         checkpoint: &Path,
         dataset: &Path,
