@@ -120,13 +120,11 @@ impl EnsemblePredictor {
             bail!("an ensemble needs at least two checkpoints");
         }
         let (first, first_path) = &members[0];
-        let Some(labels) = first.class_labels().map(<[i64]>::to_vec) else {
-            bail!(
-                "{}: several checkpoints are averaged only for classifiers (the classifier, k-mer linear and bag-of-tokens families); this one is not",
-                first_path.display()
-            );
-        };
-        for (m, path) in &members[1..] {
+        let labels = first
+            .class_labels()
+            .map(<[i64]>::to_vec)
+            .unwrap_or_default();
+        for (m, path) in &members {
             match m.class_labels() {
                 None => bail!(
                     "{}: several checkpoints are averaged only for classifiers (the classifier, k-mer linear and bag-of-tokens families); this one is not",
@@ -182,13 +180,13 @@ impl Predictor for EnsemblePredictor {
             .collect::<Result<Vec<_>>>()?;
         // Every member read the same dataset and index, so its rows are the same records in the
         // same order; checked, since the mean is taken by position.
-        for (i, b) in batches.iter().enumerate().skip(1) {
+        for (i, b) in batches.iter().enumerate() {
             if b.records != batches[0].records
                 || b.labels != batches[0].labels
                 || b.probs.len() != b.records.len()
             {
                 bail!(
-                    "ensemble member {} gave other records than member 1 for the same batch",
+                    "ensemble member {}: its batch is not member 1's records with one probability row each",
                     i + 1
                 );
             }

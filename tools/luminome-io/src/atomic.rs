@@ -156,7 +156,10 @@ pub fn check_extension(flag: &str, path: &Path, kind: OutputKind) -> Result<()> 
 }
 
 /// A file's identity: its canonical path, and (dev, inode) when it exists (hard links).
-fn identity(p: &Path) -> (Option<PathBuf>, Option<(u64, u64)>) {
+/// A path's canonical form and its (device, inode), each when it can be known.
+type Identity = (Option<PathBuf>, Option<(u64, u64)>);
+
+fn identity(p: &Path) -> Identity {
     use std::os::unix::fs::MetadataExt;
     let canonical = p.canonicalize().ok().or_else(|| {
         // Not there yet: its folder's canonical path and its name.
@@ -176,8 +179,12 @@ fn identity(p: &Path) -> (Option<PathBuf>, Option<(u64, u64)>) {
 /// Whether two paths name one file (the same canonical path, or the same device and inode: a
 /// hard link).
 pub fn same_file(a: &Path, b: &Path) -> bool {
-    let (ia, ib) = (identity(a), identity(b));
-    (ia.0.is_some() && ia.0 == ib.0) || (ia.1.is_some() && ia.1 == ib.1)
+    same_identity(&identity(a), &identity(b))
+}
+
+/// Two [`identity`]s name one file: a known canonical path or a known inode in common.
+fn same_identity(a: &Identity, b: &Identity) -> bool {
+    (a.0.is_some() && a.0 == b.0) || (a.1.is_some() && a.1 == b.1)
 }
 
 pub fn check_outputs_distinct(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)]) -> Result<()> {
@@ -197,10 +204,7 @@ pub fn check_outputs_distinct(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)
         if is_stdout(out) {
             continue;
         }
-        let same = |other: &(Option<PathBuf>, Option<(u64, u64)>)| {
-            (ids[i].0.is_some() && ids[i].0 == other.0)
-                || (ids[i].1.is_some() && ids[i].1 == other.1)
-        };
+        let same = |other: &Identity| same_identity(&ids[i], other);
         for (in_flag, input) in inputs {
             if crate::compress::is_stdin(input) {
                 continue;
