@@ -4,9 +4,9 @@
 //! `tests/fallbacks.rs` runs it in CI with the fallbacks forced on the CPU, the code CUDA and
 //! Metal run.
 //!
-//! Ops: on the CPU the engine's fused kernels run (softmax, layer norm, bias add, softplus, the
-//! CNN's shift window, the selective scan); on CUDA their documented fallbacks built from candle
-//! primitives do. Families: each one's training setup is built twice from the same command line
+//! Ops: on the CPU the engine's fused kernels run (softmax with and without the padding bias,
+//! layer norm, bias add, softplus, the CNN's shift window, the selective scan); on CUDA their
+//! documented fallbacks built from candle primitives do. Families: each one's training setup is built twice from the same command line
 //! (`luminome-train <family> …`, dropout 0) on tiny datasets written here, the same seed giving
 //! the same weights on both devices; the loss of the first micro-batch and every parameter's
 //! gradient are compared. Exit status 1 when anything differs by more than the tolerance.
@@ -126,6 +126,23 @@ fn ops(cuda: &Target, report: &mut Vec<CheckRow>) -> Result<()> {
         &[randn(&[4, 3, 33], 1)?],
         cuda,
         &|t| nn::softmax_last_dim(&t[0]),
+        report,
+    )?;
+    check_op(
+        "softmax_last_dim_biased",
+        &[randn(&[3, 2, 6, 6], 15)?],
+        cuda,
+        &|t| {
+            let m = Tensor::new(
+                &[
+                    [1f32, 1., 1., 1., 1., 1.],
+                    [1., 1., 1., 1., 0., 0.],
+                    [1., 0., 0., 0., 0., 0.],
+                ],
+                t[0].device(),
+            )?;
+            nn::softmax_last_dim_biased(&t[0], &nn::attention_bias(&m, t[0].dtype())?)
+        },
         report,
     )?;
     check_op(

@@ -1,6 +1,10 @@
 //! Seeded dropout.
 
-use candle_core::{Result, Tensor};
+use std::sync::Arc;
+
+use candle_core::{CpuStorage, DType, Layout, Result, Shape, Tensor};
+
+use super::kernels::contiguous_slice;
 
 /// Dropout whose masks come from a seeded RNG, so a seed fixes every mask (candle's own dropout
 /// draws from an unseedable generator).
@@ -19,13 +23,9 @@ impl DropoutRng {
         }
     }
 
-    /// Zeroes each element with probability `p` and scales the rest by 1 / (1 − p).
-    pub fn dropout(&self, x: &Tensor, p: f64) -> Result<Tensor> {
-        if p <= 0.0 {
-            return Ok(x.clone());
-        }
+    /// The keep-mask of `n` elements: 1 / (1 − p) where kept, 0 where dropped.
+    fn mask(&self, n: usize, p: f64) -> Vec<f32> {
         use rand::Rng;
-        let n = x.elem_count();
         let scale = (1.0 / (1.0 - p)) as f32;
         let threshold = (p * u32::MAX as f64) as u32;
         // The random words in one bulk fill (the same words, in the same order, as one draw per
@@ -35,12 +35,115 @@ impl DropoutRng {
         words.clear();
         words.resize(n, 0);
         self.rng.borrow_mut().fill(&mut words[..]);
-        let keep: Vec<f32> = words
+        words
             .iter()
             .map(|&r| if r >= threshold { scale } else { 0.0 })
+            .collect()
+    }
+
+    /// Zeroes each element with probability `p` and scales the rest by 1 / (1 − p).
+    pub fn dropout(&self, x: &Tensor, p: f64) -> Result<Tensor> {
+        if p <= 0.0 {
+            return Ok(x.clone());
+        }
+        let keep = self.mask(x.elem_count(), p);
+        if fused_f32(x) {
+            x.contiguous()?.apply_op1(MaskMul(Arc::new(keep)))
+        } else {
+            let mask = Tensor::from_vec(keep, x.shape(), x.device())?.to_dtype(x.dtype())?;
+            x.mul(&mask)
+        }
+    }
+
+    /// `x + dropout(h)`: the residual connection of a transformer block, one op each way on
+    /// the CPU.
+    pub fn residual_dropout(&self, x: &Tensor, h: &Tensor, p: f64) -> Result<Tensor> {
+        if p <= 0.0 {
+            return x + h;
+        }
+        if fused_f32(x) && fused_f32(h) && x.shape() == h.shape() {
+            let keep = self.mask(h.elem_count(), p);
+            x.contiguous()?
+                .apply_op2(&h.contiguous()?, ResidualMaskMul(Arc::new(keep)))
+        } else {
+            x + self.dropout(h, p)?
+        }
+    }
+}
+
+/// Whether the fused dropout ops run: f32 on the CPU (not with the fallbacks forced).
+fn fused_f32(x: &Tensor) -> bool {
+    super::kernels::cpu_fast_path(x.device()) && x.dtype() == DType::F32
+}
+
+// Why fused: `x.mul(&mask)` makes the mask a tensor in the graph, and candle's backward of a
+// product computes the gradient of both factors — of the mask too (a product, a zero-filled
+// buffer and a sum, each the size of the activation, all thrown away) — and the residual sum
+// adds two more full passes. These ops hold the mask themselves; their outputs and gradients
+// are the same floating-point products and sums, in the same order, so every bit is as before
+// (tests below compare against the unfused graph).
+
+/// `x ⊙ mask`, its gradient `g ⊙ mask`.
+struct MaskMul(Arc<Vec<f32>>);
+
+impl candle_core::CustomOp1 for MaskMul {
+    fn name(&self) -> &'static str {
+        "luminome-dropout"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let CpuStorage::F32(x) = s else {
+            candle_core::bail!("dropout: f32 only")
+        };
+        let x = contiguous_slice(x, l, "dropout")?;
+        let y = x.iter().zip(self.0.iter()).map(|(&x, &m)| x * m).collect();
+        Ok((CpuStorage::F32(y), l.shape().clone()))
+    }
+
+    fn bwd(&self, _x: &Tensor, _y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
+        Ok(Some(g.contiguous()?.apply_op1_no_bwd(self)?))
+    }
+}
+
+/// `x + h ⊙ mask`, its gradients `g` and `g ⊙ mask`.
+struct ResidualMaskMul(Arc<Vec<f32>>);
+
+impl candle_core::CustomOp2 for ResidualMaskMul {
+    fn name(&self) -> &'static str {
+        "luminome-residual-dropout"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (CpuStorage::F32(x), CpuStorage::F32(h)) = (s1, s2) else {
+            candle_core::bail!("residual dropout: f32 only")
+        };
+        let x = contiguous_slice(x, l1, "residual dropout")?;
+        let h = contiguous_slice(h, l2, "residual dropout")?;
+        let y = x
+            .iter()
+            .zip(h)
+            .zip(self.0.iter())
+            .map(|((&x, &h), &m)| x + h * m)
             .collect();
-        let mask = Tensor::from_vec(keep, x.shape(), x.device())?.to_dtype(x.dtype())?;
-        x.mul(&mask)
+        Ok((CpuStorage::F32(y), l1.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        _x: &Tensor,
+        _h: &Tensor,
+        _y: &Tensor,
+        g: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let g = g.contiguous()?;
+        let gh = g.apply_op1_no_bwd(&MaskMul(self.0.clone()))?;
+        Ok((Some(g), Some(gh)))
     }
 }
 
@@ -49,6 +152,19 @@ pub fn maybe_dropout(x: &Tensor, p: f64, rng: Option<&DropoutRng>) -> Result<Ten
     match rng {
         Some(r) => r.dropout(x, p),
         None => Ok(x.clone()),
+    }
+}
+
+/// `x + maybe_dropout(h)`: a residual connection with dropout when training.
+pub fn residual_dropout(
+    x: &Tensor,
+    h: &Tensor,
+    p: f64,
+    rng: Option<&DropoutRng>,
+) -> Result<Tensor> {
+    match rng {
+        Some(r) => r.residual_dropout(x, h, p),
+        None => x + h,
     }
 }
 
@@ -98,5 +214,58 @@ mod tests {
         let kept = a.iter().filter(|&&v| v > 0.0).count() as f64 / a.len() as f64;
         assert!((kept - 0.75).abs() < 0.03, "{kept}");
         assert!(a.iter().all(|&v| v == 0.0 || (v - 1.0 / 0.75).abs() < 1e-6));
+    }
+
+    /// The bits of y and of the gradients of Σ w ⊙ y with respect to `inputs`.
+    fn bits(y: &Tensor, w: &Tensor, inputs: &[&candle_core::Var]) -> Vec<u32> {
+        let grads = (y * w).unwrap().sum_all().unwrap().backward().unwrap();
+        let mut out: Vec<u32> = y
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        for v in inputs {
+            let g = grads.get(v.as_tensor()).unwrap();
+            out.extend(
+                g.flatten_all()
+                    .unwrap()
+                    .to_vec1::<f32>()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.to_bits()),
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn fused_dropout_ops_are_bit_identical_to_the_mask_product_graph() {
+        use crate::nn::kernels::test_support::randn;
+        let shape = [6, 7, 33];
+        let f32s = |t: Tensor| t.to_dtype(DType::F32).unwrap();
+        let x = candle_core::Var::from_tensor(&f32s(randn(&shape, 1))).unwrap();
+        let h = candle_core::Var::from_tensor(&f32s(randn(&shape, 2))).unwrap();
+        let w = f32s(randn(&shape, 3));
+        let p = 0.3;
+        let n: usize = shape.iter().product();
+        let mask = Tensor::from_vec(DropoutRng::new(9).mask(n, p), &shape, &Device::Cpu).unwrap();
+
+        let fused = DropoutRng::new(9).dropout(h.as_tensor(), p).unwrap();
+        let graph = h.as_tensor().mul(&mask).unwrap();
+        assert_eq!(bits(&fused, &w, &[&h]), bits(&graph, &w, &[&h]));
+
+        let fused = DropoutRng::new(9)
+            .residual_dropout(x.as_tensor(), h.as_tensor(), p)
+            .unwrap();
+        let graph = (x.as_tensor() + h.as_tensor().mul(&mask).unwrap()).unwrap();
+        let (a, b) = (bits(&fused, &w, &[&x, &h]), bits(&graph, &w, &[&x, &h]));
+        assert_eq!(a.len(), 3 * n);
+        assert_eq!(a, b);
+        // Some elements were dropped, some kept.
+        let m: Vec<f32> = mask.flatten_all().unwrap().to_vec1().unwrap();
+        assert!(m.contains(&0.0) && m.iter().any(|&v| v > 1.0));
     }
 }

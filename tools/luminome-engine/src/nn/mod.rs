@@ -22,10 +22,10 @@ pub mod masking;
 pub mod softmax;
 pub mod softplus;
 
-pub use dropout::{maybe_dropout, DropoutRng};
+pub use dropout::{maybe_dropout, residual_dropout, DropoutRng};
 pub use kernels::force_primitive_ops;
 pub use layer_norm::{normalize_last_dim, normalize_last_dim_primitive, LayerNorm};
 pub use linear::{add_bias, sum_rows, Linear};
 pub use masking::{attention_bias, masked_max, masked_mean, MASK_BIAS};
-pub use softmax::{softmax_last_dim, softmax_last_dim_primitive};
+pub use softmax::{softmax_last_dim, softmax_last_dim_biased, softmax_last_dim_primitive};
 pub use softplus::softplus;

@@ -7,7 +7,7 @@ use candle_nn::{Embedding, VarBuilder};
 
 use super::attention::{AttentionMask, Rotary, SelfAttention};
 use super::config::{AttentionKind, EncoderConfig, PositionEncoding};
-use crate::nn::{maybe_dropout, DropoutRng, LayerNorm, Linear};
+use crate::nn::{maybe_dropout, residual_dropout, DropoutRng, LayerNorm, Linear};
 
 /// Position-wise feed-forward: Linear → GELU → dropout → Linear.
 #[derive(Debug, Clone)]
@@ -69,9 +69,9 @@ impl EncoderLayer {
         let a = self
             .attn
             .forward(&self.ln1.forward(x)?, mask, rotary, rng)?;
-        let x = (x + maybe_dropout(&a, self.dropout, rng)?)?;
+        let x = residual_dropout(x, &a, self.dropout, rng)?;
         let f = self.ffn.forward(&self.ln2.forward(&x)?, rng)?;
-        x + maybe_dropout(&f, self.dropout, rng)?
+        residual_dropout(&x, &f, self.dropout, rng)
     }
 }
 
