@@ -5,11 +5,12 @@
 //! Metal run.
 //!
 //! Ops: on the CPU the engine's fused kernels run (softmax with and without the padding bias,
-//! layer norm, bias add, softplus, the CNN's shift window, the selective scan); on CUDA their
-//! documented fallbacks built from candle primitives do. Families: each one's training setup is built twice from the same command line
-//! (`luminome-train <family> …`, dropout 0) on tiny datasets written here, the same seed giving
-//! the same weights on both devices; the loss of the first micro-batch and every parameter's
-//! gradient are compared. Exit status 1 when anything differs by more than the tolerance.
+//! layer norm, bias add, GELU, softplus, the CNN's shift window, the selective scan); on CUDA
+//! their documented fallbacks built from candle primitives do. Families: each one's training
+//! setup is built twice from the same command line (`luminome-train <family> …`, dropout 0) on
+//! tiny datasets written here, the same seed giving the same weights on both devices; the loss
+//! of the first micro-batch and every parameter's gradient are compared. Exit status 1 when
+//! anything differs by more than the tolerance.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -157,6 +158,13 @@ fn ops(cuda: &Target, report: &mut Vec<CheckRow>) -> Result<()> {
         &[randn(&[5, 9, 24], 3)?, randn(&[24], 4)?],
         cuda,
         &|t| nn::add_bias(&t[0], &t[1]),
+        report,
+    )?;
+    check_op(
+        "gelu",
+        &[(randn(&[6, 50], 14)? * 2.0)?],
+        cuda,
+        &|t| nn::gelu(&t[0]),
         report,
     )?;
     check_op(

@@ -7,13 +7,15 @@
 //! against finite differences ([`gradcheck`]).
 //!
 //! - [`linear`]: a linear layer whose bias add (and its row-sum backward) is one fused op.
-//! - [`layer_norm`], [`softmax`]: the differentiable kernels above.
+//! - [`layer_norm`], [`softmax`]: the differentiable kernels above; [`gelu`]: candle's GELU
+//!   with a one-pass backward (bit-identical).
 //! - [`masking`]: padding masks (attention bias, masked mean and max).
 //! - [`dropout`]: seeded dropout; [`init`]: seeded initialisation.
 
 pub(crate) mod kernels;
 
 pub mod dropout;
+pub mod gelu;
 pub mod gradcheck;
 pub mod init;
 pub mod layer_norm;
@@ -23,6 +25,7 @@ pub mod softmax;
 pub mod softplus;
 
 pub use dropout::{maybe_dropout, residual_dropout, DropoutRng};
+pub use gelu::gelu;
 pub use kernels::force_primitive_ops;
 pub use layer_norm::{normalize_last_dim, normalize_last_dim_primitive, LayerNorm};
 pub use linear::{add_bias, sum_rows, Linear};

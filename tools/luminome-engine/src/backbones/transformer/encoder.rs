@@ -27,7 +27,7 @@ impl FeedForward {
     }
 
     fn forward(&self, x: &Tensor, rng: Option<&DropoutRng>) -> Result<Tensor> {
-        let h = self.up.forward(x)?.gelu_erf()?;
+        let h = crate::nn::gelu(&self.up.forward(x)?)?;
         let h = maybe_dropout(&h, self.dropout, rng)?;
         self.down.forward(&h)
     }

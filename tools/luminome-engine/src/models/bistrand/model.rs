@@ -155,7 +155,7 @@ impl BiStrandModel {
             let w = input.dim(D::Minus1)?;
             // Only the predicted positions go through the fusion and the head.
             let rows = input.reshape((b * l, w))?.index_select(positions, 0)?;
-            s.head.forward(&s.fuse.forward(&rows)?.gelu_erf()?)
+            s.head.forward(&crate::nn::gelu(&s.fuse.forward(&rows)?)?)
         };
         Ok(PairLogits {
             a: side(&self.side_a, &h_a, &h_b)?,

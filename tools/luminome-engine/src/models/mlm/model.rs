@@ -33,7 +33,7 @@ impl MlmHead {
     }
 
     pub fn forward(&self, h: &Tensor) -> candle_core::Result<Tensor> {
-        let x = self.dense.forward(h)?.gelu_erf()?;
+        let x = crate::nn::gelu(&self.dense.forward(h)?)?;
         self.decoder.forward(&self.norm.forward(&x)?)
     }
 }
