@@ -10,6 +10,7 @@ torch.inference_mode(). Three warm-up iterations, then the median of --steps.
 
     python3 bench/engine/torch_bench.py --threads 1 --steps 20
     python3 bench/engine/torch_bench.py --threads 1 --steps 20 --backbone cnn
+    python3 bench/engine/torch_bench.py --device cuda --precision bf16     # a GPU (run_gpu.sh)
 
 Sizes from the environment, as bench_step.rs reads them (transformer): BENCH_D, BENCH_LAYERS,
 BENCH_HEADS, BENCH_FFN, BENCH_LEN, BENCH_BATCH (defaults: the model above).
@@ -41,7 +42,13 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--backbone", choices=["transformer", "cnn"], default="transformer")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (bench/gpu/run_gpu.sh)")
+    ap.add_argument("--precision", choices=["f32", "bf16"], default="f32",
+                    help="bf16: autocast to bfloat16 (CUDA), weights and optimiser in f32")
     a = ap.parse_args()
+    dev = torch.device(a.device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    autocast = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=a.precision == "bf16")
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     if a.backbone == "cnn":
@@ -51,21 +58,25 @@ def main():
             "gated", d_model=env("BENCH_D", 128), num_layers=env("BENCH_LAYERS", 4),
             num_heads=env("BENCH_HEADS", 4), ffn_dim=env("BENCH_FFN", 512), max_length=L,
             dropout=a.dropout))
+    model = model.to(dev)
     ids = torch.tensor([[1 if j == 0 else 5 + ((i * L + j) * 7 % 4) for j in range(L)] for i in range(B)])
-    mask = torch.ones(B, L)
-    targets = torch.tensor([i % 2 for i in range(B)])
+    ids = ids.to(dev)
+    mask = torch.ones(B, L, device=dev)
+    targets = torch.tensor([i % 2 for i in range(B)], device=dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
 
     model.train()
     times = []
     for step in range(a.steps + 3):
         t0 = time.perf_counter()
-        logits, _ = model(ids, mask)
-        loss = torch.nn.functional.cross_entropy(logits, targets)
+        with autocast:
+            logits, _ = model(ids, mask)
+            loss = torch.nn.functional.cross_entropy(logits.float(), targets)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        sync()
         if step >= 3:
             times.append(time.perf_counter() - t0)
     train_ms = statistics.median(times) * 1e3
@@ -75,11 +86,12 @@ def main():
     with torch.inference_mode():
         for _ in range(a.steps + 3):
             t0 = time.perf_counter()
-            logits, _ = model(ids, mask)
+            with autocast:
+                logits, _ = model(ids, mask)
             logits.tolist()
             inf.append(time.perf_counter() - t0)
     inf_ms = statistics.median(inf[3:]) * 1e3
-    print(f"torch {torch.__version__} threads {a.threads} backbone {a.backbone}")
+    print(f"torch {torch.__version__} threads {a.threads} backbone {a.backbone} device {a.device} {a.precision}")
     print(f"train_step_ms median {train_ms:.1f}")
     print(f"inference_batch_ms median {inf_ms:.1f} ({B / inf_ms * 1e3:.0f} sequences/s)")
 
