@@ -216,34 +216,9 @@ mod tests {
         assert!(a.iter().all(|&v| v == 0.0 || (v - 1.0 / 0.75).abs() < 1e-6));
     }
 
-    /// The bits of y and of the gradients of Σ w ⊙ y with respect to `inputs`.
-    fn bits(y: &Tensor, w: &Tensor, inputs: &[&candle_core::Var]) -> Vec<u32> {
-        let grads = (y * w).unwrap().sum_all().unwrap().backward().unwrap();
-        let mut out: Vec<u32> = y
-            .flatten_all()
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits())
-            .collect();
-        for v in inputs {
-            let g = grads.get(v.as_tensor()).unwrap();
-            out.extend(
-                g.flatten_all()
-                    .unwrap()
-                    .to_vec1::<f32>()
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.to_bits()),
-            );
-        }
-        out
-    }
-
     #[test]
     fn fused_dropout_ops_are_bit_identical_to_the_mask_product_graph() {
-        use crate::nn::kernels::test_support::randn;
+        use crate::nn::kernels::test_support::{randn, value_and_grad_bits as bits};
         let shape = [6, 7, 33];
         let f32s = |t: Tensor| t.to_dtype(DType::F32).unwrap();
         let x = candle_core::Var::from_tensor(&f32s(randn(&shape, 1))).unwrap();

@@ -173,4 +173,19 @@ pub(crate) mod test_support {
     pub fn weights(shape: &[usize]) -> Tensor {
         randn(shape, 99)
     }
+
+    /// The bits of the f32 tensor `y`, then of the gradients of Σ w ⊙ y with respect to each
+    /// of `inputs`: what two graphs that should be bit-identical are compared by.
+    pub fn value_and_grad_bits(y: &Tensor, w: &Tensor, inputs: &[&candle_core::Var]) -> Vec<u32> {
+        let bits = |t: &Tensor| -> Vec<u32> {
+            let v = t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            v.iter().map(|v| v.to_bits()).collect()
+        };
+        let grads = (y * w).unwrap().sum_all().unwrap().backward().unwrap();
+        let mut out = bits(y);
+        for v in inputs {
+            out.extend(bits(grads.get(v.as_tensor()).unwrap()));
+        }
+        out
+    }
 }

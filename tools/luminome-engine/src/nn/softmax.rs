@@ -262,7 +262,7 @@ pub fn softmax_last_dim_primitive(x: &Tensor) -> Result<Tensor> {
 mod tests {
     use super::*;
     use crate::nn::gradcheck::max_grad_error;
-    use crate::nn::kernels::test_support::{randn, weights};
+    use crate::nn::kernels::test_support::{randn, value_and_grad_bits, weights};
     use candle_core::DType;
 
     #[test]
@@ -321,26 +321,7 @@ mod tests {
         let bias = crate::nn::attention_bias(&mask, DType::F32).unwrap();
         let w = weights(&[3, 2, 5, 5]).to_dtype(DType::F32).unwrap();
         let run = |f: &dyn Fn(&Tensor) -> Result<Tensor>| -> Vec<u32> {
-            let y = f(x.as_tensor()).unwrap();
-            let g = (&y * &w).unwrap().sum_all().unwrap().backward().unwrap();
-            let g = g.get(x.as_tensor()).unwrap();
-            let mut v: Vec<u32> = y
-                .flatten_all()
-                .unwrap()
-                .to_vec1::<f32>()
-                .unwrap()
-                .iter()
-                .map(|v| v.to_bits())
-                .collect();
-            v.extend(
-                g.flatten_all()
-                    .unwrap()
-                    .to_vec1::<f32>()
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.to_bits()),
-            );
-            v
+            value_and_grad_bits(&f(x.as_tensor()).unwrap(), &w, &[&x])
         };
         let fused = run(&|x| softmax_last_dim_biased(x, &bias));
         let two = run(&|x| softmax_last_dim(&x.broadcast_add(&bias)?));
