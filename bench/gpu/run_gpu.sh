@@ -38,6 +38,7 @@ mkdir -p "$out"
 out=$(realpath "$out")
 export LD_LIBRARY_PATH=$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 summary=$out/summary.tsv
+check_failed=0
 : > "$summary"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 
@@ -58,7 +59,8 @@ with_peak_memory() {
 
 if [[ " $stages " == *" check "* ]]; then
     echo "== check: $device against the CPU"
-    "$bin/cuda_check" "$device" | tee "$out/cuda_check.tsv"
+    # A difference is reported (summary, exit status) but does not stop the other stages.
+    "$bin/cuda_check" "$device" | tee "$out/cuda_check.tsv" || check_failed=1
     printf 'check\t%s\n' "$(grep -c $'\tok$' "$out/cuda_check.tsv") ok of $(($(wc -l < "$out/cuda_check.tsv") - 1))" >> "$summary"
 fi
 
@@ -114,7 +116,7 @@ if [[ " $stages " == *" train "* ]]; then
             echo "== train $family on $dev"
             start=$(date +%s.%N)
             "$bin/luminome-train" "${args[@]}" --device "$dev" --threads "$threads" -o "$run"
-            echo "$(date +%s.%N) - $start" | bc > "$run.seconds"
+            awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }' > "$run.seconds"
         done
         python3 - "$out/train_${family}_device" "$out/train_${family}_cpu" "$family" >> "$summary" << 'EOF'
 import csv, sys
@@ -135,3 +137,7 @@ EOF
 fi
 echo "== summary ($summary)"
 cat "$summary"
+if [[ $check_failed == 1 ]]; then
+    echo "cuda_check: $device and the CPU differ (see $out/cuda_check.tsv)" >&2
+    exit 1
+fi

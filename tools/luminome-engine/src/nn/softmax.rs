@@ -10,21 +10,9 @@ use super::kernels::{contiguous_slice, cpu_fused, num_traits_float};
 
 struct SoftmaxLastDim;
 
-/// One row's softmax, from `s` into `d`.
+/// The softmax of the row in `d`, in place.
 #[inline(always)]
-fn softmax_row<T: num_traits_float::Float>(s: &[T], d: &mut [T]) {
-    let max = s.iter().copied().fold(T::neg_infinity(), T::max);
-    let mut sum = T::zero();
-    for (o, &i) in d.iter_mut().zip(s) {
-        *o = (i - max).exp();
-        sum = sum + *o;
-    }
-    normalize_row(d, sum);
-}
-
-/// The same softmax of the row already in `d`, in place (the same operations in the same order).
-#[inline(always)]
-fn softmax_row_in_place<T: num_traits_float::Float>(d: &mut [T]) {
+fn softmax_row<T: num_traits_float::Float>(d: &mut [T]) {
     let max = d.iter().copied().fold(T::neg_infinity(), T::max);
     let mut sum = T::zero();
     for o in d.iter_mut() {
@@ -42,10 +30,12 @@ fn normalize_row<T: num_traits_float::Float>(d: &mut [T], sum: T) {
     }
 }
 
-fn softmax_rows<T: num_traits_float::Float>(src: &[T], dst: &mut [T], n: usize) {
-    src.par_chunks(n)
-        .zip(dst.par_chunks_mut(n))
-        .for_each(|(s, d)| softmax_row(s, d));
+/// The softmax of every row of `n` of `src`, into a new buffer (a copy, then in place: no
+/// zero-filled buffer to overwrite).
+fn softmax_rows<T: num_traits_float::Float>(src: &[T], n: usize) -> Vec<T> {
+    let mut d = src.to_vec();
+    d.par_chunks_mut(n.max(1)).for_each(softmax_row);
+    d
 }
 
 /// Softmax of `src + bias`, rows of `n`; each block of `rows_per_bias` consecutive rows adds
@@ -57,8 +47,8 @@ fn biased_softmax_rows<T: num_traits_float::Float>(
     n: usize,
     rows_per_bias: usize,
 ) {
-    src.par_chunks(n)
-        .zip(dst.par_chunks_mut(n))
+    src.par_chunks(n.max(1))
+        .zip(dst.par_chunks_mut(n.max(1)))
         .enumerate()
         .for_each(|(r, (s, d))| {
             let b = &bias[(r / rows_per_bias) * n..][..n];
@@ -67,7 +57,7 @@ fn biased_softmax_rows<T: num_traits_float::Float>(
             for ((o, &s), &b) in d.iter_mut().zip(s).zip(b) {
                 *o = s + b;
             }
-            softmax_row_in_place(d);
+            softmax_row(d);
         });
 }
 
@@ -81,15 +71,11 @@ impl candle_core::CustomOp1 for SoftmaxLastDim {
         let storage = match storage {
             CpuStorage::F32(s) => {
                 let s = contiguous_slice(s, layout, "softmax")?;
-                let mut d = vec![0f32; s.len()];
-                softmax_rows(s, &mut d, n);
-                CpuStorage::F32(d)
+                CpuStorage::F32(softmax_rows(s, n))
             }
             CpuStorage::F64(s) => {
                 let s = contiguous_slice(s, layout, "softmax")?;
-                let mut d = vec![0f64; s.len()];
-                softmax_rows(s, &mut d, n);
-                CpuStorage::F64(d)
+                CpuStorage::F64(softmax_rows(s, n))
             }
             _ => candle_core::bail!("softmax: unsupported dtype {:?}", storage.dtype()),
         };
