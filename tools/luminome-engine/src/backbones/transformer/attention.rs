@@ -5,7 +5,9 @@ use candle_core::{DType, Result, Tensor, D};
 use candle_nn::VarBuilder;
 
 use super::config::{AttentionKind, EncoderConfig};
-use crate::nn::{attention_bias, maybe_dropout, softmax_last_dim_biased, DropoutRng, Linear};
+use crate::nn::{
+    attention_bias, batched_matmul, maybe_dropout, softmax_last_dim_biased, DropoutRng, Linear,
+};
 
 /// What every attention layer of a stack needs to know about the padding, built once per
 /// forward pass: the additive bias on the keys and, for genetic attention, the weights of the
@@ -158,7 +160,7 @@ impl SelfAttention {
         rotary: Option<&Rotary>,
     ) -> Result<Tensor> {
         let (q, k, _) = self.project(x, rotary)?;
-        softmax_last_dim_biased(&q.matmul(&k.t()?)?, bias)
+        softmax_last_dim_biased(&batched_matmul(&q, &k.t()?)?, bias)
     }
 
     /// `x`: `[B, L, D]`; `mask`: the stack's padding mask.
@@ -179,9 +181,9 @@ impl SelfAttention {
             }
             (_, None) => candle_core::bail!("internal: genetic attention without mean weights"),
         };
-        let probs = softmax_last_dim_biased(&q.matmul(&k.t()?)?, &mask.bias)?;
+        let probs = softmax_last_dim_biased(&batched_matmul(&q, &k.t()?)?, &mask.bias)?;
         let probs = maybe_dropout(&probs, self.dropout, rng)?;
-        let ctx = probs.matmul(&v)?; // [B, H, L, Dh]
+        let ctx = batched_matmul(&probs, &v)?; // [B, H, L, Dh]
         let ctx = ctx.transpose(1, 2)?.reshape((b, l, d))?;
         self.out.forward(&ctx)
     }

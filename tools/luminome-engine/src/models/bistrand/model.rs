@@ -50,10 +50,9 @@ impl CrossAttention {
         let q = (split(self.q.forward(query)?)? * (1.0 / (dh as f64).sqrt()))?;
         let k = split(self.k.forward(context)?)?;
         let v = split(self.v.forward(context)?)?;
-        let scores = q
-            .matmul(&k.t()?)?
+        let scores = crate::nn::batched_matmul(&q, &k.t()?)?
             .broadcast_add(&attention_bias(context_mask, query.dtype())?)?;
-        let ctx = softmax_last_dim(&scores)?.matmul(&v)?; // [B, H, L, Dh]
+        let ctx = crate::nn::batched_matmul(&softmax_last_dim(&scores)?, &v)?; // [B, H, L, Dh]
         self.out
             .forward(&ctx.transpose(1, 2)?.reshape((b, l, d))?)
     }
