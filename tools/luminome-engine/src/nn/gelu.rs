@@ -23,7 +23,7 @@
 use candle_core::{CpuStorage, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
-use super::kernels::{contiguous_slice, cpu_fused, num_traits_float::exp_f32};
+use super::kernels::{contiguous_slice, cpu_fused, num_traits_float::exp_f32, written_by};
 
 /// Elements per parallel task: large enough that splitting costs nothing measurable.
 const CHUNK: usize = 1 << 14;
@@ -137,19 +137,19 @@ impl GeluFloat for f64 {
 }
 
 fn forward_slice<T: GeluFloat>(x: &[T]) -> Vec<T> {
-    let mut y = vec![T::default(); x.len()];
-    y.par_chunks_mut(CHUNK)
-        .zip(x.par_chunks(CHUNK))
-        .for_each(|(y, x)| T::forward(x, y));
-    y
+    written_by(x.len(), |y: &mut [T]| {
+        y.par_chunks_mut(CHUNK)
+            .zip(x.par_chunks(CHUNK))
+            .for_each(|(y, x)| T::forward(x, y))
+    })
 }
 
 fn backward_slice<T: GeluFloat>(x: &[T], g: &[T]) -> Vec<T> {
-    let mut d = vec![T::default(); x.len()];
-    d.par_chunks_mut(CHUNK)
-        .zip(x.par_chunks(CHUNK).zip(g.par_chunks(CHUNK)))
-        .for_each(|(d, (x, g))| T::backward(x, g, d));
-    d
+    written_by(x.len(), |d: &mut [T]| {
+        d.par_chunks_mut(CHUNK)
+            .zip(x.par_chunks(CHUNK).zip(g.par_chunks(CHUNK)))
+            .for_each(|(d, (x, g))| T::backward(x, g, d))
+    })
 }
 
 struct Gelu;

@@ -30,6 +30,25 @@ pub(crate) fn contiguous_slice<'a, T>(s: &'a [T], l: &Layout, what: &str) -> Res
     }
 }
 
+/// A new vector of `len` values, every one written by `fill` (which must write each element of
+/// the slice it is handed before reading it). The kernels' outputs are allocated this way
+/// rather than as `vec![0; len]`: the allocator hands back freed memory (the purge delay,
+/// `luminome_cli::keep_freed_memory`), which zero-filling costs one more pass over every output
+/// — a serial memset on the calling thread, ~5 % of a two-thread step. candle allocates its own
+/// outputs the same way (`alloc_uninit`).
+pub(crate) fn written_by<T: Copy>(len: usize, fill: impl FnOnce(&mut [T])) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(len);
+    // SAFETY: the slice covers the capacity just allocated; `fill` writes every element before
+    // any is read (the contract above, kept by each caller's row loops), so all `len` are
+    // initialised when the length is set. If `fill` panics the vector is dropped at length 0.
+    #[allow(unsafe_code)]
+    unsafe {
+        fill(std::slice::from_raw_parts_mut(v.as_mut_ptr(), len));
+        v.set_len(len);
+    }
+    v
+}
+
 /// The tiny slice of float arithmetic the fused kernels need, for f32 and f64.
 pub(crate) mod num_traits_float {
     pub trait Float:

@@ -6,7 +6,7 @@
 use candle_core::{backend::BackendStorage, CpuStorage, DType, Layout, Result, Shape, Tensor, D};
 use rayon::prelude::*;
 
-use super::kernels::{contiguous_slice, cpu_fused, num_traits_float};
+use super::kernels::{contiguous_slice, cpu_fused, num_traits_float, written_by};
 
 /// x̂ = (x − mean) / sqrt(var + eps), per row (no affine part).
 struct Normalize {
@@ -41,15 +41,11 @@ impl candle_core::CustomOp1 for Normalize {
         let storage = match storage {
             CpuStorage::F32(s) => {
                 let s = contiguous_slice(s, layout, "layer norm")?;
-                let mut d = vec![0f32; s.len()];
-                normalize_rows(s, &mut d, n, self.eps);
-                CpuStorage::F32(d)
+                CpuStorage::F32(written_by(s.len(), |d| normalize_rows(s, d, n, self.eps)))
             }
             CpuStorage::F64(s) => {
                 let s = contiguous_slice(s, layout, "layer norm")?;
-                let mut d = vec![0f64; s.len()];
-                normalize_rows(s, &mut d, n, self.eps);
-                CpuStorage::F64(d)
+                CpuStorage::F64(written_by(s.len(), |d| normalize_rows(s, d, n, self.eps)))
             }
             _ => candle_core::bail!("layer norm: unsupported dtype {:?}", storage.dtype()),
         };
@@ -126,17 +122,17 @@ impl candle_core::CustomOp3 for NormalizeBackward {
                 let x = contiguous_slice(x, l1, "layer norm bwd")?;
                 let y = contiguous_slice(y, l2, "layer norm bwd")?;
                 let g = contiguous_slice(g, l3, "layer norm bwd")?;
-                let mut d = vec![0f32; x.len()];
-                normalize_bwd_rows(x, y, g, &mut d, n, self.eps);
-                CpuStorage::F32(d)
+                CpuStorage::F32(written_by(x.len(), |d| {
+                    normalize_bwd_rows(x, y, g, d, n, self.eps)
+                }))
             }
             (CpuStorage::F64(x), CpuStorage::F64(y), CpuStorage::F64(g)) => {
                 let x = contiguous_slice(x, l1, "layer norm bwd")?;
                 let y = contiguous_slice(y, l2, "layer norm bwd")?;
                 let g = contiguous_slice(g, l3, "layer norm bwd")?;
-                let mut d = vec![0f64; x.len()];
-                normalize_bwd_rows(x, y, g, &mut d, n, self.eps);
-                CpuStorage::F64(d)
+                CpuStorage::F64(written_by(x.len(), |d| {
+                    normalize_bwd_rows(x, y, g, d, n, self.eps)
+                }))
             }
             _ => candle_core::bail!("layer norm backward: unsupported dtypes"),
         };
@@ -218,16 +214,17 @@ impl candle_core::CustomOp3 for ScaleShift {
         let g = contiguous_slice(g, l2, "layer norm affine")?;
         let b = contiguous_slice(b, l3, "layer norm affine")?;
         let c = g.len();
-        let mut out = vec![0f32; x.len()];
-        out.par_chunks_mut(c * 64)
-            .zip(x.par_chunks(c * 64))
-            .for_each(|(o, x)| {
-                for (orow, xrow) in o.chunks_mut(c).zip(x.chunks(c)) {
-                    for (((o, &x), &g), &b) in orow.iter_mut().zip(xrow).zip(g).zip(b) {
-                        *o = x * g + b;
+        let out = written_by(x.len(), |out: &mut [f32]| {
+            out.par_chunks_mut(c * 64)
+                .zip(x.par_chunks(c * 64))
+                .for_each(|(o, x)| {
+                    for (orow, xrow) in o.chunks_mut(c).zip(x.chunks(c)) {
+                        for (((o, &x), &g), &b) in orow.iter_mut().zip(xrow).zip(g).zip(b) {
+                            *o = x * g + b;
+                        }
                     }
-                }
-            });
+                })
+        });
         Ok((CpuStorage::F32(out), l1.shape().clone()))
     }
 

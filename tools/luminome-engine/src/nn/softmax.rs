@@ -6,7 +6,7 @@
 use candle_core::{backend::BackendStorage, CpuStorage, Layout, Result, Shape, Tensor, D};
 use rayon::prelude::*;
 
-use super::kernels::{contiguous_slice, cpu_fused, num_traits_float};
+use super::kernels::{contiguous_slice, cpu_fused, num_traits_float, written_by};
 
 struct SoftmaxLastDim;
 
@@ -125,18 +125,14 @@ impl candle_core::CustomOp2 for SoftmaxBackward {
                     contiguous_slice(y, l1, "softmax bwd")?,
                     contiguous_slice(g, l2, "softmax bwd")?,
                 );
-                let mut d = vec![0f32; y.len()];
-                softmax_bwd_rows(y, g, &mut d, n);
-                CpuStorage::F32(d)
+                CpuStorage::F32(written_by(y.len(), |d| softmax_bwd_rows(y, g, d, n)))
             }
             (CpuStorage::F64(y), CpuStorage::F64(g)) => {
                 let (y, g) = (
                     contiguous_slice(y, l1, "softmax bwd")?,
                     contiguous_slice(g, l2, "softmax bwd")?,
                 );
-                let mut d = vec![0f64; y.len()];
-                softmax_bwd_rows(y, g, &mut d, n);
-                CpuStorage::F64(d)
+                CpuStorage::F64(written_by(y.len(), |d| softmax_bwd_rows(y, g, d, n)))
             }
             _ => candle_core::bail!("softmax backward: unsupported dtypes"),
         };
@@ -177,18 +173,18 @@ impl candle_core::CustomOp2 for BiasedSoftmaxLastDim {
                     contiguous_slice(x, l1, what)?,
                     contiguous_slice(b, l2, what)?,
                 );
-                let mut d = vec![0f32; x.len()];
-                biased_softmax_rows(x, b, &mut d, n, per);
-                CpuStorage::F32(d)
+                CpuStorage::F32(written_by(x.len(), |d| {
+                    biased_softmax_rows(x, b, d, n, per)
+                }))
             }
             (CpuStorage::F64(x), CpuStorage::F64(b)) => {
                 let (x, b) = (
                     contiguous_slice(x, l1, what)?,
                     contiguous_slice(b, l2, what)?,
                 );
-                let mut d = vec![0f64; x.len()];
-                biased_softmax_rows(x, b, &mut d, n, per);
-                CpuStorage::F64(d)
+                CpuStorage::F64(written_by(x.len(), |d| {
+                    biased_softmax_rows(x, b, d, n, per)
+                }))
             }
             _ => candle_core::bail!("{what}: f32 or f64 only, both the same"),
         };
