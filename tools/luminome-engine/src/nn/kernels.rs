@@ -194,11 +194,15 @@ pub(crate) mod test_support {
     }
 
     /// The bits of the f32 tensor `y`, then of the gradients of Σ w ⊙ y with respect to each
-    /// of `inputs`: what two graphs that should be bit-identical are compared by.
+    /// of `inputs`: what two graphs that should be bit-identical are compared by. A zero counts
+    /// as +0: the vendored candle-core stores a first gradient as it is where `0 + g` used to
+    /// turn −0 into +0 (vendor/README.md), so which path a zero took can show in its sign only.
     pub fn value_and_grad_bits(y: &Tensor, w: &Tensor, inputs: &[&candle_core::Var]) -> Vec<u32> {
         let bits = |t: &Tensor| -> Vec<u32> {
             let v = t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
-            v.iter().map(|v| v.to_bits()).collect()
+            v.iter()
+                .map(|&v| if v == 0.0 { 0 } else { v.to_bits() })
+                .collect()
         };
         let grads = (y * w).unwrap().sum_all().unwrap().backward().unwrap();
         let mut out = bits(y);

@@ -58,10 +58,16 @@ impl Linear {
         let dims = x.dims().to_vec();
         let in_dim = *dims.last().unwrap_or(&1);
         let rows = x.elem_count() / in_dim.max(1);
-        let y = x.reshape((rows, in_dim))?.matmul(&self.weight.t()?)?;
-        let y = match &self.bias {
-            Some(b) => add_bias(&y, b)?,
-            None => y,
+        let x2 = x.reshape((rows, in_dim))?;
+        let fused = super::kernels::cpu_fast_path(x.device())
+            && x.dtype() == candle_core::DType::F32
+            && self.weight.dtype() == x.dtype()
+            && self.bias.as_ref().is_none_or(|b| b.dtype() == x.dtype());
+        let y = match (&self.bias, fused) {
+            (Some(b), true) => x2.apply_op3(&self.weight, &b.contiguous()?, AffineMatMul)?,
+            (None, true) => x2.apply_op2(&self.weight, AffineMatMul)?,
+            (Some(b), false) => add_bias(&x2.matmul(&self.weight.t()?)?, b)?,
+            (None, false) => x2.matmul(&self.weight.t()?)?,
         };
         let mut out = dims;
         let last = out.len() - 1;
@@ -139,6 +145,125 @@ impl candle_core::CustomOp2 for BiasAdd {
     }
 }
 
+/// `x Wᵀ (+ b)` for `x` `[R, in]`, `W` `[out, in]`, `b` `[out]`: one op in the graph instead of
+/// candle's matmul (whose output is zero-filled, then written by gemm), a transposed view and
+/// the bias add (a copy of the product plus the sum). Same gemm, strides and bias sum as those,
+/// so the same bits; the backward computes what candle's would, without its zero buffers:
+/// ∂x = g·W, ∂W = (xᵀ·g)ᵀ (the product as candle forms it, then transposed), ∂b = Σ_rows g.
+struct AffineMatMul;
+
+impl AffineMatMul {
+    fn forward(
+        x: &CpuStorage,
+        lx: &Layout,
+        w: &CpuStorage,
+        lw: &Layout,
+        b: Option<(&CpuStorage, &Layout)>,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (CpuStorage::F32(xs), CpuStorage::F32(ws)) = (x, w) else {
+            candle_core::bail!("linear: f32 only")
+        };
+        let ((rows, k), (out, k2)) = (lx.shape().dims2()?, lw.shape().dims2()?);
+        if k != k2 {
+            candle_core::bail!("linear: input width {k}, weight {out} × {k2}")
+        }
+        let mut y = super::matmul::products(
+            xs,
+            super::matmul::Operand::matrix(lx, false)?,
+            ws,
+            super::matmul::Operand::matrix(lw, true)?,
+            1,
+            (rows, k, out),
+        );
+        if let Some((b, lb)) = b {
+            let CpuStorage::F32(bs) = b else {
+                candle_core::bail!("linear: f32 only")
+            };
+            let b = super::kernels::contiguous_slice(bs, lb, "linear bias")?;
+            if b.len() != out {
+                candle_core::bail!("linear: bias of {} for {out} outputs", b.len())
+            }
+            // As BiasAdd: each element of the product plus its column's bias.
+            y.par_chunks_mut(out.max(1) * 64).for_each(|block| {
+                for row in block.chunks_mut(out.max(1)) {
+                    for (o, &bi) in row.iter_mut().zip(b) {
+                        *o += bi;
+                    }
+                }
+            });
+        }
+        Ok((CpuStorage::F32(y), Shape::from_dims(&[rows, out])))
+    }
+
+    fn backward(x: &Tensor, w: &Tensor, grad: &Tensor) -> Result<(Tensor, Tensor)> {
+        use super::matmul::batched_matmul;
+        let g = grad.unsqueeze(0)?;
+        let gx = batched_matmul(&g, &w.unsqueeze(0)?)?.squeeze(0)?;
+        let gw = batched_matmul(&x.t()?.unsqueeze(0)?, &g)?
+            .squeeze(0)?
+            .t()?
+            .contiguous()?;
+        Ok((gx, gw))
+    }
+}
+
+impl candle_core::CustomOp2 for AffineMatMul {
+    fn name(&self) -> &'static str {
+        "luminome-linear"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        Self::forward(s1, l1, s2, l2, None)
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let (gx, gw) = Self::backward(x, w, grad)?;
+        Ok((Some(gx), Some(gw)))
+    }
+}
+
+impl candle_core::CustomOp3 for AffineMatMul {
+    fn name(&self) -> &'static str {
+        "luminome-linear"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        Self::forward(s1, l1, s2, l2, Some((s3, l3)))
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        _b: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let (gx, gw) = Self::backward(x, w, grad)?;
+        Ok((Some(gx), Some(gw), Some(sum_rows(grad)?)))
+    }
+}
+
 struct SumRows;
 
 impl candle_core::CustomOp1 for SumRows {
@@ -184,6 +309,43 @@ impl candle_core::CustomOp1 for SumRows {
 mod tests {
     use super::*;
     use candle_core::{DType, Device, Var};
+
+    /// The one-op linear layer against the graph it replaced (matmul with the transposed
+    /// weight, then the bias add): every bit of the output and of the gradients of x, W, b.
+    #[test]
+    fn fused_linear_is_the_matmul_and_bias_graph_bit_for_bit() {
+        use crate::nn::kernels::test_support::{randn, value_and_grad_bits as bits};
+        let f32s = |t: Tensor| t.to_dtype(DType::F32).unwrap();
+        for (rows, d_in, d_out, biased) in
+            [(37, 5, 7, true), (2304, 128, 384, true), (9, 64, 3, false)]
+        {
+            let x = Var::from_tensor(&f32s(randn(&[rows, d_in], 1))).unwrap();
+            let w = Var::from_tensor(&f32s(randn(&[d_out, d_in], 2))).unwrap();
+            let b = Var::from_tensor(&f32s(randn(&[d_out], 3))).unwrap();
+            let wt = f32s(randn(&[rows, d_out], 4));
+            let layer = Linear {
+                weight: w.as_tensor().clone(),
+                bias: biased.then(|| b.as_tensor().clone()),
+            };
+            let fused = layer.forward(x.as_tensor()).unwrap();
+            let product = x.as_tensor().matmul(&w.as_tensor().t().unwrap()).unwrap();
+            let graph = if biased {
+                add_bias(&product, b.as_tensor()).unwrap()
+            } else {
+                product
+            };
+            let vars: Vec<&Var> = if biased {
+                vec![&x, &w, &b]
+            } else {
+                vec![&x, &w]
+            };
+            assert_eq!(
+                bits(&fused, &wt, &vars),
+                bits(&graph, &wt, &vars),
+                "{rows}×{d_in}→{d_out}"
+            );
+        }
+    }
 
     #[test]
     fn fused_bias_add_has_the_gradients_of_a_broadcast_add() {

@@ -63,11 +63,32 @@ fn batch_of(l: &Layout) -> Option<(usize, usize)> {
 /// One operand's view: where batch element 0 starts, the batch stride, and the row and column
 /// strides of each matrix.
 #[derive(Clone, Copy)]
-struct Operand {
+pub(super) struct Operand {
     start: usize,
     batch_stride: usize,
     rs: isize,
     cs: isize,
+}
+
+impl Operand {
+    /// A matrix `[r, c]` of a 2-D layout (any strides), or its transpose.
+    pub(super) fn matrix(l: &Layout, transposed: bool) -> Result<Self> {
+        let s = l.stride();
+        if s.len() != 2 {
+            candle_core::bail!("matrix operand: rank {} is not 2", s.len())
+        }
+        let (rs, cs) = if transposed {
+            (s[1], s[0])
+        } else {
+            (s[0], s[1])
+        };
+        Ok(Self {
+            start: l.start_offset(),
+            batch_stride: 0,
+            rs: rs as isize,
+            cs: cs as isize,
+        })
+    }
 }
 
 fn operand(l: &Layout) -> Result<(usize, Operand)> {
@@ -89,7 +110,7 @@ fn operand(l: &Layout) -> Result<(usize, Operand)> {
 
 /// The products of `batch` pairs into a new contiguous `[batch, m, n]` buffer.
 #[allow(clippy::too_many_arguments)]
-fn products<T: 'static + Float>(
+pub(super) fn products<T: 'static + Float>(
     a: &[T],
     oa: Operand,
     b: &[T],
