@@ -8,6 +8,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     luminome_cli::keep_freed_memory();
+    luminome_cli::candle_elementwise_on_caller();
     let args = luminome_importance::args::ImportanceArgs::parse();
     luminome_cli::run_main("luminome-importance", || luminome_importance::run(&args))
 }

@@ -8,6 +8,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     luminome_cli::keep_freed_memory();
+    luminome_cli::candle_elementwise_on_caller();
     let args = luminome_predict::args::PredictArgs::parse();
     luminome_cli::run_main("luminome-predict", || luminome_predict::run(&args))
 }

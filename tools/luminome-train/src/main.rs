@@ -8,6 +8,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     luminome_cli::keep_freed_memory();
+    luminome_cli::candle_elementwise_on_caller();
     let cli = luminome_train::Cli::parse();
     luminome_cli::run_main("luminome-train", || luminome_train::run_cli(cli))
 }
