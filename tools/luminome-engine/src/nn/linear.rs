@@ -1,7 +1,8 @@
-//! A linear layer y = x Wᵀ + b whose bias add is one fused op on the CPU, with a backward that
-//! sums the gradient over rows in a single contiguous pass. candle's broadcast add reduces the
-//! bias gradient element by element with index arithmetic, which was one of the larger costs of
-//! a training step. Parameter names are candle-nn's (`weight` [out, in], `bias` [out]).
+//! A linear layer y = x Wᵀ + b: on the CPU (f32) the product and the bias add are one op
+//! (`AffineMatMul`) with its own backward, which sums the bias gradient over rows in a single
+//! contiguous pass (candle's broadcast add reduced it element by element with index arithmetic,
+//! once one of the larger costs of a training step). Parameter names are candle-nn's (`weight`
+//! [out, in], `bias` [out]).
 
 use candle_core::{backend::BackendStorage, CpuStorage, Layout, Result, Shape, Tensor};
 use candle_nn::VarBuilder;
@@ -99,6 +100,19 @@ pub fn sum_rows(x: &Tensor) -> Result<Tensor> {
 
 struct BiasAdd;
 
+/// Adds `b` to every row of `y` (rows of `b.len()`), blocks of rows in parallel: the bias sum of
+/// [`BiasAdd`] and [`AffineMatMul`] alike.
+fn add_bias_rows(y: &mut [f32], b: &[f32]) {
+    let c = b.len().max(1);
+    y.par_chunks_mut(c * 64).for_each(|block| {
+        for row in block.chunks_mut(c) {
+            for (o, &bi) in row.iter_mut().zip(b) {
+                *o += bi;
+            }
+        }
+    });
+}
+
 impl candle_core::CustomOp2 for BiasAdd {
     fn name(&self) -> &'static str {
         "luminome-bias-add"
@@ -122,15 +136,8 @@ impl candle_core::CustomOp2 for BiasAdd {
             Some((a, e)) => &b[a..e],
             None => candle_core::bail!("bias add: bias has to be contiguous"),
         };
-        let c = b.len();
         let mut out = x.to_vec();
-        out.par_chunks_mut(c * 64).for_each(|block| {
-            for row in block.chunks_mut(c) {
-                for (o, &bi) in row.iter_mut().zip(b) {
-                    *o += bi;
-                }
-            }
-        });
+        add_bias_rows(&mut out, b);
         Ok((CpuStorage::F32(out), l1.shape().clone()))
     }
 
@@ -183,14 +190,7 @@ impl AffineMatMul {
             if b.len() != out {
                 candle_core::bail!("linear: bias of {} for {out} outputs", b.len())
             }
-            // As BiasAdd: each element of the product plus its column's bias.
-            y.par_chunks_mut(out.max(1) * 64).for_each(|block| {
-                for row in block.chunks_mut(out.max(1)) {
-                    for (o, &bi) in row.iter_mut().zip(b) {
-                        *o += bi;
-                    }
-                }
-            });
+            add_bias_rows(&mut y, b);
         }
         Ok((CpuStorage::F32(y), Shape::from_dims(&[rows, out])))
     }

@@ -109,7 +109,6 @@ fn operand(l: &Layout) -> Result<(usize, Operand)> {
 }
 
 /// The products of `batch` pairs into a new contiguous `[batch, m, n]` buffer.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn products<T: 'static + Float>(
     a: &[T],
     oa: Operand,

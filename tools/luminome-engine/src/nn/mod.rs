@@ -6,7 +6,7 @@
 //! fall back to compositions of autograd-capable candle primitives. Both paths are checked
 //! against finite differences ([`gradcheck`]).
 //!
-//! - [`linear`]: a linear layer whose bias add (and its row-sum backward) is one fused op.
+//! - [`linear`]: a linear layer whose product and bias add (and their backward) are one op.
 //! - [`layer_norm`], [`softmax`]: the differentiable kernels above; [`gelu`]: GELU (erf form)
 //!   one vectorised pass each way (within 4e-7 of the exact values; not candle's bits).
 //! - [`matmul`]: attention's batched products, the batch spread over the threads.
