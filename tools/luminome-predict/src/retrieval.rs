@@ -110,7 +110,7 @@ fn metadata(args: &PredictArgs, dim: usize, extra: serde_json::Value) -> serde_j
 
 /// Runs a dual-encoder checkpoint on `args.dataset`.
 pub fn run(args: &PredictArgs, device: Device) -> Result<()> {
-    let ck = Checkpoint::load(args.checkpoint(), &device)?;
+    let ck = Checkpoint::load_frozen(args.checkpoint(), &device)?;
     let model = ck.get::<DualConfig>()?;
     let max_len = model.config.encoder.max_length;
     let kind = dataset_kind(&args.dataset);

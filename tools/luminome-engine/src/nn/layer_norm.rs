@@ -232,14 +232,22 @@ impl candle_core::CustomOp3 for ScaleShift {
         &self,
         x: &Tensor,
         gamma: &Tensor,
-        _beta: &Tensor,
+        beta: &Tensor,
         _res: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let dx = grad.broadcast_mul(gamma)?;
-        let dgamma = crate::nn::linear::sum_rows(&(grad * x)?)?;
-        let dbeta = crate::nn::linear::sum_rows(grad)?;
-        Ok((Some(dx), Some(dgamma), Some(dbeta)))
+        use crate::nn::linear::sum_rows;
+        // A frozen model's γ and β (plain tensors) get no gradient (see linear.rs).
+        let dx = x
+            .track_op()
+            .then(|| grad.broadcast_mul(gamma))
+            .transpose()?;
+        let dgamma = gamma
+            .track_op()
+            .then(|| sum_rows(&(grad * x)?))
+            .transpose()?;
+        let dbeta = beta.track_op().then(|| sum_rows(grad)).transpose()?;
+        Ok((dx, dgamma, dbeta))
     }
 }
 

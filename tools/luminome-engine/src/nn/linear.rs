@@ -143,12 +143,14 @@ impl candle_core::CustomOp2 for BiasAdd {
 
     fn bwd(
         &self,
-        _x: &Tensor,
-        _b: &Tensor,
+        x: &Tensor,
+        b: &Tensor,
         _res: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        Ok((Some(grad.clone()), Some(sum_rows(grad)?)))
+        let gx = x.track_op().then(|| grad.clone());
+        let gb = b.track_op().then(|| sum_rows(grad)).transpose()?;
+        Ok((gx, gb))
     }
 }
 
@@ -195,14 +197,24 @@ impl AffineMatMul {
         Ok((CpuStorage::F32(y), Shape::from_dims(&[rows, out])))
     }
 
-    fn backward(x: &Tensor, w: &Tensor, grad: &Tensor) -> Result<(Tensor, Tensor)> {
+    /// ∂x and ∂W, each only where that input is part of the graph: a frozen model's weights
+    /// (plain tensors, as the predictors load them) get no ∂W — a third of a backward pass's
+    /// products when only the input gradient is wanted (saliency, integrated gradients) — and
+    /// a data input gets no ∂x. What is computed is computed as before.
+    fn backward(x: &Tensor, w: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
         use super::matmul::batched_matmul;
         let g = grad.unsqueeze(0)?;
-        let gx = batched_matmul(&g, &w.unsqueeze(0)?)?.squeeze(0)?;
-        let gw = batched_matmul(&x.t()?.unsqueeze(0)?, &g)?
-            .squeeze(0)?
-            .t()?
-            .contiguous()?;
+        let gx = if x.track_op() {
+            Some(batched_matmul(&g, &w.unsqueeze(0)?)?.squeeze(0)?)
+        } else {
+            None
+        };
+        let gw = if w.track_op() {
+            let gw = batched_matmul(&x.t()?.unsqueeze(0)?, &g)?;
+            Some(gw.squeeze(0)?.t()?.contiguous()?)
+        } else {
+            None
+        };
         Ok((gx, gw))
     }
 }
@@ -229,8 +241,7 @@ impl candle_core::CustomOp2 for AffineMatMul {
         _res: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let (gx, gw) = Self::backward(x, w, grad)?;
-        Ok((Some(gx), Some(gw)))
+        Self::backward(x, w, grad)
     }
 }
 
@@ -255,12 +266,13 @@ impl candle_core::CustomOp3 for AffineMatMul {
         &self,
         x: &Tensor,
         w: &Tensor,
-        _b: &Tensor,
+        b: &Tensor,
         _res: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let (gx, gw) = Self::backward(x, w, grad)?;
-        Ok((Some(gx), Some(gw), Some(sum_rows(grad)?)))
+        let gb = b.track_op().then(|| sum_rows(grad)).transpose()?;
+        Ok((gx, gw, gb))
     }
 }
 
@@ -345,6 +357,40 @@ mod tests {
                 "{rows}×{d_in}→{d_out}"
             );
         }
+    }
+
+    /// Weights outside the graph (a frozen model's plain tensors) get no gradient, and the
+    /// input's gradient keeps every bit it has when the weights are variables.
+    #[test]
+    fn frozen_weights_get_no_gradient_and_the_input_the_same_one() {
+        use crate::nn::kernels::test_support::{randn, value_and_grad_bits as bits};
+        let f32s = |t: Tensor| t.to_dtype(DType::F32).unwrap();
+        let x = Var::from_tensor(&f32s(randn(&[300, 48], 1))).unwrap();
+        let w = f32s(randn(&[40, 48], 2));
+        let b = f32s(randn(&[40], 3));
+        let wt = f32s(randn(&[300, 40], 4));
+        let (wv, bv) = (Var::from_tensor(&w).unwrap(), Var::from_tensor(&b).unwrap());
+        let trainable = Linear {
+            weight: wv.as_tensor().clone(),
+            bias: Some(bv.as_tensor().clone()),
+        };
+        let frozen = Linear {
+            weight: w.clone(),
+            bias: Some(b.clone()),
+        };
+        let y = frozen.forward(x.as_tensor()).unwrap();
+        assert_eq!(
+            bits(&y, &wt, &[&x]),
+            bits(&trainable.forward(x.as_tensor()).unwrap(), &wt, &[&x])
+        );
+        let grads = (&y * &wt).unwrap().sum_all().unwrap().backward().unwrap();
+        assert!(grads.get(&w).is_none() && grads.get(&b).is_none());
+        // A data input (not in the graph) gets none either; the weights still get theirs.
+        let data = f32s(randn(&[300, 48], 5));
+        let y = trainable.forward(&data).unwrap();
+        let grads = (&y * &wt).unwrap().sum_all().unwrap().backward().unwrap();
+        assert!(grads.get(&data).is_none());
+        assert!(grads.get(wv.as_tensor()).is_some() && grads.get(bv.as_tensor()).is_some());
     }
 
     #[test]

@@ -227,9 +227,16 @@ impl candle_core::CustomOp2 for BatchedMatMul {
         } else {
             grad.contiguous()?
         };
-        let ga = batched_matmul(&grad, &b.t()?)?;
-        let gb = batched_matmul(&a.t()?, &grad)?;
-        Ok((Some(ga), Some(gb)))
+        // Each side only where it is part of the graph (see linear.rs).
+        let ga = a
+            .track_op()
+            .then(|| batched_matmul(&grad, &b.t()?))
+            .transpose()?;
+        let gb = b
+            .track_op()
+            .then(|| batched_matmul(&a.t()?, &grad))
+            .transpose()?;
+        Ok((ga, gb))
     }
 }
 

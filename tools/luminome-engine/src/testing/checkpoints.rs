@@ -48,6 +48,40 @@ pub fn write_cnn_checkpoint(
     )
 }
 
+/// An untrained transformer classifier (d 16, 2 layers, 2 heads, gated adapter, labels 0/1)
+/// over the single-nucleotide vocabulary, seeded with `seed`, written to `dest`.
+pub fn write_transformer_classifier_checkpoint(dest: &Path, seed: u64) -> Result<()> {
+    use crate::backbones::{BackboneConfig, EncoderConfig, PositionEncoding};
+    let tok = nucleotide_tokenizer();
+    let config = crate::ModelConfig::from(crate::models::classifier::ClassifierConfig {
+        backbone: BackboneConfig::Transformer(EncoderConfig {
+            vocab_size: tok.vocab_size(),
+            d_model: 16,
+            num_layers: 2,
+            num_heads: 2,
+            ffn_dim: 32,
+            dropout: 0.0,
+            max_length: 64,
+            position: PositionEncoding::Learned,
+            layer_norm_eps: 1e-5,
+            pad_id: tok.pad_id,
+            attention: Default::default(),
+        }),
+        adapter: crate::models::classifier::AdapterKind::Gated,
+        num_classes: 2,
+        label_values: vec![0, 1],
+        rc_average: None,
+        gate_score_scale: None,
+    });
+    let built = crate::BuiltModel::new(&config, &candle_core::Device::Cpu, seed)?;
+    save_test_checkpoint(
+        dest,
+        config,
+        crate::input::InputSpec::Tokens(tok),
+        &built.varmap,
+    )
+}
+
 /// A random-weight tabular model (seed `seed`) whose schema is fitted on every row of `table`
 /// (label column `label`, id column `id`), with every row encoded for it.
 pub fn tabular_model(

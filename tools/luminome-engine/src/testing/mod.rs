@@ -7,7 +7,10 @@ mod pairs;
 mod regions;
 mod retrieval;
 
-pub use checkpoints::{tabular_model, write_cnn_checkpoint, write_tabular_checkpoint};
+pub use checkpoints::{
+    tabular_model, write_cnn_checkpoint, write_tabular_checkpoint,
+    write_transformer_classifier_checkpoint,
+};
 pub use pairs::write_pair_dataset;
 pub use regions::{write_expression_checkpoint, write_region_dataset, write_region_dataset_named};
 pub use retrieval::{

@@ -78,7 +78,7 @@ impl PairInput {
             );
         }
         let index = ds.read_index()?;
-        let checkpoint = Checkpoint::load(checkpoint, &device)?;
+        let checkpoint = Checkpoint::load_frozen(checkpoint, &device)?;
         Ok(Self {
             checkpoint,
             dataset: ds,

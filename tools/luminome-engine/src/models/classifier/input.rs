@@ -65,7 +65,7 @@ where
                 ds.len()
             );
         }
-        let checkpoint = Checkpoint::load(checkpoint, &device)?;
+        let checkpoint = Checkpoint::load_frozen(checkpoint, &device)?;
         let model = checkpoint.get::<C>()?;
         check_records(&ds, &index, model.max_length(), model.label_values(), dataset)?;
         Ok(Self {

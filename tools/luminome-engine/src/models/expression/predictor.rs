@@ -40,7 +40,7 @@ impl ExpressionInput {
         check_dataset_kind(checkpoint, &meta, dataset)?;
         let ds = RegionDataset::open(dataset)?;
         check_region_features(checkpoint, &meta.feature_names.clone().unwrap_or_default(), &ds)?;
-        let ck = Checkpoint::load(checkpoint, &device)?;
+        let ck = Checkpoint::load_frozen(checkpoint, &device)?;
         let max = ck.get::<ExpressionConfig>()?.config.encoder.max_regions;
         if ds.n_regions() > max {
             bail!(

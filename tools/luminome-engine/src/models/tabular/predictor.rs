@@ -44,7 +44,7 @@ impl TabularInput {
             super::schema::check_unique_ids(&t, id)?;
         }
         let rows = cfg.schema.encode(&t, &(0..t.len()).collect::<Vec<_>>())?;
-        let ck = Checkpoint::load(checkpoint, &device)?;
+        let ck = Checkpoint::load_frozen(checkpoint, &device)?;
         Ok(Self {
             checkpoint: ck,
             table: t,
