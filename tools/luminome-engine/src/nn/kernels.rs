@@ -62,14 +62,11 @@ pub(crate) mod num_traits_float {
         + std::ops::Div<Output = Self>
     {
         fn zero() -> Self;
-        fn neg_infinity() -> Self;
-        fn exp(self) -> Self;
         /// exp for the hot loops: f32 uses a branch-free polynomial the compiler vectorises
         /// (relative error below 3e-7, about 2 ulp; see `exp_f32`); f64 is the exact one.
         fn fast_exp(self) -> Self;
         fn sqrt(self) -> Self;
         fn recip(self) -> Self;
-        fn max(self, o: Self) -> Self;
         fn from<N: Into<f64>>(n: N) -> Option<Self>;
         fn from_usize(n: usize) -> Self;
     }
@@ -80,12 +77,6 @@ pub(crate) mod num_traits_float {
                 fn zero() -> Self {
                     0.0
                 }
-                fn neg_infinity() -> Self {
-                    <$t>::NEG_INFINITY
-                }
-                fn exp(self) -> Self {
-                    <$t>::exp(self)
-                }
                 #[inline(always)]
                 fn fast_exp(self) -> Self {
                     FastExp::fast_exp_impl(self)
@@ -95,9 +86,6 @@ pub(crate) mod num_traits_float {
                 }
                 fn recip(self) -> Self {
                     <$t>::recip(self)
-                }
-                fn max(self, o: Self) -> Self {
-                    <$t>::max(self, o)
                 }
                 fn from<N: Into<f64>>(n: N) -> Option<Self> {
                     Some(n.into() as $t)

@@ -10,37 +10,137 @@ use super::kernels::{contiguous_slice, cpu_fused, num_traits_float, written_by};
 
 struct SoftmaxLastDim;
 
-/// The softmax of the row in `d`, in place.
-#[inline(always)]
-fn softmax_row<T: num_traits_float::Float>(d: &mut [T]) {
-    let max = d.iter().copied().fold(T::neg_infinity(), T::max);
-    let mut sum = T::zero();
-    for o in d.iter_mut() {
-        *o = (*o - max).exp();
-        sum = sum + *o;
-    }
-    normalize_row(d, sum);
+/// The row kernels per element type: f32 (models) vectorised, f64 (gradient checks) plain.
+trait SoftmaxFloat: num_traits_float::Float {
+    /// The softmax of the row in `d`, in place.
+    fn softmax_row(d: &mut [Self]);
+    /// `d = y ⊙ (g − Σ_j g_j y_j)`: the softmax's input gradient for one row.
+    fn softmax_bwd_row(y: &[Self], g: &[Self], d: &mut [Self]);
 }
 
-#[inline(always)]
-fn normalize_row<T: num_traits_float::Float>(d: &mut [T], sum: T) {
-    let inv = sum.recip();
-    for o in d.iter_mut() {
-        *o = *o * inv;
+impl SoftmaxFloat for f64 {
+    fn softmax_row(d: &mut [f64]) {
+        let max = d.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let mut sum = 0.0;
+        for o in d.iter_mut() {
+            *o = (*o - max).exp();
+            sum += *o;
+        }
+        let inv = sum.recip();
+        for o in d.iter_mut() {
+            *o *= inv;
+        }
+    }
+
+    fn softmax_bwd_row(y: &[f64], g: &[f64], d: &mut [f64]) {
+        let dot: f64 = y.iter().zip(g).map(|(a, b)| a * b).sum();
+        for ((o, &a), &b) in d.iter_mut().zip(y).zip(g) {
+            *o = a * (b - dot);
+        }
+    }
+}
+
+impl SoftmaxFloat for f32 {
+    fn softmax_row(d: &mut [f32]) {
+        rows_f32::softmax_row(d)
+    }
+
+    fn softmax_bwd_row(y: &[f32], g: &[f32], d: &mut [f32]) {
+        rows_f32::softmax_bwd_row(y, g, d)
+    }
+}
+
+/// The f32 rows as eight running lanes (max, sum of exponentials, dot product), combined in a
+/// fixed order at the end, and the engine's branch-free `exp_f32`: loops the compiler turns
+/// into AVX2 code. libm's `expf`, one call per score, and a single running sum had made the
+/// softmax ~20 % of a training step at L 512 (docs/benchmarks.md, 2026-11-25 evening). The
+/// order of operations is fixed by the source (no fused multiply-add, lanes summed 0..8 then
+/// the tail), so the AVX2 clone and the baseline build give the same bits. Against the f64
+/// softmax the results agree to a few ulp (test below).
+// multiversion's dispatcher calls the AVX2+FMA clone only after detecting those features at
+// run time; the unsafe it generates is that call.
+#[allow(unsafe_code)]
+mod rows_f32 {
+    use crate::nn::kernels::num_traits_float::exp_f32;
+
+    const LANES: usize = 8;
+
+    /// e^z for z ≤ 0, exactly 0 below −87 where `exp_f32` clamps (to ~1e−38): a padded key
+    /// (score − 1e9) gets no probability at all, as with libm's exp.
+    #[inline(always)]
+    fn exp_below_max(z: f32) -> f32 {
+        let e = exp_f32(z);
+        if z < -87.0 {
+            0.0
+        } else {
+            e
+        }
+    }
+
+    #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
+    pub(super) fn softmax_row(d: &mut [f32]) {
+        let mut lanes = [f32::NEG_INFINITY; LANES];
+        let mut chunks = d.chunks_exact(LANES);
+        for c in &mut chunks {
+            for j in 0..LANES {
+                lanes[j] = lanes[j].max(c[j]);
+            }
+        }
+        let max = lanes
+            .iter()
+            .chain(chunks.remainder())
+            .fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+        let mut sums = [0f32; LANES];
+        let mut chunks = d.chunks_exact_mut(LANES);
+        for c in &mut chunks {
+            for j in 0..LANES {
+                let e = exp_below_max(c[j] - max);
+                c[j] = e;
+                sums[j] += e;
+            }
+        }
+        let mut sum = sums.iter().fold(0f32, |s, &v| s + v);
+        for o in chunks.into_remainder() {
+            *o = exp_below_max(*o - max);
+            sum += *o;
+        }
+        let inv = 1.0 / sum;
+        for o in d.iter_mut() {
+            *o *= inv;
+        }
+    }
+
+    #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
+    pub(super) fn softmax_bwd_row(y: &[f32], g: &[f32], d: &mut [f32]) {
+        let mut dots = [0f32; LANES];
+        let (yc, gc) = (y.chunks_exact(LANES), g.chunks_exact(LANES));
+        let (yr, gr) = (yc.remainder(), gc.remainder());
+        for (a, b) in yc.zip(gc) {
+            for j in 0..LANES {
+                dots[j] += a[j] * b[j];
+            }
+        }
+        let mut dot = dots.iter().fold(0f32, |s, &v| s + v);
+        for (a, b) in yr.iter().zip(gr) {
+            dot += a * b;
+        }
+        for ((o, &a), &b) in d.iter_mut().zip(y).zip(g) {
+            *o = a * (b - dot);
+        }
     }
 }
 
 /// The softmax of every row of `n` of `src`, into a new buffer (a copy, then in place: no
 /// zero-filled buffer to overwrite).
-fn softmax_rows<T: num_traits_float::Float>(src: &[T], n: usize) -> Vec<T> {
+fn softmax_rows<T: SoftmaxFloat>(src: &[T], n: usize) -> Vec<T> {
     let mut d = src.to_vec();
-    d.par_chunks_mut(n.max(1)).for_each(softmax_row);
+    d.par_chunks_mut(n.max(1)).for_each(T::softmax_row);
     d
 }
 
 /// Softmax of `src + bias`, rows of `n`; each block of `rows_per_bias` consecutive rows adds
 /// the same bias row (`bias`: one row of `n` per block).
-fn biased_softmax_rows<T: num_traits_float::Float>(
+fn biased_softmax_rows<T: SoftmaxFloat>(
     src: &[T],
     bias: &[T],
     dst: &mut [T],
@@ -57,7 +157,7 @@ fn biased_softmax_rows<T: num_traits_float::Float>(
             for ((o, &s), &b) in d.iter_mut().zip(s).zip(b) {
                 *o = s + b;
             }
-            softmax_row(d);
+            T::softmax_row(d);
         });
 }
 
@@ -92,18 +192,10 @@ impl candle_core::CustomOp1 for SoftmaxLastDim {
 
 struct SoftmaxBackward;
 
-fn softmax_bwd_rows<T: num_traits_float::Float>(y: &[T], g: &[T], dst: &mut [T], n: usize) {
+fn softmax_bwd_rows<T: SoftmaxFloat>(y: &[T], g: &[T], dst: &mut [T], n: usize) {
     dst.par_chunks_mut(n)
         .zip(y.par_chunks(n).zip(g.par_chunks(n)))
-        .for_each(|(d, (y, g))| {
-            let mut dot = T::zero();
-            for (&a, &b) in y.iter().zip(g) {
-                dot = dot + a * b;
-            }
-            for ((o, &a), &b) in d.iter_mut().zip(y).zip(g) {
-                *o = a * (b - dot);
-            }
-        });
+        .for_each(|(d, (y, g))| T::softmax_bwd_row(y, g, d));
 }
 
 impl candle_core::CustomOp2 for SoftmaxBackward {
@@ -278,6 +370,52 @@ mod tests {
             .to_vec1()
             .unwrap();
         assert!(rows.iter().all(|s| (s - 1.0).abs() < 1e-5));
+    }
+
+    /// The f32 rows (eight lanes, the engine's exp) against the f64 softmax, value and input
+    /// gradient, for row lengths around the lane count and the model's (72, 513): within a
+    /// few f32 ulp of probabilities that sum to 1.
+    #[test]
+    fn f32_softmax_rows_agree_with_f64_to_a_few_ulp() {
+        for n in [1usize, 3, 8, 9, 17, 72, 513] {
+            let x64 = (randn(&[6, n], n as u64) * 4.0).unwrap();
+            let g64 = randn(&[6, n], 7);
+            let (x32, g32) = (
+                x64.to_dtype(DType::F32).unwrap(),
+                g64.to_dtype(DType::F32).unwrap(),
+            );
+            let y64 = softmax_last_dim(
+                &x64.to_dtype(DType::F32)
+                    .unwrap()
+                    .to_dtype(DType::F64)
+                    .unwrap(),
+            )
+            .unwrap();
+            let y32 = softmax_last_dim(&x32).unwrap();
+            let rows = |t: &Tensor| -> Vec<f64> {
+                t.to_dtype(DType::F64)
+                    .unwrap()
+                    .flatten_all()
+                    .unwrap()
+                    .to_vec1()
+                    .unwrap()
+            };
+            let worst = rows(&y32)
+                .iter()
+                .zip(rows(&y64))
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f64, f64::max);
+            assert!(worst < 4e-7, "n {n}: softmax off by {worst}");
+            let d = |y: &Tensor, g: &Tensor| -> Vec<f64> {
+                rows(&y.apply_op2_no_bwd(g, &SoftmaxBackward).unwrap())
+            };
+            let worst = d(&y32, &g32)
+                .iter()
+                .zip(d(&y64, &g32.to_dtype(DType::F64).unwrap()))
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f64, f64::max);
+            assert!(worst < 2e-6, "n {n}: softmax backward off by {worst}");
+        }
     }
 
     #[test]
