@@ -242,14 +242,7 @@ mod tests {
         let y = f(v.as_tensor()).unwrap();
         let g = (&y * w).unwrap().sum_all().unwrap().backward().unwrap();
         let g = g.get(v.as_tensor()).unwrap();
-        let f64s = |t: &Tensor| -> Vec<f64> {
-            t.to_dtype(DType::F64)
-                .unwrap()
-                .flatten_all()
-                .unwrap()
-                .to_vec1()
-                .unwrap()
-        };
+        let f64s = crate::nn::kernels::test_support::f64_values;
         (f64s(&y), f64s(g))
     }
 

@@ -176,6 +176,16 @@ pub(crate) mod test_support {
         Tensor::from_vec(v, shape, &Device::Cpu).unwrap()
     }
 
+    /// The values of any float tensor, flattened, as f64.
+    pub fn f64_values(t: &Tensor) -> Vec<f64> {
+        t.to_dtype(candle_core::DType::F64)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap()
+    }
+
     /// A weighting that makes the scalar loss depend on every output element differently.
     pub fn weights(shape: &[usize]) -> Tensor {
         randn(shape, 99)

@@ -392,14 +392,7 @@ mod tests {
             )
             .unwrap();
             let y32 = softmax_last_dim(&x32).unwrap();
-            let rows = |t: &Tensor| -> Vec<f64> {
-                t.to_dtype(DType::F64)
-                    .unwrap()
-                    .flatten_all()
-                    .unwrap()
-                    .to_vec1()
-                    .unwrap()
-            };
+            let rows = crate::nn::kernels::test_support::f64_values;
             let worst = rows(&y32)
                 .iter()
                 .zip(rows(&y64))
