@@ -66,12 +66,15 @@ mod rows_f32 {
     const LANES: usize = 8;
 
     /// e^z for z ≤ 0, exactly 0 below −87 where `exp_f32` clamps (to ~1e−38): a padded key
-    /// (score − 1e9) gets no probability at all, as with libm's exp.
+    /// (score − 1e9) gets no probability at all, as with libm's exp. A NaN stays NaN (the
+    /// clamp would turn it into a number), so a diverged model's NaN reaches the output.
     #[inline(always)]
     fn exp_below_max(z: f32) -> f32 {
         let e = exp_f32(z);
         if z < -87.0 {
             0.0
+        } else if z.is_nan() {
+            z
         } else {
             e
         }
@@ -409,6 +412,25 @@ mod tests {
                 .fold(0f64, f64::max);
             assert!(worst < 2e-6, "n {n}: softmax backward off by {worst}");
         }
+    }
+
+    /// A NaN score makes its row NaN (it is not clamped into a probability); other rows and
+    /// a row of padding-biased scores stay finite, the padded keys exactly 0.
+    #[test]
+    fn a_nan_score_makes_its_row_nan_and_padding_gets_exactly_zero() {
+        let x = Tensor::new(
+            &[
+                [0.5f32, f32::NAN, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 1.0],
+                [0.5, 1.0, -1e9, 2.0, 0.0, -1e9, 0.0, 0.0, 1.0],
+            ],
+            &candle_core::Device::Cpu,
+        )
+        .unwrap();
+        let p: Vec<Vec<f32>> = softmax_last_dim(&x).unwrap().to_vec2().unwrap();
+        assert!(p[0].iter().all(|v| v.is_nan()), "{:?}", p[0]);
+        assert!(p[1].iter().all(|v| v.is_finite()));
+        assert_eq!((p[1][2], p[1][5]), (0.0, 0.0));
+        assert!((p[1].iter().sum::<f32>() - 1.0).abs() < 1e-6);
     }
 
     #[test]
