@@ -90,14 +90,20 @@ fn gelu_grad_f32(x: f32, g: f32) -> f32 {
 // run time; the unsafe it generates is that call.
 #[allow(unsafe_code)]
 mod dispatch {
-    #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
+    #[multiversion::multiversion(targets(
+        "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+        "x86_64+avx2+fma"
+    ))]
     pub(super) fn forward_f32(x: &[f32], y: &mut [f32]) {
         for (y, &x) in y.iter_mut().zip(x) {
             *y = super::gelu_f32(x);
         }
     }
 
-    #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
+    #[multiversion::multiversion(targets(
+        "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+        "x86_64+avx2+fma"
+    ))]
     pub(super) fn backward_f32(x: &[f32], g: &[f32], d: &mut [f32]) {
         for ((d, &x), &g) in d.iter_mut().zip(x).zip(g) {
             *d = super::gelu_grad_f32(x, g);

@@ -14,6 +14,13 @@ struct SoftmaxLastDim;
 trait SoftmaxFloat: num_traits_float::Float {
     /// The softmax of the row in `d`, in place.
     fn softmax_row(d: &mut [Self]);
+    /// The softmax of `d + bias`, in place (the sum rounded first, as a separate add would).
+    fn softmax_row_biased(d: &mut [Self], bias: &[Self]) {
+        for (o, &b) in d.iter_mut().zip(bias) {
+            *o = *o + b;
+        }
+        Self::softmax_row(d)
+    }
     /// `d = y ⊙ (g − Σ_j g_j y_j)`: the softmax's input gradient for one row.
     fn softmax_bwd_row(y: &[Self], g: &[Self], d: &mut [Self]);
 }
@@ -45,6 +52,10 @@ impl SoftmaxFloat for f32 {
         rows_f32::softmax_row(d)
     }
 
+    fn softmax_row_biased(d: &mut [f32], bias: &[f32]) {
+        rows_f32::softmax_row_biased(d, bias)
+    }
+
     fn softmax_bwd_row(y: &[f32], g: &[f32], d: &mut [f32]) {
         rows_f32::softmax_bwd_row(y, g, d)
     }
@@ -60,46 +71,91 @@ impl SoftmaxFloat for f32 {
 // multiversion's dispatcher calls the AVX2+FMA clone only after detecting those features at
 // run time; the unsafe it generates is that call.
 #[allow(unsafe_code)]
-mod rows_f32 {
+pub(crate) mod rows_f32 {
     use crate::nn::kernels::num_traits_float::exp_f32;
 
     const LANES: usize = 8;
 
-    /// e^z for z ≤ 0, exactly 0 below −87 where `exp_f32` clamps (to ~1e−38): a padded key
+    /// e^z for z ≤ 0, exactly 0 below −87 where the exp clamps (to ~1e−38): a padded key
     /// (score − 1e9) gets no probability at all, as with libm's exp. A NaN stays NaN (the
     /// clamp would turn it into a number), so a diverged model's NaN reaches the output.
     #[inline(always)]
     fn exp_below_max(z: f32) -> f32 {
         let e = exp_f32(z);
-        if z < -87.0 {
-            0.0
-        } else if z.is_nan() {
+        // Two selects, no branch: the loop over a row vectorises.
+        let e = if z < -87.0 { 0.0 } else { e };
+        if z.is_nan() {
             z
         } else {
             e
         }
     }
 
-    #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-    pub(super) fn softmax_row(d: &mut [f32]) {
-        let mut lanes = [f32::NEG_INFINITY; LANES];
-        let mut chunks = d.chunks_exact(LANES);
+    /// The maximum of a row, in four independent sets of lanes (a maximum is the same in any
+    /// order; one set was a chain of dependent instructions). With `bias`, the row becomes
+    /// row + bias in the same pass (rounded as candle's broadcast add rounds it).
+    #[inline(always)]
+    fn row_max(d: &mut [f32], bias: Option<&[f32]>) -> f32 {
+        let mut lanes = [[f32::NEG_INFINITY; LANES]; 4];
+        let mut chunks = d.chunks_exact_mut(4 * LANES);
+        let mut at = 0;
         for c in &mut chunks {
-            for j in 0..LANES {
-                lanes[j] = lanes[j].max(c[j]);
+            if let Some(b) = bias {
+                for (v, &b) in c.iter_mut().zip(&b[at..at + 4 * LANES]) {
+                    *v += b;
+                }
+            }
+            for (a, set) in lanes.iter_mut().enumerate() {
+                for j in 0..LANES {
+                    set[j] = set[j].max(c[a * LANES + j]);
+                }
+            }
+            at += 4 * LANES;
+        }
+        let rest = chunks.into_remainder();
+        if let Some(b) = bias {
+            for (v, &b) in rest.iter_mut().zip(&b[at..]) {
+                *v += b;
             }
         }
-        let max = lanes
-            .iter()
-            .chain(chunks.remainder())
-            .fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+        let mut set = lanes[0];
+        for other in &lanes[1..] {
+            for j in 0..LANES {
+                set[j] = set[j].max(other[j]);
+            }
+        }
+        let mut max = f32::NEG_INFINITY;
+        for &v in set.iter().chain(rest.iter()) {
+            max = max.max(v);
+        }
+        max
+    }
+
+    /// e^(x − max) of every element, divided by their sum: exponentials sixteen at a time,
+    /// each added to its lane of eight in order (lane j: elements j, j + 8, j + 16, …), the
+    /// lanes added 0..8, then the tail.
+    #[inline(always)]
+    fn exp_normalize(d: &mut [f32], max: f32) {
         let mut sums = [0f32; LANES];
-        let mut chunks = d.chunks_exact_mut(LANES);
+        let mut chunks = d.chunks_exact_mut(2 * LANES);
+        for c in &mut chunks {
+            let mut e = [0f32; 2 * LANES];
+            for j in 0..2 * LANES {
+                e[j] = exp_below_max(c[j] - max);
+            }
+            for j in 0..LANES {
+                sums[j] += e[j];
+            }
+            for j in 0..LANES {
+                sums[j] += e[LANES + j];
+            }
+            c.copy_from_slice(&e);
+        }
+        let mut chunks = chunks.into_remainder().chunks_exact_mut(LANES);
         for c in &mut chunks {
             for j in 0..LANES {
-                let e = exp_below_max(c[j] - max);
-                c[j] = e;
-                sums[j] += e;
+                c[j] = exp_below_max(c[j] - max);
+                sums[j] += c[j];
             }
         }
         let mut sum = sums.iter().fold(0f32, |s, &v| s + v);
@@ -113,8 +169,31 @@ mod rows_f32 {
         }
     }
 
-    #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-    pub(super) fn softmax_bwd_row(y: &[f32], g: &[f32], d: &mut [f32]) {
+    #[multiversion::multiversion(targets(
+        "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+        "x86_64+avx2+fma"
+    ))]
+    pub(crate) fn softmax_row(d: &mut [f32]) {
+        let max = row_max(d, None);
+        exp_normalize(d, max)
+    }
+
+    /// The softmax of `d + bias` (a row of the attention scores and the padding bias), in
+    /// place: the same numbers as adding the bias, then [`softmax_row`].
+    #[multiversion::multiversion(targets(
+        "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+        "x86_64+avx2+fma"
+    ))]
+    pub(crate) fn softmax_row_biased(d: &mut [f32], bias: &[f32]) {
+        let max = row_max(d, Some(bias));
+        exp_normalize(d, max)
+    }
+
+    #[multiversion::multiversion(targets(
+        "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+        "x86_64+avx2+fma"
+    ))]
+    pub(crate) fn softmax_bwd_row(y: &[f32], g: &[f32], d: &mut [f32]) {
         let mut dots = [0f32; LANES];
         let (yc, gc) = (y.chunks_exact(LANES), g.chunks_exact(LANES));
         let (yr, gr) = (yc.remainder(), gc.remainder());
@@ -157,10 +236,8 @@ fn biased_softmax_rows<T: SoftmaxFloat>(
             let b = &bias[(r / rows_per_bias) * n..][..n];
             // The biased scores, rounded as candle's broadcast add rounds them, then the
             // same row softmax: bit for bit what the two ops gave.
-            for ((o, &s), &b) in d.iter_mut().zip(s).zip(b) {
-                *o = s + b;
-            }
-            T::softmax_row(d);
+            d.copy_from_slice(s);
+            T::softmax_row_biased(d, b);
         });
 }
 
@@ -373,6 +450,64 @@ mod tests {
             .to_vec1()
             .unwrap();
         assert!(rows.iter().all(|s| (s - 1.0).abs() < 1e-5));
+    }
+
+    /// The f32 row kernel's numbers are fixed by its definition, whatever loops compute them:
+    /// e = exp_f32(x − max) (0 below −87, NaN kept), lane j of eight sums elements j, j + 8, …
+    /// in order, the lanes are added 0..8, then the tail, then every e times 1/sum. Written
+    /// out one element at a time here and compared bit for bit, at lengths around the
+    /// kernel's blocks of 8, 16 and 32, with padded keys at −1e9.
+    #[test]
+    fn the_f32_row_kernel_computes_its_definition_bit_for_bit() {
+        use crate::nn::kernels::num_traits_float::exp_f32;
+        fn definition(x: &[f32]) -> Vec<f32> {
+            let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+            let e: Vec<f32> = x
+                .iter()
+                .map(|&v| {
+                    let z = v - max;
+                    if z.is_nan() {
+                        z
+                    } else if z < -87.0 {
+                        0.0
+                    } else {
+                        exp_f32(z)
+                    }
+                })
+                .collect();
+            let full = e.len() / 8 * 8;
+            let mut lanes = [0f32; 8];
+            for (i, &v) in e[..full].iter().enumerate() {
+                lanes[i % 8] += v;
+            }
+            let mut sum = lanes.iter().fold(0f32, |s, &v| s + v);
+            for &v in &e[full..] {
+                sum += v;
+            }
+            let inv = 1.0 / sum;
+            e.iter().map(|&v| v * inv).collect()
+        }
+        let values = randn(&[600], 5).to_dtype(DType::F32).unwrap();
+        let values: Vec<f32> = values.to_vec1().unwrap();
+        for n in [1, 5, 8, 15, 16, 17, 31, 32, 33, 47, 72, 100, 512, 513, 600] {
+            let mut row: Vec<f32> = values[..n].iter().map(|v| v * 6.0).collect();
+            if n > 4 {
+                row[n - 1] = -1e9;
+                row[n / 2] -= 1e9;
+            }
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            // With a padding bias: the sums rounded first, then the same row.
+            let bias: Vec<f32> = (0..n)
+                .map(|i| if i % 5 == 3 { -1e9 } else { 0.0 })
+                .collect();
+            let biased: Vec<f32> = row.iter().zip(&bias).map(|(a, b)| a + b).collect();
+            let mut got = row.clone();
+            rows_f32::softmax_row_biased(&mut got, &bias);
+            assert_eq!(bits(&got), bits(&definition(&biased)), "length {n}, biased");
+            let want = definition(&row);
+            rows_f32::softmax_row(&mut row);
+            assert_eq!(bits(&row), bits(&want), "length {n}");
+        }
     }
 
     /// The f32 rows (eight lanes, the engine's exp) against the f64 softmax, value and input
