@@ -24,21 +24,40 @@ impl DropoutRng {
     }
 
     /// The keep-mask of `n` elements: 1 / (1 − p) where kept, 0 where dropped.
-    fn mask(&self, n: usize, p: f64) -> Vec<f32> {
+    pub(crate) fn mask(&self, n: usize, p: f64) -> Vec<f32> {
         use rand::Rng;
         let scale = (1.0 / (1.0 - p)) as f32;
         let threshold = (p * u32::MAX as f64) as u32;
         // The random words in one bulk fill (the same words, in the same order, as one draw per
         // element: the generator hands out its block buffer word by word either way), then the
         // mask in a loop the compiler vectorises.
+        // The scratch only grows (zero-filling it on every call was a serial memset the size
+        // of the mask); the fill overwrites the `n` words used.
         let mut words = self.words.borrow_mut();
-        words.clear();
-        words.resize(n, 0);
-        self.rng.borrow_mut().fill(&mut words[..]);
-        words
+        if words.len() < n {
+            words.resize(n, 0);
+        }
+        self.rng.borrow_mut().fill(&mut words[..n]);
+        words[..n]
             .iter()
             .map(|&r| if r >= threshold { scale } else { 0.0 })
             .collect()
+    }
+
+    /// The next `n` words of the stream, for a caller that draws them itself in pieces (in
+    /// parallel, or where they are used, instead of one mask in memory): each piece comes from a
+    /// copy of the generator seeked to its first word, so element i gets the word, and the
+    /// decision, that [`DropoutRng::mask`] would give it. The generator moves past all `n`.
+    pub(crate) fn reserve(&self, n: usize, p: f64) -> KeepWords {
+        let mut rng = self.rng.borrow_mut();
+        let start = rng.get_word_pos();
+        rng.set_word_pos(start + n as u128);
+        KeepWords {
+            rng: rng.clone(),
+            start,
+            threshold: (p * u32::MAX as f64) as u32,
+            scale: (1.0 / (1.0 - p)) as f32,
+        }
     }
 
     /// Zeroes each element with probability `p` and scales the rest by 1 / (1 − p).
@@ -67,6 +86,42 @@ impl DropoutRng {
                 .apply_op2(&h.contiguous()?, ResidualMaskMul(Arc::new(keep)))
         } else {
             x + self.dropout(h, p)?
+        }
+    }
+}
+
+/// Words of the dropout stream reserved by [`DropoutRng::reserve`].
+#[derive(Clone)]
+pub(crate) struct KeepWords {
+    rng: rand_chacha::ChaCha8Rng,
+    start: u128,
+    threshold: u32,
+    /// 1 / (1 − p): what a kept element is multiplied by.
+    pub scale: f32,
+}
+
+impl KeepWords {
+    /// Words `offset..offset + out.len()` of the reservation into `out`.
+    pub fn draw(&self, offset: usize, out: &mut [u32]) {
+        use rand::Rng;
+        let mut rng = self.rng.clone();
+        rng.set_word_pos(self.start + offset as u128);
+        rng.fill(out);
+    }
+
+    /// Whether a word keeps its element.
+    #[inline(always)]
+    pub fn kept(&self, word: u32) -> bool {
+        word >= self.threshold
+    }
+
+    /// The mask value of a word: 1 / (1 − p) where kept, 0 where dropped.
+    #[inline(always)]
+    pub fn value(&self, word: u32) -> f32 {
+        if self.kept(word) {
+            self.scale
+        } else {
+            0.0
         }
     }
 }

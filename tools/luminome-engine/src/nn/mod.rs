@@ -9,12 +9,14 @@
 //! - [`linear`]: a linear layer whose product and bias add (and their backward) are one op.
 //! - [`layer_norm`], [`softmax`]: the differentiable kernels above; [`gelu`]: GELU (erf form)
 //!   one vectorised pass each way (within 4e-7 of the exact values; not candle's bits).
-//! - [`matmul`]: attention's batched products, the batch spread over the threads.
+//! - [`matmul`]: attention's batched products, the batch spread over the threads;
+//!   [`attention`]: standard multi-head attention as one op each way (same bits as the graph).
 //! - [`masking`]: padding masks (attention bias, masked mean and max).
 //! - [`dropout`]: seeded dropout; [`init`]: seeded initialisation.
 
 pub(crate) mod kernels;
 
+pub mod attention;
 pub mod dropout;
 pub mod gelu;
 pub mod gradcheck;
@@ -26,6 +28,7 @@ pub mod matmul;
 pub mod softmax;
 pub mod softplus;
 
+pub use attention::{fused_attention_applies, fused_self_attention};
 pub use dropout::{maybe_dropout, residual_dropout, DropoutRng};
 pub use gelu::gelu;
 pub use kernels::force_primitive_ops;

@@ -6,7 +6,8 @@ use candle_nn::VarBuilder;
 
 use super::config::{AttentionKind, EncoderConfig};
 use crate::nn::{
-    attention_bias, batched_matmul, maybe_dropout, softmax_last_dim_biased, DropoutRng, Linear,
+    attention_bias, batched_matmul, fused_attention_applies, fused_self_attention, maybe_dropout,
+    softmax_last_dim_biased, DropoutRng, Linear,
 };
 
 /// What every attention layer of a stack needs to know about the padding, built once per
@@ -172,6 +173,19 @@ impl SelfAttention {
         rng: Option<&DropoutRng>,
     ) -> Result<Tensor> {
         let (b, l, d) = x.dims3()?;
+        if self.kind == AttentionKind::Standard
+            && rotary.is_none()
+            && std::env::var_os("NOFUSE").is_none()
+        {
+            // One op from the projections to the context on the CPU (nn::attention: the same
+            // bits as the graph below, without its copies and L × L round trips to memory).
+            let qkv = self.qkv.forward(x)?;
+            if fused_attention_applies(&qkv, self.num_heads) {
+                let ctx =
+                    fused_self_attention(&qkv, &mask.bias, self.num_heads, self.dropout, rng)?;
+                return self.out.forward(&ctx);
+            }
+        }
         let (q, k, v) = self.project(x, rotary)?;
         let v = match (self.kind, &mask.mean_weights) {
             (AttentionKind::Standard, _) => v,
