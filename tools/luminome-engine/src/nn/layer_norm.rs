@@ -13,22 +13,62 @@ struct Normalize {
     eps: f64,
 }
 
-fn normalize_rows<T: num_traits_float::Float>(src: &[T], dst: &mut [T], n: usize, eps: f64) {
-    let nn = T::from_usize(n);
-    let eps = T::from(eps).unwrap_or_else(T::zero);
+/// The row kernels per element type: f32 (models) vectorised, f64 (gradient checks) plain.
+trait NormFloat: num_traits_float::Float {
+    /// The mean and 1/√(var + eps) of a row.
+    fn row_stats(s: &[Self], eps: f64) -> (Self, Self) {
+        let nn = Self::from_usize(s.len());
+        let eps = Self::from(eps).unwrap_or_else(Self::zero);
+        let mean = s.iter().fold(Self::zero(), |a, &b| a + b) / nn;
+        let var = s
+            .iter()
+            .fold(Self::zero(), |a, &b| a + (b - mean) * (b - mean))
+            / nn;
+        (mean, (var + eps).sqrt().recip())
+    }
+
+    /// x̂ of a row into `d`.
+    fn normalize_row(s: &[Self], d: &mut [Self], eps: f64) {
+        let (mean, inv) = Self::row_stats(s, eps);
+        for (o, &i) in d.iter_mut().zip(s) {
+            *o = (i - mean) * inv;
+        }
+    }
+
+    /// x̂ · γ + β of a row into `d`, x̂ rounded as [`NormFloat::normalize_row`] rounds it.
+    fn normalize_affine_row(s: &[Self], d: &mut [Self], g: &[Self], b: &[Self], eps: f64) {
+        let (mean, inv) = Self::row_stats(s, eps);
+        for (((o, &i), &g), &b) in d.iter_mut().zip(s).zip(g).zip(b) {
+            *o = (i - mean) * inv * g + b;
+        }
+    }
+
+    /// dx = (g − mean(g) − x̂ ⊙ mean(g ⊙ x̂)) / √(var + eps) of a row, x̂ = `y`.
+    fn normalize_bwd_row(x: &[Self], y: &[Self], g: &[Self], d: &mut [Self], eps: f64) {
+        let nn = Self::from_usize(x.len());
+        let (_, inv) = Self::row_stats(x, eps);
+        let mut mg = Self::zero();
+        let mut mgy = Self::zero();
+        for (&gi, &yi) in g.iter().zip(y) {
+            mg = mg + gi;
+            mgy = mgy + gi * yi;
+        }
+        mg = mg / nn;
+        mgy = mgy / nn;
+        for ((o, &gi), &yi) in d.iter_mut().zip(g).zip(y) {
+            *o = (gi - mg - yi * mgy) * inv;
+        }
+    }
+}
+
+impl NormFloat for f64 {}
+
+impl NormFloat for f32 {}
+
+fn normalize_rows<T: NormFloat>(src: &[T], dst: &mut [T], n: usize, eps: f64) {
     src.par_chunks(n)
         .zip(dst.par_chunks_mut(n))
-        .for_each(|(s, d)| {
-            let mean = s.iter().fold(T::zero(), |a, &b| a + b) / nn;
-            let var = s
-                .iter()
-                .fold(T::zero(), |a, &b| a + (b - mean) * (b - mean))
-                / nn;
-            let inv = (var + eps).sqrt().recip();
-            for (o, &i) in d.iter_mut().zip(s) {
-                *o = (i - mean) * inv;
-            }
-        });
+        .for_each(|(s, d)| T::normalize_row(s, d, eps));
 }
 
 impl candle_core::CustomOp1 for Normalize {
@@ -69,37 +109,10 @@ struct NormalizeBackward {
     eps: f64,
 }
 
-fn normalize_bwd_rows<T: num_traits_float::Float>(
-    x: &[T],
-    y: &[T],
-    g: &[T],
-    dst: &mut [T],
-    n: usize,
-    eps: f64,
-) {
-    let nn = T::from_usize(n);
-    let eps = T::from(eps).unwrap_or_else(T::zero);
+fn normalize_bwd_rows<T: NormFloat>(x: &[T], y: &[T], g: &[T], dst: &mut [T], n: usize, eps: f64) {
     dst.par_chunks_mut(n)
         .zip(x.par_chunks(n).zip(y.par_chunks(n).zip(g.par_chunks(n))))
-        .for_each(|(d, (x, (y, g)))| {
-            let mean = x.iter().fold(T::zero(), |a, &b| a + b) / nn;
-            let var = x
-                .iter()
-                .fold(T::zero(), |a, &b| a + (b - mean) * (b - mean))
-                / nn;
-            let inv = (var + eps).sqrt().recip();
-            let mut mg = T::zero();
-            let mut mgy = T::zero();
-            for (&gi, &yi) in g.iter().zip(y) {
-                mg = mg + gi;
-                mgy = mgy + gi * yi;
-            }
-            mg = mg / nn;
-            mgy = mgy / nn;
-            for ((o, &gi), &yi) in d.iter_mut().zip(g).zip(y) {
-                *o = (gi - mg - yi * mgy) * inv;
-            }
-        });
+        .for_each(|(d, (x, (y, g)))| T::normalize_bwd_row(x, y, g, d, eps));
 }
 
 impl candle_core::CustomOp3 for NormalizeBackward {
@@ -173,6 +186,16 @@ impl LayerNorm {
     }
 
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let tracked = x.track_op() || self.weight.track_op() || self.bias.track_op();
+        if cpu_fused(x) && x.dtype() == DType::F32 && !tracked {
+            // Nothing to differentiate (a predictor's frozen model): x̂ need not be kept for a
+            // backward pass, so normalise and scale in one pass over each row.
+            return x.contiguous()?.apply_op3_no_bwd(
+                &self.weight.contiguous()?,
+                &self.bias.contiguous()?,
+                &NormalizeAffine { eps: self.eps },
+            );
+        }
         let xhat = normalize_last_dim(x, self.eps)?;
         if cpu_fused(x) && x.dtype() == DType::F32 {
             let dims = x.dims().to_vec();
@@ -187,6 +210,46 @@ impl LayerNorm {
         } else {
             xhat.broadcast_mul(&self.weight)?.broadcast_add(&self.bias)
         }
+    }
+}
+
+/// x̂ ⊙ γ + β in one pass (no backward): the same numbers as [`Normalize`] then [`ScaleShift`].
+struct NormalizeAffine {
+    eps: f64,
+}
+
+impl candle_core::CustomOp3 for NormalizeAffine {
+    fn name(&self) -> &'static str {
+        "luminome-layer-norm"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let what = "layer norm";
+        let (CpuStorage::F32(x), CpuStorage::F32(g), CpuStorage::F32(b)) = (s1, s2, s3) else {
+            candle_core::bail!("{what}: f32 only")
+        };
+        let x = contiguous_slice(x, l1, what)?;
+        let g = contiguous_slice(g, l2, what)?;
+        let b = contiguous_slice(b, l3, what)?;
+        let n = l1.dims().last().copied().unwrap_or(1);
+        if g.len() != n || b.len() != n {
+            candle_core::bail!("{what}: rows of {n}, γ of {}, β of {}", g.len(), b.len())
+        }
+        let eps = self.eps;
+        let out = written_by(x.len(), |d: &mut [f32]| {
+            x.par_chunks(n.max(1))
+                .zip(d.par_chunks_mut(n.max(1)))
+                .for_each(|(s, d)| f32::normalize_affine_row(s, d, g, b, eps))
+        });
+        Ok((CpuStorage::F32(out), l1.shape().clone()))
     }
 }
 
@@ -296,5 +359,66 @@ mod tests {
         let e1 = max_grad_error(&gamma, 1e-6, &|g| ln(&x, g, &beta)?.mul(&w)?.sum_all()).unwrap();
         let e2 = max_grad_error(&beta, 1e-6, &|b| ln(&x, &gamma, b)?.mul(&w)?.sum_all()).unwrap();
         assert!(e1 < 1e-6 && e2 < 1e-6, "{e1} {e2}");
+    }
+
+    /// The f32 kernels against the f64 layer norm on the same inputs, value
+    /// and input gradient, at widths around the lanes; and the one-pass inference op against
+    /// the two ops training uses, bit for bit.
+    #[test]
+    fn f32_layer_norm_agrees_with_f64_and_the_inference_op_with_the_training_ops() {
+        use crate::nn::kernels::test_support::f64_values;
+        use candle_core::Var;
+        for c in [5, 16, 33, 128, 256] {
+            let f32s = |t: Tensor| t.to_dtype(DType::F32).unwrap();
+            // Rows with an offset and a spread, as activations have.
+            let x = f32s(((randn(&[7, c], 1) * 3.0).unwrap() + 2.0).unwrap());
+            let w = f32s(weights(&[7, c]));
+            let grad_of = |x: &Tensor, w: &Tensor| {
+                let v = Var::from_tensor(x).unwrap();
+                let y = normalize_last_dim(v.as_tensor(), 1e-5).unwrap();
+                let g = (&y * w).unwrap().sum_all().unwrap().backward().unwrap();
+                (f64_values(&y), f64_values(g.get(v.as_tensor()).unwrap()))
+            };
+            let (y32, g32) = grad_of(&x, &w);
+            let x64 = x.to_dtype(DType::F64).unwrap();
+            let (y64, g64) = grad_of(&x64, &w.to_dtype(DType::F64).unwrap());
+            let worst = |a: &[f64], b: &[f64]| {
+                a.iter()
+                    .zip(b)
+                    .map(|(a, b)| (a - b).abs() / 1f64.max(b.abs()))
+                    .fold(0.0, f64::max)
+            };
+            assert!(
+                worst(&y32, &y64) < 1e-6,
+                "width {c}: x̂ {}",
+                worst(&y32, &y64)
+            );
+            assert!(
+                worst(&g32, &g64) < 1e-5,
+                "width {c}: dx {}",
+                worst(&g32, &g64)
+            );
+
+            let gamma = f32s(randn(&[c], 2));
+            let beta = f32s(randn(&[c], 3));
+            let plain = LayerNorm {
+                weight: gamma.clone(),
+                bias: beta.clone(),
+                eps: 1e-5,
+            };
+            let trained = LayerNorm {
+                weight: Var::from_tensor(&gamma).unwrap().as_tensor().clone(),
+                bias: beta,
+                eps: 1e-5,
+            };
+            let bits = |t: &Tensor| -> Vec<u32> {
+                let v: Vec<f32> = t.flatten_all().unwrap().to_vec1().unwrap();
+                v.iter().map(|v| v.to_bits()).collect()
+            };
+            let one_pass = plain.forward(&x).unwrap();
+            let two_ops = trained.forward(&x).unwrap();
+            assert!(two_ops.track_op() && !one_pass.track_op());
+            assert_eq!(bits(&one_pass), bits(&two_ops), "width {c}");
+        }
     }
 }
