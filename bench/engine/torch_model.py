@@ -28,11 +28,14 @@ MASK_BIAS = -1e9
 
 
 class SelfAttention(nn.Module):
-    def __init__(self, d_model, num_heads):
+    def __init__(self, d_model, num_heads, dropout=0.0):
         super().__init__()
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
         self.num_heads = num_heads
+        # Dropout on the attention probabilities when training, as the Rust engine (BERT's
+        # attention_probs_dropout) applies it.
+        self.dropout = dropout
 
     def forward(self, x, bias):
         b, l, d = x.shape
@@ -40,7 +43,8 @@ class SelfAttention(nn.Module):
         qkv = self.qkv(x).reshape(b, l, 3, h, d // h).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]
         # bias: [B, 1, 1, L] additive (0 kept, -1e9 padding); SDPA scales by 1/sqrt(Dh).
-        ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        p = self.dropout if self.training else 0.0
+        ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p)
         return self.out(ctx.transpose(1, 2).reshape(b, l, d))
 
 
@@ -60,7 +64,7 @@ class EncoderLayer(nn.Module):
         super().__init__()
         d, eps = cfg["d_model"], cfg["layer_norm_eps"]
         self.ln1 = nn.LayerNorm(d, eps=eps)
-        self.attn = SelfAttention(d, cfg["num_heads"])
+        self.attn = SelfAttention(d, cfg["num_heads"], cfg["dropout"])
         self.ln2 = nn.LayerNorm(d, eps=eps)
         self.ffn = FeedForward(d, cfg["ffn_dim"])
         self.dropout = cfg["dropout"]

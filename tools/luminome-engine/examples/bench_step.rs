@@ -103,7 +103,13 @@ fn main() -> anyhow::Result<()> {
     let mut bwd = 0f64;
     let mut upd = 0f64;
     let mut times = Vec::new();
-    for step in 0..steps + 3 {
+    // BENCH_SKIP_TRAIN=1: inference only (to profile it alone).
+    let train_steps = if env("BENCH_SKIP_TRAIN", 0) == 1 {
+        0
+    } else {
+        steps + 3
+    };
+    for step in 0..train_steps {
         let t0 = Instant::now();
         let rng = DropoutRng::new(step as u64);
         let logits = model.forward(&ids, &mask, Some(&rng))?.logits;
@@ -131,13 +137,29 @@ fn main() -> anyhow::Result<()> {
     }
     times.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let n = steps as f64;
-    println!(
-        "train_step_ms median {:.1} (forward {:.1}, backward {:.1}, clip+AdamW {:.1})",
-        times[times.len() / 2] * 1e3,
-        fwd / n * 1e3,
-        bwd / n * 1e3,
-        upd / n * 1e3
-    );
+    if !times.is_empty() {
+        println!(
+            "train_step_ms median {:.1} (forward {:.1}, backward {:.1}, clip+AdamW {:.1})",
+            times[times.len() / 2] * 1e3,
+            fwd / n * 1e3,
+            bwd / n * 1e3,
+            upd / n * 1e3
+        );
+    }
+    // Inference as luminome-predict runs it (and as PyTorch's side runs under inference_mode):
+    // the trained weights as plain tensors, so no op records a graph (Checkpoint::load_frozen).
+    let frozen = BuiltModel {
+        config: cfg.clone(),
+        varmap: candle_nn::VarMap::new(),
+        model: cfg.build(candle_nn::VarBuilder::from_tensors(
+            vars.iter()
+                .map(|(n, v)| (n.clone(), v.as_tensor().detach()))
+                .collect(),
+            candle_core::DType::F32,
+            &dev,
+        ))?,
+    };
+    let model = frozen.get::<ClassifierConfig>()?;
     let mut inf = Vec::new();
     for _ in 0..steps + 3 {
         let t0 = Instant::now();
