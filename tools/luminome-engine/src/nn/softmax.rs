@@ -72,7 +72,7 @@ impl SoftmaxFloat for f32 {
 // run time; the unsafe it generates is that call.
 #[allow(unsafe_code)]
 pub(crate) mod rows_f32 {
-    use crate::nn::kernels::num_traits_float::exp_f32;
+    use crate::nn::kernels::num_traits_float::exp_f32_fma;
 
     const LANES: usize = 8;
 
@@ -81,7 +81,7 @@ pub(crate) mod rows_f32 {
     /// clamp would turn it into a number), so a diverged model's NaN reaches the output.
     #[inline(always)]
     fn exp_below_max(z: f32) -> f32 {
-        let e = exp_f32(z);
+        let e = exp_f32_fma(z);
         // Two selects, no branch: the loop over a row vectorises.
         let e = if z < -87.0 { 0.0 } else { e };
         if z.is_nan() {
@@ -453,13 +453,13 @@ mod tests {
     }
 
     /// The f32 row kernel's numbers are fixed by its definition, whatever loops compute them:
-    /// e = exp_f32(x − max) (0 below −87, NaN kept), lane j of eight sums elements j, j + 8, …
+    /// e = exp_f32_fma(x − max) (0 below −87, NaN kept), lane j of eight sums elements j, j + 8, …
     /// in order, the lanes are added 0..8, then the tail, then every e times 1/sum. Written
     /// out one element at a time here and compared bit for bit, at lengths around the
     /// kernel's blocks of 8, 16 and 32, with padded keys at −1e9.
     #[test]
     fn the_f32_row_kernel_computes_its_definition_bit_for_bit() {
-        use crate::nn::kernels::num_traits_float::exp_f32;
+        use crate::nn::kernels::num_traits_float::exp_f32_fma;
         fn definition(x: &[f32]) -> Vec<f32> {
             let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
             let e: Vec<f32> = x
@@ -471,7 +471,7 @@ mod tests {
                     } else if z < -87.0 {
                         0.0
                     } else {
-                        exp_f32(z)
+                        exp_f32_fma(z)
                     }
                 })
                 .collect();
