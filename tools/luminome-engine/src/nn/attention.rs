@@ -9,8 +9,10 @@
 //! each (batch, head) is one task on the rayon threads, its L × L block stays in the core's
 //! cache from product to product, q, k and v are read where the projection wrote them and the
 //! context is written where the output projection reads it. A training forward keeps only the
-//! softmax probabilities (the backward pass needs them; the dropped probabilities and the scaled
-//! queries are recomputed there from them and from `qkv`), an inference forward keeps nothing.
+//! softmax probabilities and the dropout decisions, a byte each (the backward pass needs them;
+//! the dropped probabilities and the scaled queries are recomputed there), an inference forward
+//! keeps nothing. The dropout words are drawn per pair where they are used (`DropoutRng::
+//! reserve`: the same words as one mask drawn for the whole tensor).
 //!
 //! Every number is the one the unfused graph computes: the same gemm (one single-threaded call
 //! per product, the same m, n, k and the same orientation of each output, so the same kernel
@@ -23,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use candle_core::{CpuStorage, DType, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
-use super::dropout::{DropoutRng, KeepWords};
+use super::dropout::{loops as dropout, DropoutRng, KeepWords};
 use super::kernels::{contiguous_slice, cpu_fast_path, written_by};
 use super::softmax::rows_f32::{softmax_bwd_row, softmax_row_biased};
 
@@ -192,39 +194,6 @@ fn scaled_queries(x: &[f32], s: Heads, b: usize, h: usize, scale: f32, dst: &mut
     }
 }
 
-/// Dropout of one pair's probabilities from its words: `dst = y ⊙ m` (the dropout op's product
-/// `x · m`, m = 1/(1 − p) or 0 per word), and the keep decisions as bits, 64 to a `u64`, for
-/// the backward pass when `bits` is given.
-fn drop_by_words(
-    y: &[f32],
-    words: &[u32],
-    keep: &KeepWords,
-    dst: &mut [f32],
-    bits: Option<&mut [u64]>,
-) {
-    for ((o, &a), &w) in dst.iter_mut().zip(y).zip(words) {
-        *o = a * keep.value(w);
-    }
-    if let Some(bits) = bits {
-        for (b, w) in bits.iter_mut().zip(words.chunks(64)) {
-            let mut packed = 0u64;
-            for (j, &w) in w.iter().enumerate() {
-                packed |= u64::from(keep.kept(w)) << j;
-            }
-            *b = packed;
-        }
-    }
-}
-
-/// `x ⊙ m` in place, m from the kept bits (1/(1 − p) where set, 0 elsewhere).
-fn drop_by_bits(x: &mut [f32], bits: &[u64], scale: f32) {
-    for (chunk, &b) in x.chunks_mut(64).zip(bits) {
-        for (j, v) in chunk.iter_mut().enumerate() {
-            *v *= if (b >> j) & 1 == 1 { scale } else { 0.0 };
-        }
-    }
-}
-
 /// A thread's working buffers, kept for the life of the thread (rayon's threads live as long
 /// as the process): allocating them per call had every call fault fresh, kernel-zeroed pages in
 /// (a quarter of the op's time at L 512). At L 512 they hold 3 MB per thread.
@@ -234,7 +203,9 @@ struct Scratch {
     b: Vec<f32>,
     c: Vec<f32>,
     q: Vec<f32>,
+    m: Vec<f32>,
     w: Vec<u32>,
+    k: Vec<u8>,
 }
 
 thread_local! {
@@ -249,8 +220,11 @@ struct Buffers<'a> {
     b: &'a mut [f32],
     c: &'a mut [f32],
     q: &'a mut [f32],
-    /// L × L dropout words (a dropping forward pass).
+    /// L × L dropout mask values (1/(1 − p) or 0).
+    m: &'a mut [f32],
+    /// L × L dropout words and decisions (a dropping forward pass).
     w: &'a mut [u32],
+    k: &'a mut [u8],
 }
 
 impl Scratch {
@@ -269,7 +243,9 @@ impl Scratch {
             b: fit(&mut self.b, when(ll, dropout || backward)),
             c: fit(&mut self.c, when(ll, backward)),
             q: fit(&mut self.q, ld),
+            m: fit(&mut self.m, when(ll, dropout)),
             w: fit(&mut self.w, when(ll, dropout && !backward)),
+            k: fit(&mut self.k, when(ll, dropout && !backward)),
         }
     }
 }
@@ -290,8 +266,8 @@ struct FusedAttention {
     keep_probs: bool,
     /// `[B, H, L, L]`: the softmax probabilities (before dropout), kept by a training forward.
     probs: Mutex<Option<Arc<Vec<f32>>>>,
-    /// The dropout decisions as bits, ⌈L²/64⌉ words per pair, kept with the probabilities.
-    kept: Mutex<Option<Arc<Vec<u64>>>>,
+    /// The dropout decisions, a byte per probability (1 = kept), kept with the probabilities.
+    kept: Mutex<Option<Arc<Vec<u8>>>>,
 }
 
 impl candle_core::CustomOp1 for FusedAttention {
@@ -312,14 +288,13 @@ impl candle_core::CustomOp1 for FusedAttention {
         let keep = self.keep_probs;
         let mut probs: Vec<f32> = Vec::with_capacity(if keep { pairs * ll } else { 0 });
         let probs_addr = probs.as_mut_ptr() as usize;
-        let bits_per_pair = ll.div_ceil(64);
-        let mut kept: Vec<u64> = if keep && self.keep.is_some() {
-            vec![0; pairs * bits_per_pair]
+        let mut kept: Vec<u8> = if keep && self.keep.is_some() {
+            vec![0; pairs * ll]
         } else {
             Vec::new()
         };
         let kept_addr = kept.as_mut_ptr() as usize;
-        let store_bits = !kept.is_empty();
+        let store_kept = !kept.is_empty();
         let out = written_by(s.batch * l * d, |out: &mut [f32]| {
             let out_addr = out.as_mut_ptr() as usize;
             (0..pairs).into_par_iter().for_each(|bh| {
@@ -361,15 +336,20 @@ impl candle_core::CustomOp1 for FusedAttention {
                     let p: &[f32] = match &self.keep {
                         Some(words) => {
                             words.draw(bh * ll, sc.w);
-                            // SAFETY: pair `bh` alone writes its words of `kept`.
-                            #[allow(unsafe_code)]
-                            let bits = store_bits.then(|| unsafe {
-                                std::slice::from_raw_parts_mut(
-                                    (kept_addr as *mut u64).add(bh * bits_per_pair),
-                                    bits_per_pair,
-                                )
-                            });
-                            drop_by_words(y, sc.w, words, sc.b, bits);
+                            let decisions: &mut [u8] = if store_kept {
+                                // SAFETY: pair `bh` alone writes its L × L bytes of `kept`.
+                                #[allow(unsafe_code)]
+                                unsafe {
+                                    std::slice::from_raw_parts_mut(
+                                        (kept_addr as *mut u8).add(bh * ll),
+                                        ll,
+                                    )
+                                }
+                            } else {
+                                sc.k
+                            };
+                            dropout::decide(sc.w, words.threshold, words.scale, decisions, sc.m);
+                            dropout::product(y, sc.m, sc.b);
                             sc.b
                         }
                         None => y,
@@ -402,7 +382,7 @@ impl candle_core::CustomOp1 for FusedAttention {
                 probs.set_len(pairs * ll)
             };
             *locked(&self.probs)? = Some(Arc::new(probs));
-            *locked(&self.kept)? = store_bits.then(|| Arc::new(kept));
+            *locked(&self.kept)? = store_kept.then(|| Arc::new(kept));
         }
         Ok((CpuStorage::F32(out), Shape::from_dims(&[s.batch, l, d])))
     }
@@ -414,7 +394,7 @@ impl candle_core::CustomOp1 for FusedAttention {
         };
         let kept = locked(&self.kept)?.clone();
         let dropout = match (&self.keep, kept) {
-            (Some(words), Some(bits)) => Some((bits, words.scale)),
+            (Some(words), Some(kept)) => Some((kept, words.scale)),
             (None, _) => None,
             (Some(_), None) => {
                 candle_core::bail!("fused attention: backward of a forward that kept no dropout")
@@ -437,8 +417,8 @@ struct FusedAttentionBackward {
     shape: Heads,
     scale: f32,
     probs: Arc<Vec<f32>>,
-    /// The kept bits of the dropout (⌈L²/64⌉ words per pair) and 1/(1 − p).
-    dropout: Option<(Arc<Vec<u64>>, f32)>,
+    /// The kept dropout decisions (a byte per probability) and 1/(1 − p).
+    dropout: Option<(Arc<Vec<u8>>, f32)>,
 }
 
 impl candle_core::CustomOp2 for FusedAttentionBackward {
@@ -465,13 +445,12 @@ impl candle_core::CustomOp2 for FusedAttentionBackward {
         let x = contiguous_slice(x, l1, "fused attention backward")?;
         let g = contiguous_slice(g, l2, "fused attention backward")?;
         let ll = l * l;
-        let bits_per_pair = ll.div_ceil(64);
         let pairs = s.batch * s.heads;
         if self.probs.len() != pairs * ll
             || self
                 .dropout
                 .as_ref()
-                .is_some_and(|(bits, _)| bits.len() != pairs * bits_per_pair)
+                .is_some_and(|(kept, _)| kept.len() != pairs * ll)
         {
             candle_core::bail!("fused attention backward: kept probabilities do not fit")
         }
@@ -483,22 +462,21 @@ impl candle_core::CustomOp2 for FusedAttentionBackward {
                     let (b, h) = (bh / s.heads, bh % s.heads);
                     let base = s.qkv_offset(b, h);
                     let y = &self.probs[bh * ll..][..ll];
-                    let dropout = self.dropout.as_ref().map(|(bits, scale)| {
-                        (&bits[bh * bits_per_pair..][..bits_per_pair], *scale)
-                    });
+                    if let Some((kept, scale)) = &self.dropout {
+                        dropout::mask_of(&kept[bh * ll..][..ll], *scale, sc.m);
+                    }
+                    let dropping = self.dropout.is_some();
                     let gc = View::of(g, b * l * d + h * dh, d, 1);
                     let at = |off: usize| View {
                         addr: out_addr + (base + off) * F32,
                         rs: 3 * d,
                         cs: 1,
                     };
-                    let p: &[f32] = match dropout {
-                        Some((bits, scale)) => {
-                            sc.a.copy_from_slice(y);
-                            drop_by_bits(sc.a, bits, scale);
-                            sc.a
-                        }
-                        None => y,
+                    let p: &[f32] = if dropping {
+                        dropout::product(y, sc.m, sc.a);
+                        sc.a
+                    } else {
+                        y
                     };
                     // ∂v = pᵀ·g, into v's place; ∂p = g·vᵀ.
                     // SAFETY: p and sc.b are this task's L × L buffers, g and x are read
@@ -516,12 +494,16 @@ impl candle_core::CustomOp2 for FusedAttentionBackward {
                             View::of(x, base + 2 * d, 3 * d, 1).transposed(),
                         );
                     }
-                    if let Some((bits, scale)) = dropout {
-                        drop_by_bits(sc.b, bits, scale);
-                    }
+                    // ∂y = ∂p ⊙ m (into `a`: p is no longer needed), then the softmax's.
+                    let gy: &[f32] = if dropping {
+                        dropout::product(sc.b, sc.m, sc.a);
+                        sc.a
+                    } else {
+                        sc.b
+                    };
                     for ((yr, gr), dr) in y
                         .chunks_exact(l)
-                        .zip(sc.b.chunks_exact(l))
+                        .zip(gy.chunks_exact(l))
                         .zip(sc.c.chunks_exact_mut(l))
                     {
                         softmax_bwd_row(yr, gr, dr);

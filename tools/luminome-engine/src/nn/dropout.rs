@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use candle_core::{CpuStorage, DType, Layout, Result, Shape, Tensor};
 
-use super::kernels::contiguous_slice;
+use rayon::prelude::*;
+
+use super::kernels::{contiguous_slice, written_by};
 
 /// Dropout whose masks come from a seeded RNG, so a seed fixes every mask (candle's own dropout
 /// draws from an unseedable generator).
@@ -65,10 +67,11 @@ impl DropoutRng {
         if p <= 0.0 {
             return Ok(x.clone());
         }
-        let keep = self.mask(x.elem_count(), p);
         if fused_f32(x) {
-            x.contiguous()?.apply_op1(MaskMul(Arc::new(keep)))
+            let keep = self.reserve(x.elem_count(), p);
+            x.contiguous()?.apply_op1(DrawnDropout::new(keep))
         } else {
+            let keep = self.mask(x.elem_count(), p);
             let mask = Tensor::from_vec(keep, x.shape(), x.device())?.to_dtype(x.dtype())?;
             x.mul(&mask)
         }
@@ -81,9 +84,9 @@ impl DropoutRng {
             return x + h;
         }
         if fused_f32(x) && fused_f32(h) && x.shape() == h.shape() {
-            let keep = self.mask(h.elem_count(), p);
+            let keep = self.reserve(h.elem_count(), p);
             x.contiguous()?
-                .apply_op2(&h.contiguous()?, ResidualMaskMul(Arc::new(keep)))
+                .apply_op2(&h.contiguous()?, DrawnDropout::new(keep))
         } else {
             x + self.dropout(h, p)?
         }
@@ -95,7 +98,8 @@ impl DropoutRng {
 pub(crate) struct KeepWords {
     rng: rand_chacha::ChaCha8Rng,
     start: u128,
-    threshold: u32,
+    /// A word at or above it keeps its element.
+    pub threshold: u32,
     /// 1 / (1 − p): what a kept element is multiplied by.
     pub scale: f32,
 }
@@ -108,22 +112,6 @@ impl KeepWords {
         rng.set_word_pos(self.start + offset as u128);
         rng.fill(out);
     }
-
-    /// Whether a word keeps its element.
-    #[inline(always)]
-    pub fn kept(&self, word: u32) -> bool {
-        word >= self.threshold
-    }
-
-    /// The mask value of a word: 1 / (1 − p) where kept, 0 where dropped.
-    #[inline(always)]
-    pub fn value(&self, word: u32) -> f32 {
-        if self.kept(word) {
-            self.scale
-        } else {
-            0.0
-        }
-    }
 }
 
 /// Whether the fused dropout ops run: f32 on the CPU (not with the fallbacks forced).
@@ -134,14 +122,191 @@ fn fused_f32(x: &Tensor) -> bool {
 // Why fused: `x.mul(&mask)` makes the mask a tensor in the graph, and candle's backward of a
 // product computes the gradient of both factors — of the mask too (a product, a zero-filled
 // buffer and a sum, each the size of the activation, all thrown away) — and the residual sum
-// adds two more full passes. These ops hold the mask themselves; their outputs and gradients
-// are the same floating-point products and sums, in the same order, so every bit is as before
-// (tests below compare against the unfused graph).
+// adds two more full passes. These ops draw their mask themselves and keep its decisions; their
+// outputs and gradients are the same floating-point products and sums, in the same order, so
+// every bit is as before (tests below compare against the unfused graph).
+//
+// The words are drawn piece by piece where they are used, the pieces in parallel (each from
+// the stream seeked to its first word: the same words as one bulk fill), and the decisions
+// kept, a byte each, for the backward pass: no f32 mask the size of the activation is written
+// and read back, and the generator — serial on the calling thread before — runs on every thread.
 
-/// `x ⊙ mask`, its gradient `g ⊙ mask`.
-struct MaskMul(Arc<Vec<f32>>);
+/// Elements per parallel piece.
+const PIECE: usize = 1 << 14;
 
-impl candle_core::CustomOp1 for MaskMul {
+/// One piece's random words and mask values, kept for the life of the thread.
+#[derive(Default)]
+struct PieceScratch {
+    words: Vec<u32>,
+    mask: Vec<f32>,
+}
+
+thread_local! {
+    static PIECE_SCRATCH: std::cell::RefCell<PieceScratch> =
+        std::cell::RefCell::new(PieceScratch::default());
+}
+
+/// The decisions of one dropout, a byte per element (1 = kept): a quarter of the f32 mask's
+/// memory, and unlike bits both ways vectorise.
+#[derive(Clone)]
+struct Kept {
+    bytes: Arc<Vec<u8>>,
+    scale: f32,
+}
+
+/// The element loops, each a function of its slices (so the compiler knows they do not
+/// overlap) with AVX-512 and AVX2 clones chosen at run time: mask values from words or kept
+/// decisions, and the products. No fused multiply-add: every clone gives the same bits.
+// multiversion's dispatcher calls a clone only after detecting its features at run time; the
+// unsafe it generates is that call.
+#[allow(unsafe_code)]
+pub(crate) mod loops {
+    #[multiversion::multiversion(targets(
+        "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+        "x86_64+avx2+fma"
+    ))]
+    pub(crate) fn decide(
+        words: &[u32],
+        threshold: u32,
+        scale: f32,
+        kept: &mut [u8],
+        mask: &mut [f32],
+    ) {
+        for ((m, k), &w) in mask.iter_mut().zip(kept.iter_mut()).zip(words) {
+            let keep = w >= threshold;
+            *k = u8::from(keep);
+            *m = if keep { scale } else { 0.0 };
+        }
+    }
+
+    #[multiversion::multiversion(targets(
+        "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+        "x86_64+avx2+fma"
+    ))]
+    pub(crate) fn mask_of(kept: &[u8], scale: f32, mask: &mut [f32]) {
+        for (m, &k) in mask.iter_mut().zip(kept) {
+            *m = if k != 0 { scale } else { 0.0 };
+        }
+    }
+
+    /// o = x ⊙ m.
+    #[multiversion::multiversion(targets(
+        "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+        "x86_64+avx2+fma"
+    ))]
+    pub(crate) fn product(x: &[f32], m: &[f32], o: &mut [f32]) {
+        for ((o, &x), &m) in o.iter_mut().zip(x).zip(m) {
+            *o = x * m;
+        }
+    }
+
+    /// o = x + h ⊙ m.
+    #[multiversion::multiversion(targets(
+        "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+        "x86_64+avx2+fma"
+    ))]
+    pub(crate) fn residual(x: &[f32], h: &[f32], m: &[f32], o: &mut [f32]) {
+        for (((o, &x), &h), &m) in o.iter_mut().zip(x).zip(h).zip(m) {
+            *o = x + h * m;
+        }
+    }
+}
+
+/// Where a piece's mask values come from.
+enum Decisions<'a> {
+    /// Drawn from the reserved words, the decisions written into the bytes (1 = kept).
+    Draw(&'a KeepWords, &'a mut [u8]),
+    /// Read from decisions kept by a forward pass, with 1/(1 − p).
+    Kept(&'a [u8], f32),
+}
+
+/// `f(range, m, out)` for each piece of `out`, in parallel, `m` the piece's mask values
+/// (1/(1 − p) or 0).
+fn by_pieces(
+    decisions: Decisions,
+    out: &mut [f32],
+    f: impl Fn(std::ops::Range<usize>, &[f32], &mut [f32]) + Sync,
+) {
+    // The piece's mask values (and words) in the thread's scratch, filled by `fill`, then `f`.
+    let piece = |c: usize, o: &mut [f32], fill: &mut dyn FnMut(&mut [f32], &mut [u32])| {
+        PIECE_SCRATCH.with_borrow_mut(|sc| {
+            let n = o.len();
+            if sc.mask.len() < n {
+                sc.mask.resize(n, 0.0);
+                sc.words.resize(n, 0);
+            }
+            fill(&mut sc.mask[..n], &mut sc.words[..n]);
+            f(c * PIECE..c * PIECE + n, &sc.mask[..n], o);
+        })
+    };
+    match decisions {
+        Decisions::Draw(keep, kept) => out
+            .par_chunks_mut(PIECE)
+            .zip(kept.par_chunks_mut(PIECE))
+            .enumerate()
+            .for_each(|(c, (o, kept))| {
+                piece(c, o, &mut |mask, words| {
+                    keep.draw(c * PIECE, words);
+                    loops::decide(words, keep.threshold, keep.scale, kept, mask);
+                })
+            }),
+        Decisions::Kept(kept, scale) => out.par_chunks_mut(PIECE).enumerate().for_each(|(c, o)| {
+            piece(c, o, &mut |mask, _| {
+                let n = mask.len();
+                loops::mask_of(&kept[c * PIECE..][..n], scale, mask);
+            })
+        }),
+    }
+}
+
+/// Dropout whose mask is drawn when the op runs: `x ⊙ m` (one input) or `x + h ⊙ m` (two:
+/// the residual connection), m_i = 1/(1 − p) or 0; gradients `g ⊙ m`, and `g` for `x`.
+struct DrawnDropout {
+    keep: KeepWords,
+    kept: std::sync::Mutex<Option<Kept>>,
+}
+
+impl DrawnDropout {
+    fn new(keep: KeepWords) -> Self {
+        Self {
+            keep,
+            kept: std::sync::Mutex::new(None),
+        }
+    }
+
+    fn run(
+        &self,
+        n: usize,
+        f: impl Fn(std::ops::Range<usize>, &[f32], &mut [f32]) + Sync,
+    ) -> Result<Vec<f32>> {
+        let mut kept = vec![0u8; n];
+        let scale = self.keep.scale;
+        let out = written_by(n, |o: &mut [f32]| {
+            by_pieces(Decisions::Draw(&self.keep, &mut kept), o, f)
+        });
+        *self.locked()? = Some(Kept {
+            bytes: Arc::new(kept),
+            scale,
+        });
+        Ok(out)
+    }
+
+    fn locked(&self) -> Result<std::sync::MutexGuard<'_, Option<Kept>>> {
+        self.kept
+            .lock()
+            .map_err(|_| candle_core::Error::Msg("dropout: a thread panicked".into()))
+    }
+
+    /// `g ⊙ m` from the kept decisions.
+    fn masked_gradient(&self, g: &Tensor) -> Result<Tensor> {
+        let Some(kept) = self.locked()?.clone() else {
+            candle_core::bail!("dropout: backward pass before the forward pass")
+        };
+        g.contiguous()?.apply_op1_no_bwd(&KeptMul(kept))
+    }
+}
+
+impl candle_core::CustomOp1 for DrawnDropout {
     fn name(&self) -> &'static str {
         "luminome-dropout"
     }
@@ -151,19 +316,16 @@ impl candle_core::CustomOp1 for MaskMul {
             candle_core::bail!("dropout: f32 only")
         };
         let x = contiguous_slice(x, l, "dropout")?;
-        let y = x.iter().zip(self.0.iter()).map(|(&x, &m)| x * m).collect();
+        let y = self.run(x.len(), |r, m, o| loops::product(&x[r], m, o))?;
         Ok((CpuStorage::F32(y), l.shape().clone()))
     }
 
     fn bwd(&self, _x: &Tensor, _y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
-        Ok(Some(g.contiguous()?.apply_op1_no_bwd(self)?))
+        Ok(Some(self.masked_gradient(g)?))
     }
 }
 
-/// `x + h ⊙ mask`, its gradients `g` and `g ⊙ mask`.
-struct ResidualMaskMul(Arc<Vec<f32>>);
-
-impl candle_core::CustomOp2 for ResidualMaskMul {
+impl candle_core::CustomOp2 for DrawnDropout {
     fn name(&self) -> &'static str {
         "luminome-residual-dropout"
     }
@@ -180,12 +342,12 @@ impl candle_core::CustomOp2 for ResidualMaskMul {
         };
         let x = contiguous_slice(x, l1, "residual dropout")?;
         let h = contiguous_slice(h, l2, "residual dropout")?;
-        let y = x
-            .iter()
-            .zip(h)
-            .zip(self.0.iter())
-            .map(|((&x, &h), &m)| x + h * m)
-            .collect();
+        if x.len() != h.len() {
+            candle_core::bail!("residual dropout: {} and {} elements", x.len(), h.len())
+        }
+        let y = self.run(x.len(), |r, m, o| {
+            loops::residual(&x[r.clone()], &h[r], m, o)
+        })?;
         Ok((CpuStorage::F32(y), l1.shape().clone()))
     }
 
@@ -196,9 +358,34 @@ impl candle_core::CustomOp2 for ResidualMaskMul {
         _y: &Tensor,
         g: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let g = g.contiguous()?;
-        let gh = g.apply_op1_no_bwd(&MaskMul(self.0.clone()))?;
-        Ok((Some(g), Some(gh)))
+        Ok((Some(g.clone()), Some(self.masked_gradient(g)?)))
+    }
+}
+
+/// `g ⊙ m` from kept decisions.
+struct KeptMul(Kept);
+
+impl candle_core::CustomOp1 for KeptMul {
+    fn name(&self) -> &'static str {
+        "luminome-dropout-backward"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let CpuStorage::F32(g) = s else {
+            candle_core::bail!("dropout backward: f32 only")
+        };
+        let g = contiguous_slice(g, l, "dropout backward")?;
+        if self.0.bytes.len() != g.len() {
+            candle_core::bail!("dropout backward: the mask does not fit the gradient")
+        }
+        let y = written_by(g.len(), |o: &mut [f32]| {
+            by_pieces(
+                Decisions::Kept(&self.0.bytes, self.0.scale),
+                o,
+                |r, m, o| loops::product(&g[r], m, o),
+            )
+        });
+        Ok((CpuStorage::F32(y), l.shape().clone()))
     }
 }
 
@@ -238,7 +425,8 @@ mod tests {
         let threshold = (p * u32::MAX as f64) as u32;
         let mut reference = rand_chacha::ChaCha8Rng::seed_from_u64(11);
         let d = DropoutRng::new(11);
-        for n in [1000usize, 77] {
+        // 40,001: several parallel pieces, the last one not whole words of bits.
+        for n in [1000usize, 77, 40_001] {
             let x = Tensor::ones(n, DType::F32, &Device::Cpu).unwrap();
             let got: Vec<f32> = d.dropout(&x, p).unwrap().to_vec1().unwrap();
             for (i, g) in got.iter().enumerate() {
@@ -274,7 +462,8 @@ mod tests {
     #[test]
     fn fused_dropout_ops_are_bit_identical_to_the_mask_product_graph() {
         use crate::nn::kernels::test_support::{randn, value_and_grad_bits as bits};
-        let shape = [6, 7, 33];
+        // 42,042 elements: three parallel pieces, the last not a multiple of 64.
+        let shape = [6, 7, 1001];
         let f32s = |t: Tensor| t.to_dtype(DType::F32).unwrap();
         let x = candle_core::Var::from_tensor(&f32s(randn(&shape, 1))).unwrap();
         let h = candle_core::Var::from_tensor(&f32s(randn(&shape, 2))).unwrap();
