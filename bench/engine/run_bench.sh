@@ -21,6 +21,9 @@ echo "# $(date -u +%FT%TZ) $(uname -m) $(nproc) cores; steps=$steps repeats=$rep
 for r in $(seq 1 "$repeats"); do
     for t in 1 2; do
         python3 bench/engine/torch_bench.py --threads "$t" --steps "$steps" --backbone "$backbone" | sed "s/^/repeat $r threads $t pytorch  /"
+        if [[ "$backbone" == transformer ]]; then
+            python3 bench/engine/torch_bench.py --threads "$t" --steps "$steps" --no-attention-dropout | sed "s/^/repeat $r threads $t pytorch-no-attn-dropout  /"
+        fi
         RAYON_NUM_THREADS=$t "$bin" "$steps" 0.1 "$backbone" | sed "s/^/repeat $r threads $t luminome /"
     done
 done

@@ -4,6 +4,9 @@
 The model and inputs mirror tools/luminome-engine/examples/bench_step.rs: vocab 10, d_model 128,
 4 layers, 4 heads, FFN 512, max length 72, batch 32, learned positions, pre-LN, DynamicGated
 adapter, dropout 0.1; the same token pattern ([CLS] then A/C/G/T), no padding, labels i % 2.
+Dropout as the engine applies it: on the embeddings, the attention probabilities (SDPA's
+dropout_p), the FFN's hidden layer and both residual branches; --no-attention-dropout leaves the
+attention probabilities alone (SDPA's fused kernel; not the engine's model, reported apart).
 A training step = forward (train mode, dropout on) + cross-entropy + backward + gradient-norm
 clipping at 1.0 + AdamW step (lr 1e-4, weight decay 0.01); inference = forward in eval mode under
 torch.inference_mode(). Three warm-up iterations, then the median of --steps.
@@ -41,6 +44,9 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--no-attention-dropout", action="store_true",
+                    help="no dropout on the attention probabilities (the Rust engine has it): "
+                         "SDPA then runs its fused CPU kernel; a cheaper model than Luminome's")
     ap.add_argument("--backbone", choices=["transformer", "cnn"], default="transformer")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (bench/gpu/run_gpu.sh)")
     ap.add_argument("--precision", choices=["f32", "bf16"], default="f32",
@@ -58,6 +64,9 @@ def main():
             "gated", d_model=env("BENCH_D", 128), num_layers=env("BENCH_LAYERS", 4),
             num_heads=env("BENCH_HEADS", 4), ffn_dim=env("BENCH_FFN", 512), max_length=L,
             dropout=a.dropout))
+    if a.no_attention_dropout and a.backbone != "cnn":
+        for layer in model.encoder.layers:
+            layer.attn.dropout = 0.0
     model = model.to(dev)
     ids = torch.tensor([[1 if j == 0 else 5 + ((i * L + j) * 7 % 4) for j in range(L)] for i in range(B)])
     ids = ids.to(dev)
@@ -91,7 +100,8 @@ def main():
             logits.tolist()
             inf.append(time.perf_counter() - t0)
     inf_ms = statistics.median(inf[3:]) * 1e3
-    print(f"torch {torch.__version__} threads {a.threads} backbone {a.backbone} device {a.device} {a.precision}")
+    variant = " no-attention-dropout" if a.no_attention_dropout else ""
+    print(f"torch {torch.__version__} threads {a.threads} backbone {a.backbone} device {a.device} {a.precision}{variant}")
     print(f"train_step_ms median {train_ms:.1f}")
     print(f"inference_batch_ms median {inf_ms:.1f} ({B / inf_ms * 1e3:.0f} sequences/s)")
 

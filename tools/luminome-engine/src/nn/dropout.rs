@@ -81,7 +81,7 @@ impl DropoutRng {
     /// the CPU.
     pub fn residual_dropout(&self, x: &Tensor, h: &Tensor, p: f64) -> Result<Tensor> {
         if p <= 0.0 {
-            return x + h;
+            return residual_sum(x, h);
         }
         if fused_f32(x) && fused_f32(h) && x.shape() == h.shape() {
             let keep = self.reserve(h.elem_count(), p);
@@ -197,6 +197,17 @@ pub(crate) mod loops {
     pub(crate) fn product(x: &[f32], m: &[f32], o: &mut [f32]) {
         for ((o, &x), &m) in o.iter_mut().zip(x).zip(m) {
             *o = x * m;
+        }
+    }
+
+    /// o = x + h.
+    #[multiversion::multiversion(targets(
+        "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+        "x86_64+avx2+fma"
+    ))]
+    pub(crate) fn sum(x: &[f32], h: &[f32], o: &mut [f32]) {
+        for ((o, &x), &h) in o.iter_mut().zip(x).zip(h) {
+            *o = x + h;
         }
     }
 
@@ -389,6 +400,62 @@ impl candle_core::CustomOp1 for KeptMul {
     }
 }
 
+/// `x + h` of two tensors of one shape: on the CPU (f32) one vectorised op whose blocks run on
+/// the rayon threads (candle's add runs on the calling thread alone: its own pool is off,
+/// `luminome_cli::candle_elementwise_on_caller`), gradient `g` to both; elsewhere candle's add.
+/// The same sums.
+pub fn residual_sum(x: &Tensor, h: &Tensor) -> Result<Tensor> {
+    if fused_f32(x) && fused_f32(h) && x.shape() == h.shape() {
+        x.contiguous()?.apply_op2(&h.contiguous()?, ResidualSum)
+    } else {
+        x + h
+    }
+}
+
+struct ResidualSum;
+
+impl candle_core::CustomOp2 for ResidualSum {
+    fn name(&self) -> &'static str {
+        "luminome-residual-sum"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (CpuStorage::F32(x), CpuStorage::F32(h)) = (s1, s2) else {
+            candle_core::bail!("residual sum: f32 only")
+        };
+        let x = contiguous_slice(x, l1, "residual sum")?;
+        let h = contiguous_slice(h, l2, "residual sum")?;
+        if x.len() != h.len() {
+            candle_core::bail!("residual sum: {} and {} elements", x.len(), h.len())
+        }
+        let y = written_by(x.len(), |o: &mut [f32]| {
+            o.par_chunks_mut(PIECE)
+                .zip(x.par_chunks(PIECE).zip(h.par_chunks(PIECE)))
+                .for_each(|(o, (x, h))| loops::sum(x, h, o))
+        });
+        Ok((CpuStorage::F32(y), l1.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        h: &Tensor,
+        _y: &Tensor,
+        g: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        Ok((
+            x.track_op().then(|| g.clone()),
+            h.track_op().then(|| g.clone()),
+        ))
+    }
+}
+
 /// Applies dropout when training (an RNG is given), passes through otherwise.
 pub fn maybe_dropout(x: &Tensor, p: f64, rng: Option<&DropoutRng>) -> Result<Tensor> {
     match rng {
@@ -406,7 +473,7 @@ pub fn residual_dropout(
 ) -> Result<Tensor> {
     match rng {
         Some(r) => r.residual_dropout(x, h, p),
-        None => x + h,
+        None => residual_sum(x, h),
     }
 }
 
@@ -486,5 +553,23 @@ mod tests {
         // Some elements were dropped, some kept.
         let m: Vec<f32> = mask.flatten_all().unwrap().to_vec1().unwrap();
         assert!(m.contains(&0.0) && m.iter().any(|&v| v > 1.0));
+    }
+
+    #[test]
+    fn the_residual_sum_is_candles_add_bit_for_bit_with_its_gradients() {
+        use crate::nn::kernels::test_support::{randn, value_and_grad_bits as bits};
+        let shape = [6, 7, 1001];
+        let f32s = |t: Tensor| t.to_dtype(DType::F32).unwrap();
+        let x = candle_core::Var::from_tensor(&f32s(randn(&shape, 1))).unwrap();
+        let h = candle_core::Var::from_tensor(&f32s(randn(&shape, 2))).unwrap();
+        let w = f32s(randn(&shape, 3));
+        let ours = residual_sum(x.as_tensor(), h.as_tensor()).unwrap();
+        let candles = (x.as_tensor() + h.as_tensor()).unwrap();
+        assert_eq!(bits(&ours, &w, &[&x, &h]), bits(&candles, &w, &[&x, &h]));
+        // An input outside the graph gets no gradient; the other still does.
+        let plain = f32s(randn(&shape, 4));
+        let y = residual_sum(&plain, h.as_tensor()).unwrap();
+        let g = (&y * &w).unwrap().sum_all().unwrap().backward().unwrap();
+        assert!(g.get(&plain).is_none() && g.get(h.as_tensor()).is_some());
     }
 }
