@@ -76,14 +76,17 @@ impl DynamicGated {
             Some(bias) => crate::nn::add_bias(&cls_part, bias)?,
             None => cls_part,
         };
-        let tok_part = h
-            .reshape((b * l, d))?
-            .matmul(&w_tok.t()?)?
-            .reshape((b, l, d))?;
+        // nn::batched_matmul: the same gemm call as candle's matmul, run on the rayon threads
+        // (candle's runs on the calling thread alone, its element-wise pool being off).
+        let tok_part = crate::nn::batched_matmul(
+            &h.reshape((1, b * l, d))?,
+            &w_tok.t()?.unsqueeze(0)?,
+        )?
+        .reshape((b, l, d))?;
         let g_base = candle_nn::ops::sigmoid(&tok_part.broadcast_add(&cls_part.unsqueeze(1)?)?)?;
         let q = self.query.forward(&h_cls)?; // [B, D]
         let k = self.key.forward(h)?; // [B, L, D]
-        let scores = k.matmul(&q.unsqueeze(2)?)?; // [B, L, 1]
+        let scores = crate::nn::batched_matmul(&k, &q.unsqueeze(2)?)?; // [B, L, 1]
         let scores = match self.score_scale {
             Some(s) => scores.affine(s, 0.0)?,
             None => scores,
