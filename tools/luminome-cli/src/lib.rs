@@ -45,6 +45,16 @@ pub fn set_threads(threads: Option<usize>) {
     }
 }
 
+/// Runs `f` on one of the global thread pool's workers while the calling thread waits; call it
+/// after [`set_threads`]. The engine's parallel ops (gemm, the fused kernels) then start from a
+/// pool thread, which runs its share itself, instead of handing every op from the main thread
+/// to the pool and back: two thread wake-ups per op, measured 18 % of an inference pass of the
+/// benchmark model at one thread and 8 % at two (docs/benchmarks.md, 2026-11-25 night). The
+/// numbers computed are the same.
+pub fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    rayon::scope(|_| f())
+}
+
 /// The worker threads to start for `--threads` (`None` or 0: every core the machine has).
 /// More than the machine has only adds contention, and tens of thousands hang a pool's
 /// start-up: such a count is capped to the machine's with a warning (the results are the same).

@@ -24,9 +24,14 @@ use luminome_engine::train::{AdamW, AdamWConfig};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
-    // As luminome-train does (MIMALLOC_PURGE_DELAY, if set, wins).
+    // As luminome-train does (MIMALLOC_PURGE_DELAY, if set, wins), and from a pool thread as
+    // the binaries run (luminome_cli::on_pool).
     luminome_cli::keep_freed_memory();
     luminome_cli::candle_elementwise_on_caller();
+    luminome_cli::on_pool(run)
+}
+
+fn run() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let steps: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(20);
     let dropout: f64 = args.get(2).map(|s| s.parse()).transpose()?.unwrap_or(0.1);

@@ -161,6 +161,11 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
         );
     }
     args.runtime.apply_threads();
+    luminome_cli::on_pool(|| run_on_pool(args, started))
+}
+
+/// [`run`] from the thread pool on.
+fn run_on_pool(args: &ImportanceArgs, started: Instant) -> Result<()> {
     for out in [
         Some(&args.output),
         args.bedgraph.as_ref(),

@@ -109,6 +109,11 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         bail!("--batch-size must be at least 1");
     }
     args.runtime.apply_threads();
+    luminome_cli::on_pool(|| run_on_pool(args))
+}
+
+/// [`run`] from the thread pool on.
+fn run_on_pool(args: &PredictArgs) -> Result<()> {
     for out in [
         Some(&args.output),
         args.metrics.as_ref(),

@@ -76,10 +76,16 @@ pub fn check_run_outputs(dir: &std::path::Path, extra: &[&str], sources: &[Strin
 }
 
 /// Runs a subcommand end to end.
-pub fn run<C: TrainCommand>(cmd: &C, command_line: &str) -> Result<()> {
+pub fn run<C: TrainCommand + Sync>(cmd: &C, command_line: &str) -> Result<()> {
     let t = cmd.train_args();
     t.check()?;
     t.runtime.apply_threads();
+    luminome_cli::on_pool(|| run_on_pool(cmd, command_line))
+}
+
+/// [`run`] from the thread pool on.
+fn run_on_pool<C: TrainCommand + Sync>(cmd: &C, command_line: &str) -> Result<()> {
+    let t = cmd.train_args();
     let device = parse_device(&t.runtime.device)?;
     let setup = cmd.setup(&device)?;
     // --resume continues last.safetensors in place, by design; every other input is protected.
