@@ -9,6 +9,10 @@
 #
 # Needs python3 with torch. Each repeat runs, for 1 and 2 threads, PyTorch then Luminome, so
 # both see the same machine load; report the medians over repeats.
+#
+# BENCH_BIN: the bench_step binary to time (default: build this checkout's).
+# BENCH_BIN_BEFORE: a second bench_step binary (an older commit's) timed in the same loop,
+# right before BENCH_BIN, its lines marked "luminome-before".
 set -euo pipefail
 steps=${1:-20}
 repeats=${2:-3}
@@ -23,6 +27,9 @@ for r in $(seq 1 "$repeats"); do
         python3 bench/engine/torch_bench.py --threads "$t" --steps "$steps" --backbone "$backbone" | sed "s/^/repeat $r threads $t pytorch  /"
         if [[ "$backbone" == transformer ]]; then
             python3 bench/engine/torch_bench.py --threads "$t" --steps "$steps" --no-attention-dropout | sed "s/^/repeat $r threads $t pytorch-no-attn-dropout  /"
+        fi
+        if [[ -n "${BENCH_BIN_BEFORE:-}" ]]; then
+            RAYON_NUM_THREADS=$t "$BENCH_BIN_BEFORE" "$steps" 0.1 "$backbone" | sed "s/^/repeat $r threads $t luminome-before /"
         fi
         RAYON_NUM_THREADS=$t "$bin" "$steps" 0.1 "$backbone" | sed "s/^/repeat $r threads $t luminome /"
     done
