@@ -6,7 +6,7 @@ use candle_core::{CpuStorage, DType, Layout, Result, Shape, Tensor};
 
 use rayon::prelude::*;
 
-use super::kernels::{contiguous_slice, written_by};
+use super::kernels::{contiguous_slice, f32_operands, written_by};
 
 /// Dropout whose masks come from a seeded RNG, so a seed fixes every mask (candle's own dropout
 /// draws from an unseedable generator).
@@ -348,14 +348,7 @@ impl candle_core::CustomOp2 for DrawnDropout {
         s2: &CpuStorage,
         l2: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let (CpuStorage::F32(x), CpuStorage::F32(h)) = (s1, s2) else {
-            candle_core::bail!("residual dropout: f32 only")
-        };
-        let x = contiguous_slice(x, l1, "residual dropout")?;
-        let h = contiguous_slice(h, l2, "residual dropout")?;
-        if x.len() != h.len() {
-            candle_core::bail!("residual dropout: {} and {} elements", x.len(), h.len())
-        }
+        let (x, h) = f32_operands((s1, l1), (s2, l2), "residual dropout")?;
         let y = self.run(x.len(), |r, m, o| {
             loops::residual(&x[r.clone()], &h[r], m, o)
         })?;
@@ -426,14 +419,7 @@ impl candle_core::CustomOp2 for ResidualSum {
         s2: &CpuStorage,
         l2: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let (CpuStorage::F32(x), CpuStorage::F32(h)) = (s1, s2) else {
-            candle_core::bail!("residual sum: f32 only")
-        };
-        let x = contiguous_slice(x, l1, "residual sum")?;
-        let h = contiguous_slice(h, l2, "residual sum")?;
-        if x.len() != h.len() {
-            candle_core::bail!("residual sum: {} and {} elements", x.len(), h.len())
-        }
+        let (x, h) = f32_operands((s1, l1), (s2, l2), "residual sum")?;
         let y = written_by(x.len(), |o: &mut [f32]| {
             o.par_chunks_mut(PIECE)
                 .zip(x.par_chunks(PIECE).zip(h.par_chunks(PIECE)))

@@ -1,7 +1,7 @@
 //! What the fused CPU kernels share: a check for the CPU fast path, contiguous slices of
 //! storage, and the small slice of float arithmetic they need for f32 and f64.
 
-use candle_core::{DType, Layout, Result, Tensor};
+use candle_core::{CpuStorage, DType, Layout, Result, Tensor};
 
 static FORCE_PRIMITIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -28,6 +28,23 @@ pub(crate) fn contiguous_slice<'a, T>(s: &'a [T], l: &Layout, what: &str) -> Res
         Some((a, b)) => Ok(&s[a..b]),
         None => candle_core::bail!("{what}: input has to be contiguous"),
     }
+}
+
+/// The f32 slices of an element-wise binary op's two inputs, contiguous and of one length.
+pub(crate) fn f32_operands<'a>(
+    (s1, l1): (&'a CpuStorage, &Layout),
+    (s2, l2): (&'a CpuStorage, &Layout),
+    what: &str,
+) -> Result<(&'a [f32], &'a [f32])> {
+    let (CpuStorage::F32(a), CpuStorage::F32(b)) = (s1, s2) else {
+        candle_core::bail!("{what}: f32 only")
+    };
+    let a = contiguous_slice(a, l1, what)?;
+    let b = contiguous_slice(b, l2, what)?;
+    if a.len() != b.len() {
+        candle_core::bail!("{what}: {} and {} elements", a.len(), b.len())
+    }
+    Ok((a, b))
 }
 
 /// A new vector of `len` values, every one written by `fill` (which must write each element of
