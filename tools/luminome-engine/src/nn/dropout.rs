@@ -478,7 +478,7 @@ mod tests {
         let threshold = (p * u32::MAX as f64) as u32;
         let mut reference = rand_chacha::ChaCha8Rng::seed_from_u64(11);
         let d = DropoutRng::new(11);
-        // 40,001: several parallel pieces, the last one not whole words of bits.
+        // 40,001: three parallel pieces, the last one shorter.
         for n in [1000usize, 77, 40_001] {
             let x = Tensor::ones(n, DType::F32, &Device::Cpu).unwrap();
             let got: Vec<f32> = d.dropout(&x, p).unwrap().to_vec1().unwrap();

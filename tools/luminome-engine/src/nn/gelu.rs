@@ -76,8 +76,8 @@ fn gelu_grad_f32(x: f32, g: f32) -> f32 {
     g * x.mul_add(INV_SQRT_2PI as f32 * e, cdf)
 }
 
-// multiversion's dispatcher calls the AVX2+FMA clone only after detecting those features at
-// run time; the unsafe it generates is that call.
+// multiversion's dispatcher calls a clone only after detecting its features at run time;
+// the unsafe it generates is that call.
 #[allow(unsafe_code)]
 mod dispatch {
     #[multiversion::multiversion(targets(
@@ -207,7 +207,7 @@ mod tests {
     use candle_core::{DType, Device, Var};
 
     #[test]
-    fn the_normal_cdf_is_within_1e7_of_phi_and_its_lower_tail_relatively_close() {
+    fn the_normal_cdf_is_within_3e7_of_phi_and_its_lower_tail_relatively_close() {
         let phi = |x: f64| 0.5 * (1.0 + candle_core::cpu::erf::erf_f64(x / 2f64.sqrt()));
         let (mut abs, mut tail, mut pdf) = (0f64, 0f64, 0f64);
         for i in 0..=400_000 {

@@ -8,7 +8,7 @@
 //!
 //! - [`linear`]: a linear layer whose product and bias add (and their backward) are one op.
 //! - [`layer_norm`], [`softmax`]: the differentiable kernels above; [`gelu`]: GELU (erf form)
-//!   one vectorised pass each way (within 4e-7 of the exact values; not candle's bits).
+//!   one vectorised pass each way (within 2.2e-7 of the exact values; not candle's bits).
 //! - [`matmul`]: attention's batched products, the batch spread over the threads;
 //!   [`attention`]: standard multi-head attention as one op each way (same bits as the graph).
 //! - [`masking`]: padding masks (attention bias, masked mean and max).

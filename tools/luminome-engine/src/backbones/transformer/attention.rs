@@ -173,10 +173,7 @@ impl SelfAttention {
         rng: Option<&DropoutRng>,
     ) -> Result<Tensor> {
         let (b, l, d) = x.dims3()?;
-        if self.kind == AttentionKind::Standard
-            && rotary.is_none()
-            && std::env::var_os("NOFUSE").is_none()
-        {
+        if self.kind == AttentionKind::Standard && rotary.is_none() {
             // One op from the projections to the context on the CPU (nn::attention: the same
             // bits as the graph below, without its copies and L × L round trips to memory).
             let qkv = self.qkv.forward(x)?;
