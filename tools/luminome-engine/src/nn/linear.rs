@@ -67,8 +67,10 @@ impl Linear {
         let y = match (&self.bias, fused) {
             (Some(b), true) => x2.apply_op3(&self.weight, &b.contiguous()?, AffineMatMul)?,
             (None, true) => x2.apply_op2(&self.weight, AffineMatMul)?,
-            (Some(b), false) => add_bias(&x2.matmul(&self.weight.t()?)?, b)?,
-            (None, false) => x2.matmul(&self.weight.t()?)?,
+            (Some(b), false) => {
+                add_bias(&super::matmul::device_matmul(&x2, &self.weight.t()?)?, b)?
+            }
+            (None, false) => super::matmul::device_matmul(&x2, &self.weight.t()?)?,
         };
         let mut out = dims;
         let last = out.len() - 1;

@@ -28,7 +28,30 @@ pub fn batched_matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if fused {
         a.apply_op2(b, BatchedMatMul)
     } else {
-        a.matmul(b)
+        device_matmul(a, b)
+    }
+}
+
+/// `a.matmul(b)` on any device. candle's CUDA (and Metal) matmul takes each operand only
+/// contiguous or as a transposed view of a contiguous one — a row or column slice of a wider
+/// matrix is refused ("matmul is only supported for contiguous tensors", the first GPU run,
+/// 2026-11-26) — where its CPU gemm takes any strides; there such an operand is copied first.
+pub fn device_matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.device().is_cpu() {
+        return a.matmul(b);
+    }
+    gemm_ready(a)?.matmul(&gemm_ready(b)?)
+}
+
+/// `t` itself when a GPU gemm reads it as it is (contiguous, or the transpose of a contiguous
+/// tensor in its last two dimensions), else a contiguous copy.
+fn gemm_ready(t: &Tensor) -> Result<Tensor> {
+    let transposed_contiguous =
+        t.rank() >= 2 && t.transpose(t.rank() - 2, t.rank() - 1)?.is_contiguous();
+    if t.is_contiguous() || transposed_contiguous {
+        Ok(t.clone())
+    } else {
+        t.contiguous()
     }
 }
 

@@ -96,7 +96,7 @@ pub fn info_nce(
     exclude: Option<&Tensor>,
 ) -> Result<Tensor> {
     let b = q.dim(0)?;
-    let mut logits = (q.matmul(&p.t()?)? / temperature)?;
+    let mut logits = (crate::nn::matmul::device_matmul(q, &p.t()?)? / temperature)?;
     if let Some(e) = exclude {
         let bias = (e.to_dtype(logits.dtype())? * MASK_BIAS)?;
         logits = (logits + bias)?;

@@ -345,7 +345,7 @@ pub fn evaluate(
     for start in (0..q_rows.len()).step_by(block) {
         let end = (start + block).min(q_rows.len());
         let q = Tensor::from_slice(&query_emb[start * dim..end * dim], (end - start, dim), device)?;
-        let scores: Vec<Vec<f32>> = q.matmul(&p.t()?)?.to_vec2()?;
+        let scores: Vec<Vec<f32>> = crate::nn::matmul::device_matmul(&q, &p.t()?)?.to_vec2()?;
         for (k, s) in scores.iter().enumerate() {
             let qi = start + k;
             let rel = &set.relevant[qi];

@@ -79,7 +79,7 @@ impl ExpressionModel {
                 let s = score.forward(&h)?.reshape((b, 1, 1, n))?;
                 let s = s.broadcast_add(&attention_bias(&t.mask, s.dtype())?)?;
                 let alpha = softmax_last_dim(&s)?.reshape((b, 1, n))?;
-                let z = alpha.matmul(&h)?.reshape((b, d))?;
+                let z = crate::nn::matmul::device_matmul(&alpha, &h)?.reshape((b, d))?;
                 let r = down.forward(&crate::nn::gelu(&up.forward(&z)?)?)?;
                 (r.reshape(b)?, Some(alpha.reshape((b, n))?))
             }

@@ -71,7 +71,7 @@ impl DynamicGated {
         let w = self.gate.weight(); // [D, 2D]
         let w_cls = w.narrow(1, 0, d)?;
         let w_tok = w.narrow(1, d, d)?;
-        let cls_part = h_cls.matmul(&w_cls.t()?)?; // [B, D]
+        let cls_part = crate::nn::matmul::device_matmul(&h_cls, &w_cls.t()?)?; // [B, D]
         let cls_part = match self.gate.bias() {
             Some(bias) => crate::nn::add_bias(&cls_part, bias)?,
             None => cls_part,
