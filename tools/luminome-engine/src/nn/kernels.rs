@@ -12,6 +12,11 @@ pub fn force_primitive_ops(on: bool) {
     FORCE_PRIMITIVE.store(on, std::sync::atomic::Ordering::SeqCst);
 }
 
+/// Whether [`force_primitive_ops`] is on (the CUDA kernels yield to it too).
+pub(crate) fn primitive_ops_forced() -> bool {
+    FORCE_PRIMITIVE.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Whether the fused CPU kernel runs for `x`: on the CPU, for f32/f64, unless the fallbacks are
 /// forced.
 pub(crate) fn cpu_fused(x: &Tensor) -> bool {
@@ -20,7 +25,7 @@ pub(crate) fn cpu_fused(x: &Tensor) -> bool {
 
 /// The device half of [`cpu_fused`], for ops with their own dtype rule.
 pub(crate) fn cpu_fast_path(device: &candle_core::Device) -> bool {
-    device.is_cpu() && !FORCE_PRIMITIVE.load(std::sync::atomic::Ordering::SeqCst)
+    device.is_cpu() && !primitive_ops_forced()
 }
 
 pub(crate) fn contiguous_slice<'a, T>(s: &'a [T], l: &Layout, what: &str) -> Result<&'a [T]> {

@@ -33,6 +33,12 @@ impl Dims {
         })
     }
 
+    /// Whether the scan runs from the last position to the first.
+    #[cfg(feature = "cuda")]
+    pub(super) fn is_reverse(&self) -> bool {
+        self.reverse
+    }
+
     /// The position of scan step `step`.
     #[inline(always)]
     fn position(&self, step: usize) -> usize {

@@ -17,15 +17,19 @@
 //!   dB_t += dh_t · Δ_t · x_t        dx_t = dy_t · D + Σ_n dh_t · Δ_t · B_t
 //!
 //! Blocks of (row, channels) run in parallel; dB, dC (summed over channels) and dA, dD (summed
-//! over rows) are reduced after. Other devices run [`selective_scan_primitive`], the same
-//! recurrence from autograd-capable candle ops, one position at a time (correct, slow); the tests
-//! check the fused op against it and against finite differences.
+//! over rows) are reduced after. On CUDA (f32) the same op runs as kernels (`cuda.rs`: one thread
+//! per row and channel). Other devices (Metal, and CUDA in f64) run
+//! [`selective_scan_primitive`], the same recurrence from autograd-capable candle ops, one
+//! position at a time (correct, slow); the tests check the fused op against it and against finite
+//! differences, and `cuda_check` the CUDA kernels against the CPU's.
 
 use candle_core::{backend::BackendStorage, CpuStorage, Layout, Result, Shape, Tensor, D};
 use rayon::prelude::*;
 
 use crate::nn::kernels::contiguous_slice;
 
+#[cfg(feature = "cuda")]
+mod cuda;
 mod kernels;
 #[cfg(test)]
 mod tests;
@@ -44,7 +48,7 @@ pub fn selective_scan(
     d: &Tensor,
     reverse: bool,
 ) -> Result<Tensor> {
-    if crate::nn::kernels::cpu_fused(x) {
+    if crate::nn::kernels::cpu_fused(x) || cuda_fused(x) {
         let xd = Tensor::stack(&[x, delta], 0)?.contiguous()?;
         let bc = Tensor::cat(&[b, c], D::Minus1)?.contiguous()?;
         let ad = Tensor::cat(&[a, &d.unsqueeze(1)?], 1)?.contiguous()?;
@@ -52,6 +56,14 @@ pub fn selective_scan(
     } else {
         selective_scan_primitive(x, delta, a, b, c, d, reverse)
     }
+}
+
+/// Whether the CUDA kernels run for `x`: f32 on a CUDA device, unless the fallbacks are forced.
+fn cuda_fused(x: &Tensor) -> bool {
+    cfg!(feature = "cuda")
+        && x.device().is_cuda()
+        && x.dtype() == candle_core::DType::F32
+        && !crate::nn::kernels::primitive_ops_forced()
 }
 
 /// The same scan from autograd-capable primitives, one position at a time.
@@ -147,6 +159,20 @@ impl candle_core::CustomOp3 for SelectiveScan {
             _ => candle_core::bail!("selective scan: f32 or f64, got {:?}", s1.dtype()),
         };
         Ok((out, shape))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+        s3: &candle_core::CudaStorage,
+        l3: &Layout,
+    ) -> Result<(candle_core::CudaStorage, Shape)> {
+        let dims = Dims::of(l1, l2, self.reverse)?;
+        cuda::forward(dims, (s1, l1), (s2, l2), (s3, l3))
     }
 
     fn bwd(
@@ -258,5 +284,19 @@ impl candle_core::CustomOp3 for SelectiveScanBackward {
             _ => candle_core::bail!("selective scan backward: f32 or f64"),
         };
         Ok((out, Shape::from_dims(&[len])))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+        s3: &candle_core::CudaStorage,
+        l3: &Layout,
+    ) -> Result<(candle_core::CudaStorage, Shape)> {
+        let dims = Dims::of(l1, l2, self.reverse)?;
+        cuda::backward(dims, (s1, l1), (s2, l2), (s3, l3))
     }
 }
