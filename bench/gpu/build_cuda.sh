@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the model tools with CUDA (`--features cuda`) on a machine without a GPU or a CUDA
-# installation: nvcc, the CUDA headers and the libraries the binaries link to come from PyPI,
+# installation: nvcc, the CUDA headers and the libraries the binaries load come from PyPI,
 # pinned to CUDA 13.0 (the toolkit of the GPU machines this was made for).
 #
 #   bench/gpu/build_cuda.sh [OUT_DIR] [COMPUTE_CAP]     # from the repository root
@@ -15,13 +15,16 @@
 # What is taken from PyPI: nvidia-cuda-nvcc, -crt, -cccl, -runtime, nvidia-nvvm (the compiler and
 # headers; nvvm pinned too: nvcc's unpinned dependency on it pulls the newest, whose PTX the 13.0
 # ptxas refuses: "Unsupported .version 9.5"),
-# nvidia-cublas, -curand, -cuda-nvrtc (the libraries candle links: cudarc's `dynamic-linking`).
-# libcuda.so — the driver — is not on PyPI and only exists on a GPU host: the script builds a
-# stub with the driver's entry points (names read from cudarc's bindings) to link against; at run
-# time the GPU host's real libcuda.so.1 is loaded instead (the stub carries that soname). The
-# binaries then need, on the GPU host, the CUDA 13 runtime libraries (libcublas.so.13,
-# libcublasLt.so.13, libcurand.so.10, libnvrtc.so.13): a CUDA 13.0 toolkit, or LD_LIBRARY_PATH
-# pointing at these wheels' lib folder (copied next to the binaries as lib/ by this script).
+# nvidia-cublas, -curand, -cuda-nvrtc (their headers and, copied beside the binaries as lib/, the
+# libraries for a GPU host that has a driver but no CUDA 13 toolkit).
+#
+# Nothing CUDA is linked: cudarc loads the driver (libcuda.so.1) and the libraries (libcublas.so.13,
+# libcublasLt.so.13, libcurand.so.10, libnvrtc.so.13) at run time, only when `--device cuda` asks
+# for them (vendor/README.md: the vendored candle-core selects cudarc's dynamic loading). So the
+# binaries start on any machine, a CPU node without a driver included, and run `--device cpu`
+# there as the CPU build does; `--device cuda` there is refused with a message naming what is
+# missing. On a GPU host they find the libraries through the usual search path: a CUDA 13
+# toolkit, the nvidia-* wheels of a PyTorch install, or LD_LIBRARY_PATH=OUT_DIR/lib.
 set -euo pipefail
 out=${1:-target/cuda-bin}
 cap=${2:-90}
@@ -41,20 +44,10 @@ for l in cublas.so.13 cublasLt.so.13 curand.so.10 nvrtc.so.13 cudart.so.13; do
 done
 ln -sfn "$cuda/include" "$root/include"
 ln -sfn "$cuda/bin" "$root/bin"
-# The driver stub: every cu* entry point cudarc's bindings declare, as empty functions.
-# --all-features: cudarc is an optional dependency (of the cuda feature), absent from the
-# default resolve that a plain `cargo metadata` reports.
-bindings=$(cargo metadata --format-version 1 --locked --all-features 2>/dev/null \
-    | python3 -c 'import json,sys; m=json.load(sys.stdin); print(next(p["manifest_path"] for p in m["packages"] if p["name"]=="cudarc").rsplit("/",1)[0])')
-grep -oP '^pub unsafe fn \Kcu\w+(?=\()' "$bindings/src/driver/sys/mod.rs" | sort -u \
-    | sed 's/.*/void &(void) {}/' > "$root/cuda_stub.c"
-cc -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$root/lib64/libcuda.so" "$root/cuda_stub.c"
-
 export CUDA_ROOT=$root CUDA_PATH=$root CUDA_COMPUTE_CAP=$cap
 export PATH=$root/bin:$PATH
 export LIBRARY_PATH=$root/lib64${LIBRARY_PATH:+:$LIBRARY_PATH}
-# A target folder of its own: these binaries need libcuda.so.1 to start, and must not replace
-# the CPU build's.
+# A target folder of its own: the CPU build's binaries stay as they are (no CUDA code in them).
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target/cuda}
 echo "== $(nvcc --version | tail -1); compute capability $cap; into $CARGO_TARGET_DIR"
 cargo build --release --locked --features cuda \
@@ -68,5 +61,5 @@ cp "$rel"/luminome-train "$rel"/luminome-predict "$rel"/luminome-importance \
     "$rel"/examples/bench_step "$rel"/examples/bench_dual "$rel"/examples/cuda_check "$out/"
 cp -L "$cuda"/lib/lib{cublas,cublasLt}.so.13 "$cuda/lib/libcurand.so.10" "$cuda/lib/libnvrtc.so.13" \
     "$cuda"/lib/libnvrtc-builtins.so.13.0 "$out/lib/"
-echo "== built into $out (run with LD_LIBRARY_PATH=$out/lib on a GPU host without a CUDA 13 toolkit):"
+echo "== built into $out (LD_LIBRARY_PATH=$out/lib on a GPU host without a CUDA 13 toolkit):"
 ls -la "$out"
