@@ -25,7 +25,9 @@ impl DropoutRng {
         }
     }
 
-    /// The keep-mask of `n` elements: 1 / (1 − p) where kept, 0 where dropped.
+    /// The keep-mask of `n` elements: 1 / (1 − p) where kept, 0 where dropped — the definition
+    /// the fused ops and other devices' path are tested against.
+    #[cfg(test)]
     pub(crate) fn mask(&self, n: usize, p: f64) -> Vec<f32> {
         use rand::Rng;
         let scale = (1.0 / (1.0 - p)) as f32;
@@ -71,8 +73,15 @@ impl DropoutRng {
             let keep = self.reserve(x.elem_count(), p);
             x.contiguous()?.apply_op1(DrawnDropout::new(keep))
         } else {
-            let keep = self.mask(x.elem_count(), p);
-            let mask = Tensor::from_vec(keep, x.shape(), x.device())?.to_dtype(x.dtype())?;
+            // Other devices (CUDA, Metal): the same decisions, drawn on the host in parallel
+            // pieces and sent a byte per element (a quarter of an f32 mask); the scale is applied
+            // there. The first GPU run drew an f32 mask on one host thread: at the large
+            // benchmark size that was most of a training step.
+            let keep = self.reserve(x.elem_count(), p);
+            let kept = keep.decisions(x.elem_count());
+            let mask = Tensor::from_vec(kept, x.shape(), x.device())?
+                .to_dtype(x.dtype())?
+                .affine(f64::from(keep.scale), 0.0)?;
             x.mul(&mask)
         }
     }
@@ -111,6 +120,22 @@ impl KeepWords {
         let mut rng = self.rng.clone();
         rng.set_word_pos(self.start + offset as u128);
         rng.fill(out);
+    }
+
+    /// The decisions of the first `n` reserved words, a byte each (1 = kept), drawn in parallel
+    /// pieces: the same as [`DropoutRng::mask`]'s non-zero elements.
+    pub(crate) fn decisions(&self, n: usize) -> Vec<u8> {
+        let mut kept = vec![0u8; n];
+        kept.par_chunks_mut(PIECE)
+            .enumerate()
+            .for_each(|(i, piece)| {
+                let mut words = vec![0u32; piece.len()];
+                self.draw(i * PIECE, &mut words);
+                for (k, &w) in piece.iter_mut().zip(&words) {
+                    *k = u8::from(w >= self.threshold);
+                }
+            });
+        kept
     }
 }
 
@@ -486,6 +511,21 @@ mod tests {
                 let kept = reference.random::<u32>() >= threshold;
                 assert_eq!(*g > 0.0, kept, "n {n}, element {i}");
             }
+        }
+    }
+
+    #[test]
+    fn other_devices_draw_the_same_masks() {
+        // The path CUDA and Metal take (on the CPU through f64, which the fused ops leave to
+        // it): decisions drawn in parallel pieces on the host, sent as bytes, scaled on the
+        // device — the same values as the one-draw-per-element mask, call after call.
+        let p = 0.3;
+        let (d, reference) = (DropoutRng::new(13), DropoutRng::new(13));
+        for n in [40_001usize, 77, 16_384] {
+            let x = Tensor::ones(n, DType::F64, &Device::Cpu).unwrap();
+            let got: Vec<f64> = d.dropout(&x, p).unwrap().to_vec1().unwrap();
+            let want: Vec<f64> = reference.mask(n, p).into_iter().map(f64::from).collect();
+            assert_eq!(got, want, "n {n}");
         }
     }
 
