@@ -5,63 +5,114 @@
 #
 #   bench/gpu/run_gpu.sh BIN_DIR DATA_DIR OUT_DIR        # from the repository root
 #
-# BIN_DIR   build_cuda.sh's output (luminome-train, bench_step, cuda_check, lib/).
-# DATA_DIR  train/dev/test.safetensors of GUE prom_core_all in non-overlapping 3-mers, made on
-#           any machine with the CPU build (bench/train/gue_prom_core_all.sh's first step):
-#             for s in train dev test; do luminome-tokenize ../shared/data/gue/prom/prom_core_all/$s.csv \
-#                 --scheme kmer -k 3 --kmer-mode non-overlapping -o DATA_DIR/$s.safetensors; done
-# OUT_DIR   receives one file per stage and summary.tsv.
+# BIN_DIR   build_cuda.sh's output (luminome-train, luminome-predict, bench_step, cuda_check;
+#           lib/ optional: without it the host's CUDA 13 libraries are used).
+# DATA_DIR  bench/gpu/prepare_data.sh's output, made on any machine with the CPU build:
+#           train/dev/test.safetensors of GUE prom_core_all in non-overlapping 3-mers, and the
+#           bi-strand windows and SNV windows of the variant stage.
+# OUT_DIR   receives one file per stage, summary.tsv and stages.log (each stage's start).
 #
-# Stages (STAGES, default "check bench train"; SIZES, default "small large", the bench models;
-# DEVICE, default cuda: cuda:N for another GPU, cpu for a dry run of the script itself):
-#   check   cuda_check: every fused op and every step-trained family, forward and gradients,
-#           CUDA against the CPU (relative tolerance 1e-4); exit status 1 when any differs.
-#   bench   bench_step on CUDA: the benchmark model (d128 x 4, L72, B32) and the large one the
-#           issue names (d512 x 8, L512, B64): training step, inference, sequences/s, the GPU's
-#           peak memory (nvidia-smi, sampled every 100 ms); with PyTorch on the same GPU when
-#           python3 can import torch with CUDA (bench/engine/torch_bench.py --device cuda).
-#   train   the classifier recipe (gated adapter, batch 64, lr 5e-4, warm-up 100) and the masked
-#           LM (d128 x 4, batch 64, lr 1e-3, warm-up 150) for STEPS steps (default 300), seed 1,
-#           once on CUDA and once on the CPU (THREADS, default all cores): wall time of each and
-#           the largest per-step difference of the training loss (metrics.tsv) between them.
-#           f32 on two devices sums in other orders, so the curves agree to ~1e-5 at first and
-#           drift apart within noise; the summary prints both curves' mean over the last 50 steps.
-set -euo pipefail
+# Stages (STAGES, default "check bench train variants profile"; SIZES, default "small large", the
+# bench models; DEVICE, default cuda: cuda:N for another GPU, cpu for a dry run of the script
+# itself). Each command runs under a time limit (LIMIT seconds, default 120), so one that hangs
+# costs its limit, not the session; a command that fails or runs out is written in the summary
+# and the next one runs.
+#   check    cuda_check: every fused op and every step-trained family, forward and gradients,
+#            CUDA against the CPU (relative tolerance 1e-4); exit status 1 when any differs.
+#   bench    bench_step on CUDA: the benchmark model (d128 x 4, L72, B32) and the large one the
+#            issue names (d512 x 8, L512, B64): training step, inference, sequences/s, the GPU's
+#            peak memory and mean utilisation (nvidia-smi, sampled every 100 ms); with PyTorch
+#            on the same GPU in f32 and bf16 autocast when python3 imports torch with CUDA
+#            (bench/engine/torch_bench.py --device cuda).
+#   train    the classifier recipe (gated adapter, batch 64, lr 5e-4, warm-up 100) and the masked
+#            LM (d128 x 4, batch 64, lr 1e-3, warm-up 150; TRAIN_FAMILIES, default
+#            "classify mlm", chooses) for STEPS steps (default 300), seed 1,
+#            once on CUDA and once on the CPU (THREADS, default all cores): wall time of each and
+#            the largest per-step difference of the training loss (metrics.tsv) between them.
+#            f32 on two devices sums in other orders, so the curves agree to ~1e-5 at first and
+#            drift apart within noise; the summary prints both curves' mean over the last 50
+#            steps. Then the CUDA-trained classifier predicts the test set on CUDA and on the
+#            CPU: the largest probability difference and both MCCs.
+#   variants the bi-strand family at PlantCaduceus's small size (d 384 x 8, untied strands,
+#            18.5 M parameters, windows of 512): VAR_STEPS (default 5) training steps on each
+#            device (wall time; VAR_CPU_TRAIN=0: on CUDA alone),
+#            then variant scoring (luminome-predict, log-likelihood ratios) of the same SNV
+#            windows on both (SNVs/s, largest LLR difference), and of a larger set on CUDA alone.
+#   profile  where CUDA training steps of the benchmark model spend their time: ncu's kernel
+#            durations (one metric, clocks left alone) over the first PROFILE_LAUNCHES kernels
+#            of bench_step (a few steps), when ncu can read the GPU's counters there.
+set -uo pipefail
 bin=$(realpath "$1")
 data=$(realpath "$2")
 out=$3
-stages=${STAGES:-"check bench train"}
+stages=${STAGES:-"check bench train variants profile"}
 steps=${STEPS:-300}
 threads=${THREADS:-$(nproc)}
 device=${DEVICE:-cuda}
+limit=${LIMIT:-120}
 mkdir -p "$out"
 out=$(realpath "$out")
-export LD_LIBRARY_PATH=$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The CUDA 13 libraries: lib/ beside the binaries when build_cuda.sh's copy travelled with them,
+# else the host's own (a CUDA toolkit, or the nvidia-* wheels PyTorch installed).
+libs=$bin/lib
+for d in /usr/local/cuda/lib64 \
+    "$(python3 -c 'import nvidia.cu13 as m; print(m.__path__[0] + "/lib")' 2> /dev/null)"; do
+    [[ -d $d ]] && libs=$libs:$d
+done
+export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 summary=$out/summary.tsv
 check_failed=0
 : > "$summary"
+: > "$out/stages.log"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+printf 'host\t%s; %s cores; %s\n' "$(cat "$out/gpu.txt")" "$(nproc)" "$(date -u +%FT%TZ)" >> "$summary"
 
-# with_peak_memory PREFIX CMD...: runs CMD (its output into PREFIX.txt) while sampling the
-# GPU's used memory every 100 ms (PREFIX.mem); prints the peak in MiB.
-with_peak_memory() {
+stage() {
+    printf '%s\t%s\n' "$(date -u +%T)" "$*" | tee -a "$out/stages.log"
+}
+
+# limited CMD...: CMD under the time limit; a failure or time-out is noted in the summary.
+limited() {
+    local rc=0
+    timeout "$limit" "$@" || rc=$?
+    if [[ $rc != 0 ]]; then
+        printf 'FAILED\t%s (exit %s%s)\n' "$*" "$rc" "$([[ $rc == 124 ]] && echo ", over ${limit} s")" >> "$summary"
+    fi
+    return $rc
+}
+
+# seconds CMD...: runs CMD (limited) and prints its wall time in seconds.
+seconds() {
+    local start rc=0
+    start=$(date +%s.%N)
+    limited "$@" > /dev/null || rc=$?
+    awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f\n", b - a }'
+    return $rc
+}
+
+# with_gpu_samples PREFIX CMD...: runs CMD (limited; its output into PREFIX.txt) while sampling
+# the GPU's used memory and utilisation every 100 ms (PREFIX.mem); prints the peak memory in MiB
+# and the mean utilisation in % over the samples.
+with_gpu_samples() {
     local log=$1
     shift
-    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 > "$log.mem" &
+    nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits -lms 100 \
+        > "$log.mem" &
     local smi=$!
     local rc=0
-    "$@" > "$log.txt" || rc=$?
+    limited "$@" > "$log.txt" || rc=$?
     kill "$smi" 2> /dev/null || true
     wait "$smi" 2> /dev/null || true
-    sort -n "$log.mem" | tail -1
+    awk -F', ' '{ if ($1 > m) m = $1; u += $2; n++ } END { printf "peak GPU MiB %d, mean utilisation %.0f %%", m, n ? u / n : 0 }' "$log.mem"
     return $rc
 }
 
 if [[ " $stages " == *" check "* ]]; then
-    echo "== check: $device against the CPU"
+    stage "check: $device against the CPU"
     # A difference is reported (summary, exit status) but does not stop the other stages.
-    "$bin/cuda_check" "$device" | tee "$out/cuda_check.tsv" || check_failed=1
-    printf 'check\t%s\n' "$(grep -c $'\tok$' "$out/cuda_check.tsv") ok of $(($(wc -l < "$out/cuda_check.tsv") - 1))" >> "$summary"
+    limited "$bin/cuda_check" "$device" > "$out/cuda_check.tsv" 2> "$out/cuda_check.err" || check_failed=1
+    cat "$out/cuda_check.tsv" "$out/cuda_check.err"
+    printf 'check\t%s\n' "$(grep -c $'\tok$' "$out/cuda_check.tsv") ok of $(($(wc -l < "$out/cuda_check.tsv") - 1)): $(grep -v $'\tok$' "$out/cuda_check.tsv" | tail -n +2 | cut -f1 | tr '\n' ' ')" >> "$summary"
 fi
 
 if [[ " $stages " == *" bench "* ]]; then
@@ -75,21 +126,21 @@ if [[ " $stages " == *" bench "* ]]; then
         else
             sizes=()
         fi
-        echo "== bench $size: luminome"
-        peak=$(with_peak_memory "$out/bench_$size.luminome" \
+        stage "bench $size: luminome"
+        samples=$(with_gpu_samples "$out/bench_$size.luminome" \
             env "${sizes[@]}" BENCH_DEVICE="$device" "$bin/bench_step" 20 0.1)
         cat "$out/bench_$size.luminome.txt"
-        printf 'bench %s luminome\t%s\tpeak GPU MiB %s\n' "$size" \
-            "$(tr '\n' ' ' < "$out/bench_$size.luminome.txt")" "$peak" >> "$summary"
+        printf 'bench %s luminome f32\t%s\t%s\n' "$size" \
+            "$(tr '\n' ' ' < "$out/bench_$size.luminome.txt")" "$samples" >> "$summary"
         if [[ $have_torch == 1 ]]; then
             for precision in f32 bf16; do
-                echo "== bench $size: pytorch $precision"
-                peak=$(with_peak_memory "$out/bench_$size.torch_$precision" \
+                stage "bench $size: pytorch $precision"
+                samples=$(with_gpu_samples "$out/bench_$size.torch_$precision" \
                     env "${sizes[@]}" python3 bench/engine/torch_bench.py --device cuda \
                     --precision "$precision" --steps 20)
                 cat "$out/bench_$size.torch_$precision.txt"
-                printf 'bench %s pytorch %s\t%s\tpeak GPU MiB %s\n' "$size" "$precision" \
-                    "$(tail -n +2 "$out/bench_$size.torch_$precision.txt" | tr '\n' ' ')" "$peak" >> "$summary"
+                printf 'bench %s pytorch %s\t%s\t%s\n' "$size" "$precision" \
+                    "$(tail -n +2 "$out/bench_$size.torch_$precision.txt" | tr '\n' ' ')" "$samples" >> "$summary"
             done
         else
             printf 'bench %s pytorch\tnot run: python3 cannot import torch with CUDA here\n' "$size" >> "$summary"
@@ -97,28 +148,9 @@ if [[ " $stages " == *" bench "* ]]; then
     done
 fi
 
-if [[ " $stages " == *" train "* ]]; then
-    common=(--train "$data/train.safetensors" --dev "$data/dev.safetensors" --batch-size 64
-        --steps "$steps" --eval-every "$steps" --seed 1 -q)
-    for family in classify mlm; do
-        if [[ $family == classify ]]; then
-            args=(classify "${common[@]}" --test "$data/test.safetensors" --adapter gated
-                --lr 5e-4 --warmup 100 --metric dev_mcc --no-kmer-floor)
-        else
-            args=(mlm "${common[@]}" --eval-records 1000 --d-model 128 --layers 4 --heads 4
-                --ffn 512 --dropout 0.1 --lr 1e-3 --warmup 150)
-        fi
-        for side in device cpu; do
-            dev=$device
-            [[ $side == cpu ]] && dev=cpu
-            run=$out/train_${family}_$side
-            rm -rf "$run"
-            echo "== train $family on $dev"
-            start=$(date +%s.%N)
-            "$bin/luminome-train" "${args[@]}" --device "$dev" --threads "$threads" -o "$run"
-            awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }' > "$run.seconds"
-        done
-        python3 - "$out/train_${family}_device" "$out/train_${family}_cpu" "$family" >> "$summary" << 'EOF'
+# compare_losses RUN_DEVICE RUN_CPU NAME: the summary line of two training runs' loss curves.
+compare_losses() {
+    python3 - "$@" << 'EOF'
 import csv, sys
 def losses(run):
     with open(f"{run}/metrics.tsv") as f:
@@ -133,8 +165,113 @@ print(f"train {sys.argv[3]}\tsteps {n}; seconds device {float(secs[0]):.1f} cpu 
       f"loss step 1 device {gpu[0]:.6f} cpu {cpu[0]:.6f}; max |diff| {max(diff):.2e} "
       f"(first step > 1e-4: {first}); mean of last 50 device {tail(gpu):.4f} cpu {tail(cpu):.4f}")
 EOF
+}
+
+# compare_columns A.tsv B.tsv PREFIX NAME: the largest difference of the columns whose names
+# start with PREFIX between two prediction tables of the same records.
+compare_columns() {
+    python3 - "$@" << 'EOF'
+import csv, sys
+def cols(path):
+    with open(path) as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    keys = [k for k in rows[0] if k.startswith(sys.argv[3])]
+    return [[float(r[k]) for k in keys] for r in rows], keys
+a, keys = cols(sys.argv[1])
+b, _ = cols(sys.argv[2])
+diff = max(abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb))
+print(f"{sys.argv[4]}\t{len(a)} records against {len(b)}; columns {','.join(keys)}; max |device - cpu| {diff:.2e}")
+EOF
+}
+
+if [[ " $stages " == *" train "* ]]; then
+    common=(--train "$data/train.safetensors" --dev "$data/dev.safetensors" --batch-size 64
+        --steps "$steps" --eval-every "$steps" --seed 1 -q)
+    for family in ${TRAIN_FAMILIES:-classify mlm}; do
+        if [[ $family == classify ]]; then
+            args=(classify "${common[@]}" --test "$data/test.safetensors" --adapter gated
+                --lr 5e-4 --warmup 100 --metric dev_mcc --no-kmer-floor)
+        else
+            args=(mlm "${common[@]}" --eval-records 1000 --d-model 128 --layers 4 --heads 4
+                --ffn 512 --dropout 0.1 --lr 1e-3 --warmup 150)
+        fi
+        for side in device cpu; do
+            dev=$device
+            [[ $side == cpu ]] && dev=cpu
+            run=$out/train_${family}_$side
+            rm -rf "$run"
+            stage "train $family on $dev"
+            seconds "$bin/luminome-train" "${args[@]}" --device "$dev" --threads "$threads" -o "$run" > "$run.seconds"
+        done
+        compare_losses "$out/train_${family}_device" "$out/train_${family}_cpu" "$family" >> "$summary"
+    done
+    # The CUDA-trained classifier on both devices (the checkpoint is plain safetensors).
+    ckpt=$out/train_classify_device/best.safetensors
+    for dev in "$device" cpu; do
+        stage "predict the test set with the $device-trained classifier on $dev"
+        limited "$bin/luminome-predict" --checkpoint "$ckpt" --dataset "$data/test.safetensors" \
+            --device "$dev" --threads "$threads" --quiet -o "$out/predict_classify.$dev.tsv" \
+            --metrics "$out/predict_classify.$dev.metrics.tsv"
+    done
+    compare_columns "$out/predict_classify.$device.tsv" "$out/predict_classify.cpu.tsv" prob_ \
+        "predict classifier trained on $device" >> "$summary"
+    for dev in "$device" cpu; do
+        printf 'predict classifier on %s\t%s\n' "$dev" \
+            "$(grep -E '^(mcc|accuracy|auroc)\b' "$out/predict_classify.$dev.metrics.tsv" | tr '\t\n' '= ')" >> "$summary"
     done
 fi
+
+if [[ " $stages " == *" variants "* ]]; then
+    vsize=(--d-model "${VAR_D:-384}" --layers "${VAR_LAYERS:-8}")
+    vsteps=${VAR_STEPS:-5}
+    for side in device cpu; do
+        dev=$device
+        [[ $side == cpu ]] && dev=cpu
+        [[ $side == cpu && ${VAR_CPU_TRAIN:-1} == 0 ]] && continue
+        run=$out/bistrand_$side
+        rm -rf "$run"
+        stage "variants: train the bi-strand model $vsteps steps on $dev"
+        secs=$(seconds "$bin/luminome-train" bistrand --train "$data/bistrand_train.safetensors" \
+            "${vsize[@]}" --batch-size 16 --steps "$vsteps" --seed 1 --device "$dev" \
+            --threads "$threads" -q -o "$run")
+        printf 'variants train %s\t%s steps of batch 16 x 512 (d %s x %s): %s s whole process\n' \
+            "$dev" "$vsteps" "${VAR_D:-384}" "${VAR_LAYERS:-8}" "$secs" >> "$summary"
+    done
+    # Scoring with the CUDA-trained model when there is one (else the CPU's).
+    model=$out/bistrand_device/last.safetensors
+    [[ -f $model ]] || model=$out/bistrand_cpu/last.safetensors
+    for set in small large; do
+        snvs=$(awk -F'\t' '{n += split($5, a, ",")} END {print n}' "$data/snvs_$set.tsv")
+        for dev in "$device" cpu; do
+            [[ $set == large && $dev == cpu ]] && continue
+            stage "variants: score $snvs SNVs ($set) on $dev"
+            secs=$(seconds "$bin/luminome-predict" --checkpoint "$model" \
+                --dataset "$data/snvs_$set.pairs.safetensors" --batch-size 64 --device "$dev" \
+                --threads "$threads" --quiet -o "$out/variants_$set.$dev.tsv")
+            printf 'variants score %s on %s\t%s SNVs in %s s whole process = %s SNVs/s\n' "$set" "$dev" \
+                "$snvs" "$secs" "$(awk -v n="$snvs" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')" >> "$summary"
+        done
+    done
+    compare_columns "$out/variants_small.$device.tsv" "$out/variants_small.cpu.tsv" llr \
+        "variants LLR" >> "$summary"
+fi
+
+if [[ " $stages " == *" profile "* ]]; then
+    stage "profile: ncu kernel durations of a training step (benchmark model)"
+    if command -v ncu > /dev/null; then
+        # bench_step 1: 4 training steps, then 4 inference passes; the first PROFILE_LAUNCHES
+        # kernels (default 1500) are timed one by one within PROFILE_LIMIT seconds (default
+        # 60). ncu serialises them: kernel durations, no wall time.
+        limit=${PROFILE_LIMIT:-60}
+        BENCH_DEVICE=$device limited ncu --clock-control none --metrics gpu__time_duration.sum \
+            --launch-count "${PROFILE_LAUNCHES:-1500}" --csv --print-units base \
+            "$bin/bench_step" 1 0.1 > "$out/profile_ncu.csv" 2> "$out/profile_ncu.err"
+        python3 bench/gpu/ncu_summary.py "$out/profile_ncu.csv" >> "$summary" 2>> "$out/profile_ncu.err"
+    else
+        printf 'profile\tnot run: no ncu on this host\n' >> "$summary"
+    fi
+fi
+stage "done"
 echo "== summary ($summary)"
 cat "$summary"
 if [[ $check_failed == 1 ]]; then
