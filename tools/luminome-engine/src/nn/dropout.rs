@@ -12,8 +12,6 @@ use super::kernels::{contiguous_slice, f32_operands, written_by};
 /// draws from an unseedable generator).
 pub struct DropoutRng {
     rng: std::cell::RefCell<rand_chacha::ChaCha8Rng>,
-    /// Scratch for one mask's random words, kept across calls.
-    words: std::cell::RefCell<Vec<u32>>,
 }
 
 impl DropoutRng {
@@ -21,7 +19,6 @@ impl DropoutRng {
         use rand::SeedableRng;
         Self {
             rng: std::cell::RefCell::new(rand_chacha::ChaCha8Rng::seed_from_u64(seed)),
-            words: std::cell::RefCell::new(Vec::new()),
         }
     }
 
@@ -32,17 +29,11 @@ impl DropoutRng {
         use rand::Rng;
         let scale = (1.0 / (1.0 - p)) as f32;
         let threshold = (p * u32::MAX as f64) as u32;
-        // The random words in one bulk fill (the same words, in the same order, as one draw per
-        // element: the generator hands out its block buffer word by word either way), then the
-        // mask in a loop the compiler vectorises.
-        // The scratch only grows (zero-filling it on every call was a serial memset the size
-        // of the mask); the fill overwrites the `n` words used.
-        let mut words = self.words.borrow_mut();
-        if words.len() < n {
-            words.resize(n, 0);
-        }
-        self.rng.borrow_mut().fill(&mut words[..n]);
-        words[..n]
+        // One bulk fill: the same words, in the same order, as one draw per element (the
+        // generator hands out its block buffer word by word either way).
+        let mut words = vec![0u32; n];
+        self.rng.borrow_mut().fill(&mut words[..]);
+        words
             .iter()
             .map(|&r| if r >= threshold { scale } else { 0.0 })
             .collect()
@@ -51,7 +42,8 @@ impl DropoutRng {
     /// The next `n` words of the stream, for a caller that draws them itself in pieces (in
     /// parallel, or where they are used, instead of one mask in memory): each piece comes from a
     /// copy of the generator seeked to its first word, so element i gets the word, and the
-    /// decision, that [`DropoutRng::mask`] would give it. The generator moves past all `n`.
+    /// decision, that one bulk draw (`DropoutRng::mask`, the tests' reference) would give it.
+    /// The generator moves past all `n`.
     pub(crate) fn reserve(&self, n: usize, p: f64) -> KeepWords {
         let mut rng = self.rng.borrow_mut();
         let start = rng.get_word_pos();
@@ -123,7 +115,7 @@ impl KeepWords {
     }
 
     /// The decisions of the first `n` reserved words, a byte each (1 = kept), drawn in parallel
-    /// pieces: the same as [`DropoutRng::mask`]'s non-zero elements.
+    /// pieces: the same as `DropoutRng::mask`'s non-zero elements.
     pub(crate) fn decisions(&self, n: usize) -> Vec<u8> {
         let mut kept = vec![0u8; n];
         kept.par_chunks_mut(PIECE)
