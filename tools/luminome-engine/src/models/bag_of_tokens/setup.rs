@@ -59,8 +59,7 @@ impl TrainCommand for BagOfTokensArgs {
                 (ck.varmap, model, ck.meta.model)
             }
             None => {
-                let label_values =
-                    data.label_values(self.classification.classes.as_deref())?;
+                let label_values = data.label_values(self.classification.classes.as_deref())?;
                 let config = ModelConfig::from(BagOfTokensConfig {
                     vocab_size: data.train.tokenizer().vocab_size(),
                     max_length: data.train.max_length(),

@@ -59,7 +59,11 @@ impl BiStrandConfig {
         let direction = e * k + e + e * (r + 2 * n) + (r + 2 * n) + r * e + e + e * n + e;
         let layer = 2 * d + d * 2 * e + 2 * e + 2 * direction + e * d + d;
         let strand = self.vocab_size as u128 * d + self.num_layers as u128 * layer + 2 * d;
-        let cross = if self.cross_attention { 4 * (d * d + d) } else { 0 };
+        let cross = if self.cross_attention {
+            4 * (d * d + d)
+        } else {
+            0
+        };
         let fuse_in = if self.cross_attention { 2 * d } else { d };
         let per_strand = strand + cross + fuse_in * d + d + 4 * d + 4;
         if self.tie_strands {
@@ -158,9 +162,8 @@ impl FamilyConfig for BiStrandConfig {
                 )
             } else if name.ends_with(".conv.weight") {
                 let bound = 1.0 / (self.d_conv as f32).sqrt();
-                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(
-                    seed ^ crate::nn::init::name_hash(name),
-                );
+                let mut rng =
+                    rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ crate::nn::init::name_hash(name));
                 Some(
                     (0..var.elem_count())
                         .map(|_| rng.random_range(-bound..bound))

@@ -17,15 +17,23 @@ use crate::nn::kernels::{contiguous_slice, num_traits_float::Float};
 /// `x` `[B, L, E]`, `w` `[E, K]`, `b` `[E]` → `[B, L, E]`; `reverse`: causal towards position 0.
 pub fn depthwise_conv(x: &Tensor, w: &Tensor, b: &Tensor, reverse: bool) -> Result<Tensor> {
     if crate::nn::kernels::cpu_fused(x) {
-        x.contiguous()?
-            .apply_op3(&w.contiguous()?, &b.contiguous()?, DepthwiseConv { reverse })
+        x.contiguous()?.apply_op3(
+            &w.contiguous()?,
+            &b.contiguous()?,
+            DepthwiseConv { reverse },
+        )
     } else {
         depthwise_conv_primitive(x, w, b, reverse)
     }
 }
 
 /// The same convolution from candle primitives (other devices; the reference in tests).
-pub fn depthwise_conv_primitive(x: &Tensor, w: &Tensor, b: &Tensor, reverse: bool) -> Result<Tensor> {
+pub fn depthwise_conv_primitive(
+    x: &Tensor,
+    w: &Tensor,
+    b: &Tensor,
+    reverse: bool,
+) -> Result<Tensor> {
     let (bs, l, e) = x.dims3()?;
     let k = w.dim(1)?;
     let zeros = Tensor::zeros((bs, k - 1, e), x.dtype(), x.device())?;
@@ -131,7 +139,11 @@ struct DepthwiseConv {
 
 fn conv_dims(lx: &Layout, lw: &Layout) -> Result<ConvDims> {
     let (&[b, l, e], &[_, k]) = (lx.dims(), lw.dims()) else {
-        candle_core::bail!("depthwise conv: unexpected shapes {:?} {:?}", lx.dims(), lw.dims())
+        candle_core::bail!(
+            "depthwise conv: unexpected shapes {:?} {:?}",
+            lx.dims(),
+            lw.dims()
+        )
     };
     Ok(ConvDims { b, l, e, k })
 }
@@ -152,20 +164,24 @@ impl candle_core::CustomOp3 for DepthwiseConv {
     ) -> Result<(CpuStorage, Shape)> {
         let d = conv_dims(l1, l2)?;
         let out = match (s1, s2, s3) {
-            (CpuStorage::F32(x), CpuStorage::F32(w), CpuStorage::F32(b)) => CpuStorage::F32(conv_forward(
-                contiguous_slice(x, l1, "conv")?,
-                contiguous_slice(w, l2, "conv")?,
-                contiguous_slice(b, l3, "conv")?,
-                d,
-                self.reverse,
-            )),
-            (CpuStorage::F64(x), CpuStorage::F64(w), CpuStorage::F64(b)) => CpuStorage::F64(conv_forward(
-                contiguous_slice(x, l1, "conv")?,
-                contiguous_slice(w, l2, "conv")?,
-                contiguous_slice(b, l3, "conv")?,
-                d,
-                self.reverse,
-            )),
+            (CpuStorage::F32(x), CpuStorage::F32(w), CpuStorage::F32(b)) => {
+                CpuStorage::F32(conv_forward(
+                    contiguous_slice(x, l1, "conv")?,
+                    contiguous_slice(w, l2, "conv")?,
+                    contiguous_slice(b, l3, "conv")?,
+                    d,
+                    self.reverse,
+                ))
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(w), CpuStorage::F64(b)) => {
+                CpuStorage::F64(conv_forward(
+                    contiguous_slice(x, l1, "conv")?,
+                    contiguous_slice(w, l2, "conv")?,
+                    contiguous_slice(b, l3, "conv")?,
+                    d,
+                    self.reverse,
+                ))
+            }
             _ => candle_core::bail!("depthwise conv: f32 or f64, got {:?}", s1.dtype()),
         };
         Ok((out, l1.shape().clone()))
@@ -222,11 +238,23 @@ impl candle_core::CustomOp2 for DepthwiseConvBackward {
         let out = match (s1, s2) {
             (CpuStorage::F32(p), CpuStorage::F32(w)) => {
                 let p = contiguous_slice(p, l1, "conv bwd")?;
-                CpuStorage::F32(conv_backward(&p[..n], &p[n..], contiguous_slice(w, l2, "conv bwd")?, d, self.reverse))
+                CpuStorage::F32(conv_backward(
+                    &p[..n],
+                    &p[n..],
+                    contiguous_slice(w, l2, "conv bwd")?,
+                    d,
+                    self.reverse,
+                ))
             }
             (CpuStorage::F64(p), CpuStorage::F64(w)) => {
                 let p = contiguous_slice(p, l1, "conv bwd")?;
-                CpuStorage::F64(conv_backward(&p[..n], &p[n..], contiguous_slice(w, l2, "conv bwd")?, d, self.reverse))
+                CpuStorage::F64(conv_backward(
+                    &p[..n],
+                    &p[n..],
+                    contiguous_slice(w, l2, "conv bwd")?,
+                    d,
+                    self.reverse,
+                ))
             }
             _ => candle_core::bail!("depthwise conv backward: f32 or f64"),
         };
@@ -249,21 +277,46 @@ mod tests {
         for reverse in [false, true] {
             let fused = depthwise_conv(&x, &w, &b, reverse).unwrap();
             let slow = depthwise_conv_primitive(&x, &w, &b, reverse).unwrap();
-            let d: f64 = (fused - slow).unwrap().abs().unwrap().max_all().unwrap().to_scalar().unwrap();
+            let d: f64 = (fused - slow)
+                .unwrap()
+                .abs()
+                .unwrap()
+                .max_all()
+                .unwrap()
+                .to_scalar()
+                .unwrap();
             assert!(d < 1e-12, "reverse {reverse}: {d}");
-            let loss = |x: &Tensor, w: &Tensor, b: &Tensor| depthwise_conv(x, w, b, reverse)?.mul(&wy)?.sum_all();
+            let loss = |x: &Tensor, w: &Tensor, b: &Tensor| {
+                depthwise_conv(x, w, b, reverse)?.mul(&wy)?.sum_all()
+            };
             let ex = max_grad_error(&x, 1e-6, &|v| loss(v, &w, &b)).unwrap();
             let ew = max_grad_error(&w, 1e-6, &|v| loss(&x, v, &b)).unwrap();
             let eb = max_grad_error(&b, 1e-6, &|v| loss(&x, &w, v)).unwrap();
-            assert!(ex < 1e-7 && ew < 1e-7 && eb < 1e-7, "reverse {reverse}: {ex} {ew} {eb}");
+            assert!(
+                ex < 1e-7 && ew < 1e-7 && eb < 1e-7,
+                "reverse {reverse}: {ex} {ew} {eb}"
+            );
         }
         // Causality: in the forward direction output t does not read inputs after t.
         let mut later = x.to_vec3::<f64>().unwrap();
         later[0][6][0] += 1.0;
         let later = Tensor::new(later, x.device()).unwrap();
-        let a = depthwise_conv(&x, &w, &b, false).unwrap().narrow(1, 0, 6).unwrap();
-        let c = depthwise_conv(&later, &w, &b, false).unwrap().narrow(1, 0, 6).unwrap();
-        let d: f64 = (a - c).unwrap().abs().unwrap().max_all().unwrap().to_scalar().unwrap();
+        let a = depthwise_conv(&x, &w, &b, false)
+            .unwrap()
+            .narrow(1, 0, 6)
+            .unwrap();
+        let c = depthwise_conv(&later, &w, &b, false)
+            .unwrap()
+            .narrow(1, 0, 6)
+            .unwrap();
+        let d: f64 = (a - c)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar()
+            .unwrap();
         assert_eq!(d, 0.0);
     }
 }

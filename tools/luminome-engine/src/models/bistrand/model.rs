@@ -41,7 +41,12 @@ impl CrossAttention {
     }
 
     /// `query`, `context` `[B, L, D]`; `context_mask` `[B, L]` → `[B, L, D]`.
-    pub fn forward(&self, query: &Tensor, context: &Tensor, context_mask: &Tensor) -> Result<Tensor> {
+    pub fn forward(
+        &self,
+        query: &Tensor,
+        context: &Tensor,
+        context_mask: &Tensor,
+    ) -> Result<Tensor> {
         let (b, l, d) = query.dims3()?;
         let (h, dh) = (self.heads, d / self.heads);
         let split = |x: Tensor| -> Result<Tensor> {
@@ -53,8 +58,7 @@ impl CrossAttention {
         let scores = crate::nn::batched_matmul(&q, &k.t()?)?
             .broadcast_add(&attention_bias(context_mask, query.dtype())?)?;
         let ctx = crate::nn::batched_matmul(&softmax_last_dim(&scores)?, &v)?; // [B, H, L, Dh]
-        self.out
-            .forward(&ctx.transpose(1, 2)?.reshape((b, l, d))?)
+        self.out.forward(&ctx.transpose(1, 2)?.reshape((b, l, d))?)
     }
 }
 
@@ -67,7 +71,13 @@ struct StrandHead {
 }
 
 impl StrandHead {
-    fn new(cfg: &BiStrandConfig, vb: &VarBuilder, cross: &str, fuse: &str, head: &str) -> Result<Self> {
+    fn new(
+        cfg: &BiStrandConfig,
+        vb: &VarBuilder,
+        cross: &str,
+        fuse: &str,
+        head: &str,
+    ) -> Result<Self> {
         let d = cfg.d_model;
         Ok(Self {
             cross: cfg

@@ -197,7 +197,10 @@ impl PairPredictor {
         let mut out = Vec::with_capacity(records.len());
         for (k, &r) in records.iter().enumerate() {
             let row = &self.input.index[r];
-            let v = row.variant.as_ref().context("internal: variant row without variant")?;
+            let v = row
+                .variant
+                .as_ref()
+                .context("internal: variant row without variant")?;
             let (Some(rc), Some(ac)) = (class_of(&v.reference), class_of(&v.alternate)) else {
                 bail!(
                     "{}: record {}: {}>{} is not a single-base substitution",
@@ -207,17 +210,25 @@ impl PairPredictor {
                     v.alternate
                 );
             };
-            let (rb, ab) = if complement { (3 - rc, 3 - ac) } else { (rc, ac) };
+            let (rb, ab) = if complement {
+                (3 - rc, 3 - ac)
+            } else {
+                (rc, ac)
+            };
             let w = window_of[k];
             let llr_a = lp_a[w][ac] - lp_a[w][rc];
             let llr_b = lp_b[w][ab] - lp_b[w][rb];
             let llr = 0.5 * (llr_a + llr_b);
-            self.scores
-                .alleles
-                .insert((v.line, v.alternate.clone()), AlleleScore { llr, llr_a, llr_b });
+            self.scores.alleles.insert(
+                (v.line, v.alternate.clone()),
+                AlleleScore { llr, llr_a, llr_b },
+            );
             self.scores.ref_match.insert(v.line, v.ref_match);
             self.scores.sites.insert(v.line, (v.chrom.clone(), v.pos));
-            let slot = self.track.entry((v.chrom.clone(), v.pos - 1)).or_insert(llr);
+            let slot = self
+                .track
+                .entry((v.chrom.clone(), v.pos - 1))
+                .or_insert(llr);
             *slot = slot.min(llr);
             let mut values = vec![
                 v.chrom.clone(),
@@ -305,10 +316,12 @@ impl PairPredictor {
             return Ok(v.clone());
         }
         let meta = self.input.dataset.meta();
-        meta.sources
-            .get(1)
-            .map(PathBuf::from)
-            .with_context(|| format!("{}: the dataset names no variants file; give --variants", self.input.dataset.path().display()))
+        meta.sources.get(1).map(PathBuf::from).with_context(|| {
+            format!(
+                "{}: the dataset names no variants file; give --variants",
+                self.input.dataset.path().display()
+            )
+        })
     }
 }
 
@@ -324,7 +337,15 @@ impl Predictor for PairPredictor {
     fn columns(&self) -> Vec<String> {
         if self.variants {
             let mut c: Vec<String> = [
-                "chrom", "pos", "id", "ref", "alt", "ref_match", "llr", "llr_a", "llr_b",
+                "chrom",
+                "pos",
+                "id",
+                "ref",
+                "alt",
+                "ref_match",
+                "llr",
+                "llr_a",
+                "llr_b",
             ]
             .map(String::from)
             .to_vec();
@@ -359,7 +380,10 @@ impl Predictor for PairPredictor {
         let [n, la, lb, ca, cb] = self.totals;
         let n = n.max(1.0);
         Ok(Some(vec![
-            ("masked_positions".into(), (self.totals[0] as u64).to_string()),
+            (
+                "masked_positions".into(),
+                (self.totals[0] as u64).to_string(),
+            ),
             ("accuracy_a".into(), (ca / n).to_string()),
             ("accuracy_b".into(), (cb / n).to_string()),
             ("perplexity_a".into(), (la / n).exp().to_string()),
@@ -390,7 +414,12 @@ impl Predictor for PairPredictor {
         let mut files: Vec<Box<dyn Commit>> = Vec::new();
         if let Some(dest) = &extra.vcf {
             let source = self.variants_source(extra)?;
-            files.push(Box::new(write_scored_vcf(&source, dest, &self.scores, &self.reference_contigs())?));
+            files.push(Box::new(write_scored_vcf(
+                &source,
+                dest,
+                &self.scores,
+                &self.reference_contigs(),
+            )?));
         }
         if let Some(dest) = &extra.bedgraph {
             // A bigWig's chromosome sizes: --chrom-sizes, or the reference the dataset was built
@@ -399,7 +428,8 @@ impl Predictor for PairPredictor {
                 Some(p) => Some(ChromSizes::read(p)?),
                 None => self.input.dataset.meta().sources.first().and_then(|r| {
                     let contigs = self.reference_contigs();
-                    (!contigs.is_empty()).then(|| ChromSizes::from_sequences(&contigs, Path::new(r)))
+                    (!contigs.is_empty())
+                        .then(|| ChromSizes::from_sequences(&contigs, Path::new(r)))
                 }),
             };
             let mut w = BedGraphWriter::create_track(

@@ -35,7 +35,9 @@ impl PairTensors {
                 .iter()
                 .position(|&b| i64::from(b) == label)
                 .map(|c| c as u32)
-                .ok_or_else(|| anyhow::anyhow!("label {label} at a masked position is not a base (A, C, G, T)"))
+                .ok_or_else(|| {
+                    anyhow::anyhow!("label {label} at a masked position is not a base (A, C, G, T)")
+                })
         };
         let shape = (batch.batch, batch.length);
         let mut positions = Vec::new();
@@ -43,14 +45,21 @@ impl PairTensors {
         for (i, &m) in batch.mask_positions.iter().enumerate() {
             if m != 0 {
                 if batch.labels_a[i] == IGNORE_INDEX || batch.labels_b[i] == IGNORE_INDEX {
-                    bail!("a masked position without labels (record {} of the batch)", i / batch.length);
+                    bail!(
+                        "a masked position without labels (record {} of the batch)",
+                        i / batch.length
+                    );
                 }
                 positions.push(i as u32);
                 targets_a.push(class(batch.labels_a[i])?);
                 targets_b.push(class(batch.labels_b[i])?);
             }
         }
-        let mask: Vec<f32> = batch.attention_mask.iter().map(|&m| f32::from(m != 0)).collect();
+        let mask: Vec<f32> = batch
+            .attention_mask
+            .iter()
+            .map(|&m| f32::from(m != 0))
+            .collect();
         Ok(Self {
             ids_a: Tensor::from_slice(&batch.ids_a, shape, device)?,
             ids_b: Tensor::from_slice(&batch.ids_b, shape, device)?,

@@ -63,8 +63,15 @@ fn gradients_of_the_whole_model_match_finite_differences() {
         let cfg = config(cross, tie);
         let (varmap, model) = build(&cfg, DType::F64);
         let a = ids(&[&[5, 6, 3, 8, 7, 5, 6], &[8, 3, 7, 6, 5, 0, 0]]);
-        let b = ids(&[&complement(&[5, 6, 3, 8, 7, 5, 6]), &complement(&[8, 3, 7, 6, 5, 0, 0])]);
-        let mask = Tensor::new(&[[1f64, 1., 1., 1., 1., 1., 1.], [1., 1., 1., 1., 1., 0., 0.]], &Device::Cpu).unwrap();
+        let b = ids(&[
+            &complement(&[5, 6, 3, 8, 7, 5, 6]),
+            &complement(&[8, 3, 7, 6, 5, 0, 0]),
+        ]);
+        let mask = Tensor::new(
+            &[[1f64, 1., 1., 1., 1., 1., 1.], [1., 1., 1., 1., 1., 0., 0.]],
+            &Device::Cpu,
+        )
+        .unwrap();
         let pos = Tensor::new(&[2u32, 8], &Device::Cpu).unwrap();
         let data = varmap.data().lock().unwrap();
         // One matrix and one vector of every kind of layer.
@@ -82,17 +89,23 @@ fn gradients_of_the_whole_model_match_finite_differences() {
             names.push("fuse_b.weight".into());
         }
         for name in names {
-            let var: &Var = data.get(&name).unwrap_or_else(|| panic!("no parameter {name}"));
+            let var: &Var = data
+                .get(&name)
+                .unwrap_or_else(|| panic!("no parameter {name}"));
             let original = var.as_tensor().copy().unwrap();
             let f = |w: &Tensor| {
                 var.set(w).unwrap();
                 let out = model.logits_at(&a, &b, &mask, &pos, None)?;
-                let l = (strand_loss(&out.a, &[1, 2]).unwrap().0 + strand_loss(&out.b, &[2, 1]).unwrap().0)?;
+                let l = (strand_loss(&out.a, &[1, 2]).unwrap().0
+                    + strand_loss(&out.b, &[2, 1]).unwrap().0)?;
                 Ok(l)
             };
             let err = max_grad_error_through(var, &original, &f);
             var.set(&original).unwrap();
-            assert!(err < 1e-5, "cross {cross} tie {tie}: gradient of {name}: relative error {err}");
+            assert!(
+                err < 1e-5,
+                "cross {cross} tie {tie}: gradient of {name}: relative error {err}"
+            );
         }
     }
 }
@@ -108,7 +121,13 @@ fn max_grad_error_through(
     var.set(original).unwrap();
     let loss = f(original).unwrap();
     let grads = loss.backward().unwrap();
-    let analytic: Vec<f64> = grads.get(var.as_tensor()).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+    let analytic: Vec<f64> = grads
+        .get(var.as_tensor())
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1()
+        .unwrap();
     let base: Vec<f64> = original.flatten_all().unwrap().to_vec1().unwrap();
     let h = 1e-6;
     let mut worst = 0f64;
@@ -142,7 +161,10 @@ fn padding_never_changes_the_prediction_at_a_base() {
             None,
         )
         .unwrap();
-    let mask: Vec<f32> = padded.iter().map(|&x| f32::from(u8::from(x != 0))).collect();
+    let mask: Vec<f32> = padded
+        .iter()
+        .map(|&x| f32::from(u8::from(x != 0)))
+        .collect();
     let long = model
         .logits_at(
             &ids(&[&padded]),
@@ -153,7 +175,14 @@ fn padding_never_changes_the_prediction_at_a_base() {
         )
         .unwrap();
     for (x, y) in [(&short.a, &long.a), (&short.b, &long.b)] {
-        let d: f32 = (x - y).unwrap().abs().unwrap().max_all().unwrap().to_scalar().unwrap();
+        let d: f32 = (x - y)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar()
+            .unwrap();
         assert!(d < 1e-5, "padding changed a logit by {d}");
     }
 }
@@ -167,13 +196,30 @@ fn without_cross_attention_a_strand_ignores_its_partner() {
     let pos = Tensor::new(&[2u32], &Device::Cpu).unwrap();
     for cross in [false, true] {
         let (_, model) = build(&config(cross, false), DType::F32);
-        let p1 = model.logits_at(&ids(&[&row]), &ids(&[&complement(&row)]), &mask, &pos, None).unwrap();
-        let p2 = model.logits_at(&ids(&[&row]), &ids(&[&other]), &mask, &pos, None).unwrap();
-        let d: f32 = (p1.a - p2.a).unwrap().abs().unwrap().max_all().unwrap().to_scalar().unwrap();
+        let p1 = model
+            .logits_at(&ids(&[&row]), &ids(&[&complement(&row)]), &mask, &pos, None)
+            .unwrap();
+        let p2 = model
+            .logits_at(&ids(&[&row]), &ids(&[&other]), &mask, &pos, None)
+            .unwrap();
+        let d: f32 = (p1.a - p2.a)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar()
+            .unwrap();
         if cross {
-            assert!(d > 1e-4, "with cross-attention strand A should see strand B");
+            assert!(
+                d > 1e-4,
+                "with cross-attention strand A should see strand B"
+            );
         } else {
-            assert_eq!(d, 0.0, "without cross-attention strand A must not see strand B");
+            assert_eq!(
+                d, 0.0,
+                "without cross-attention strand A must not see strand B"
+            );
         }
     }
 }
@@ -226,13 +272,20 @@ fn training_through_luminome_train_learns_a_periodic_genome() {
     ]);
     crate::train::run(&cli.args, "test").unwrap();
     let log = std::fs::read_to_string(path("run/metrics.tsv")).unwrap();
-    let rows: Vec<Vec<&str>> = log.lines().skip(1).map(|l| l.split('\t').collect()).collect();
+    let rows: Vec<Vec<&str>> = log
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').collect())
+        .collect();
     let loss = |r: &[&str]| r[2].parse::<f64>().unwrap();
     assert!(loss(&rows[0]) > 2.5, "the first loss is near 2 ln 4");
     let last = rows.last().unwrap();
     // dev_accuracy_a, dev_accuracy_b after dev_loss.
     let (acc_a, acc_b): (f64, f64) = (last[7].parse().unwrap(), last[8].parse().unwrap());
-    assert!(acc_a > 0.9 && acc_b > 0.9, "dev accuracy {acc_a} {acc_b}\n{log}");
+    assert!(
+        acc_a > 0.9 && acc_b > 0.9,
+        "dev accuracy {acc_a} {acc_b}\n{log}"
+    );
 }
 
 #[test]
@@ -246,7 +299,10 @@ fn the_fused_softplus_matches_its_formula_and_gradient() {
     for (i, &v) in x.to_vec1::<f32>().unwrap().iter().enumerate() {
         let v = f64::from(v);
         let want = v.max(0.0) + (1.0 + (-v.abs()).exp()).ln();
-        assert!((f64::from(y[i]) - want).abs() < 1e-6 * want.max(1.0), "softplus({v})");
+        assert!(
+            (f64::from(y[i]) - want).abs() < 1e-6 * want.max(1.0),
+            "softplus({v})"
+        );
         let sig = 1.0 / (1.0 + (-v).exp());
         assert!((f64::from(g[i]) - sig).abs() < 1e-6, "softplus'({v})");
     }

@@ -67,7 +67,13 @@ where
         }
         let checkpoint = Checkpoint::load_frozen(checkpoint, &device)?;
         let model = checkpoint.get::<C>()?;
-        check_records(&ds, &index, model.max_length(), model.label_values(), dataset)?;
+        check_records(
+            &ds,
+            &index,
+            model.max_length(),
+            model.label_values(),
+            dataset,
+        )?;
         Ok(Self {
             checkpoint,
             dataset: ds,

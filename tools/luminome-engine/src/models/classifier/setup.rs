@@ -13,8 +13,8 @@ use super::config::{AdapterKind, ClassifierConfig};
 use super::task::{ClassifierTask, LabelledSet};
 use super::token_classifier::TokenClassifier;
 use crate::backbones::{BackboneConfig, BackboneKind, CnnArgs, EncoderArgs, EncoderDefaults};
-use crate::input::strand::ReverseComplement;
 use crate::checkpoint::{load_into, read_checkpoint_meta, read_safetensors, Checkpoint};
+use crate::input::strand::ReverseComplement;
 use crate::input::tokens::{check_length, check_same_vocab, open_dataset};
 use crate::input::InputSpec;
 use crate::models::kmer_linear::{KmerFloorArgs, KmerSearch};
@@ -99,9 +99,9 @@ impl ClassificationArgs {
         match self.metric.as_str() {
             "dev_mcc" | "dev_accuracy" | "dev_auroc" | "dev_f1" => Ok(true),
             "dev_loss" => Ok(false),
-            m => bail!(
-                "--metric {m}: expected dev_mcc, dev_accuracy, dev_auroc, dev_f1 or dev_loss"
-            ),
+            m => {
+                bail!("--metric {m}: expected dev_mcc, dev_accuracy, dev_auroc, dev_f1 or dev_loss")
+            }
         }
     }
 }
@@ -242,7 +242,9 @@ impl TrainCommand for ClassifyArgs {
                         model.config.adapter.name()
                     );
                 }
-                if self.backbone.is_some_and(|b| b != model.config.backbone.kind())
+                if self
+                    .backbone
+                    .is_some_and(|b| b != model.config.backbone.kind())
                     || (self.rc_average && model.config.rc_average.is_none())
                 {
                     bail!(
@@ -379,8 +381,7 @@ impl ClassifyArgs {
     /// The backbone and the defaults of a new run: the flags given, then what the size of the
     /// training set calls for (docs/small-data.md).
     fn choose(&self, data: &ClassificationData) -> SizeChoice {
-        let small =
-            self.train.resume.is_none() && data.train.len() < SMALL_TRAINING_SET;
+        let small = self.train.resume.is_none() && data.train.len() < SMALL_TRAINING_SET;
         let nucleotides = data.train.tokenizer().scheme == TokenizerScheme::Nucleotide;
         // Transformer sizes given on the command line ask for a transformer.
         let auto_cnn = small
@@ -451,8 +452,12 @@ impl ClassifyArgs {
 
     /// The reverse complement of the training set's tokens (single nucleotides only).
     fn reverse_complement(&self, data: &ClassificationData) -> Result<ReverseComplement> {
-        ReverseComplement::for_tokenizer(data.train.tokenizer())
-            .with_context(|| format!("{}: --rc-augment / --rc-average", data.train.path().display()))
+        ReverseComplement::for_tokenizer(data.train.tokenizer()).with_context(|| {
+            format!(
+                "{}: --rc-augment / --rc-average",
+                data.train.path().display()
+            )
+        })
     }
 
     /// The transformer encoder: from --init (an MLM checkpoint) or from the encoder flags.

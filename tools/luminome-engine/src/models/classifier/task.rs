@@ -12,10 +12,10 @@ use luminome_metrics::ClassificationMetrics;
 
 use super::token_classifier::TokenClassifier;
 use crate::checkpoint::Checkpoint;
-use crate::models::kmer_linear::{KmerFloor, KmerSearch};
 use crate::input::batch_tensors;
 use crate::input::strand::ReverseComplement;
 use crate::input::tokens::real_length;
+use crate::models::kmer_linear::{KmerFloor, KmerSearch};
 use crate::models::FamilyConfig;
 use crate::nn::DropoutRng;
 use crate::train::task::{chunks, TrainTask};
@@ -151,7 +151,12 @@ where
     fn train_loss(&self, records: &[usize], seed: u64) -> Result<Tensor> {
         let mut batch = self.train.dataset.batch(records)?;
         if let Some(rc) = &self.rc_augment {
-            flip_random_rows(rc, &mut batch, seed, self.train.dataset.tokenizer().vocab.len());
+            flip_random_rows(
+                rc,
+                &mut batch,
+                seed,
+                self.train.dataset.tokenizer().vocab.len(),
+            );
         }
         let t = batch_tensors(&batch, &self.device)?;
         let targets: Vec<u32> = records.iter().map(|&r| self.train.classes[r]).collect();
@@ -241,8 +246,7 @@ where
         model_test: Option<&ClassificationMetrics>,
         quiet: bool,
     ) -> Result<()> {
-        let (Some(search), Some(dev), Some(model_dev)) = (&self.floor, &self.dev, model_dev)
-        else {
+        let (Some(search), Some(dev), Some(model_dev)) = (&self.floor, &self.dev, model_dev) else {
             return Ok(());
         };
         let train = &self.train.dataset;

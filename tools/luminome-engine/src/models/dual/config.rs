@@ -26,8 +26,7 @@ impl FamilyConfig for DualConfig {
 
     fn validate(&self) -> Result<()> {
         self.encoder.validate()?;
-        if !(self.temperature.is_finite() && self.temperature > 0.0 && self.temperature <= 100.0)
-        {
+        if !(self.temperature.is_finite() && self.temperature > 0.0 && self.temperature <= 100.0) {
             bail!(
                 "the temperature must be a number in (0, 100], got {}",
                 self.temperature

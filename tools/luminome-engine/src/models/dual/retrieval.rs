@@ -200,9 +200,7 @@ impl<'a> RetrievalSet<'a> {
             }
         }
         let n_groups = pg.iter().max().map_or(0, |&g| g as usize + 1);
-        let passage_of_group = (0..n_groups as u32)
-            .map(|g| corpus_of_group[&g])
-            .collect();
+        let passage_of_group = (0..n_groups as u32).map(|g| corpus_of_group[&g]).collect();
         Ok(Self {
             corpus: Corpus::Tokens(corpus, rows),
             query_rows,
@@ -284,7 +282,10 @@ impl RetrievalReport {
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum()
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum()
 }
 
 /// Mean over dimensions of the variance across rows, and the mean row norm.
@@ -344,7 +345,11 @@ pub fn evaluate(
     let mut per_query = Vec::with_capacity(q_rows.len());
     for start in (0..q_rows.len()).step_by(block) {
         let end = (start + block).min(q_rows.len());
-        let q = Tensor::from_slice(&query_emb[start * dim..end * dim], (end - start, dim), device)?;
+        let q = Tensor::from_slice(
+            &query_emb[start * dim..end * dim],
+            (end - start, dim),
+            device,
+        )?;
         let scores: Vec<Vec<f32>> = crate::nn::matmul::device_matmul(&q, &p.t()?)?.to_vec2()?;
         for (k, s) in scores.iter().enumerate() {
             let qi = start + k;
@@ -373,18 +378,18 @@ pub fn evaluate(
             });
         }
     }
-    let full = RetrievalMetrics::from_queries(
-        &per_query.iter().map(|q| q.scores).collect::<Vec<_>>(),
-    );
-    let positive_similarity = per_query
-        .iter()
-        .map(|q| q.positive_similarity)
-        .sum::<f64>()
+    let full =
+        RetrievalMetrics::from_queries(&per_query.iter().map(|q| q.scores).collect::<Vec<_>>());
+    let positive_similarity = per_query.iter().map(|q| q.positive_similarity).sum::<f64>()
         / per_query.len().max(1) as f64;
 
     // In-batch: every pair row, batches without repeats, embeddings looked up by group.
     let (qg, pg) = (pairs.groups(Side::Query), pairs.groups(Side::Passage));
-    let query_slot: HashMap<u32, usize> = q_rows.iter().enumerate().map(|(i, &r)| (qg[r], i)).collect();
+    let query_slot: HashMap<u32, usize> = q_rows
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| (qg[r], i))
+        .collect();
     let passage_of_row = |r: usize| {
         let j = set.passage_of_group[pg[r] as usize];
         &passage_emb[j * dim..(j + 1) * dim]

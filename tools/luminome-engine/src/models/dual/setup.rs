@@ -112,10 +112,14 @@ impl DualArgs {
                 };
                 m.check_tokenizer(init, &t.train, tok)?;
                 let mut e = mc.encoder.clone();
-                e.dropout = self.encoder.dropout(&crate::backbones::EncoderDefaults::STANDARD);
+                e.dropout = self
+                    .encoder
+                    .dropout(&crate::backbones::EncoderDefaults::STANDARD);
                 e
             }
-            None => self.encoder.config(tok.vocab_size(), tok.pad_id, longest(train))?,
+            None => self
+                .encoder
+                .config(tok.vocab_size(), tok.pad_id, longest(train))?,
         };
         let config = ModelConfig::from(DualConfig {
             encoder,
@@ -158,11 +162,7 @@ impl TrainCommand for DualArgs {
         self.check()?;
         let t = &self.train;
         let train = open_pairs(&t.train, "training")?;
-        let dev = t
-            .dev
-            .as_deref()
-            .map(|p| open_pairs(p, "dev"))
-            .transpose()?;
+        let dev = t.dev.as_deref().map(|p| open_pairs(p, "dev")).transpose()?;
         if let Some(d) = &dev {
             if !train.tokenizer().same_tokenization(d.tokenizer()) {
                 bail!(
@@ -188,7 +188,9 @@ impl TrainCommand for DualArgs {
             }
         };
         let max_len = model.config.encoder.max_length;
-        for (ds, what) in std::iter::once((&train, "training pairs")).chain(dev.iter().map(|d| (d, "dev pairs"))) {
+        for (ds, what) in
+            std::iter::once((&train, "training pairs")).chain(dev.iter().map(|d| (d, "dev pairs")))
+        {
             if longest(ds) > max_len {
                 bail!(
                     "{}: rows of {} tokens are longer than the model's max length {max_len} ({what}); tokenize with a smaller --max-length or give the model a larger --max-length",

@@ -64,7 +64,9 @@ impl TrainTask for DualTask {
         let q = self.side(Side::Query, records)?;
         let p = self.side(Side::Passage, records)?;
         let qe = self.model.embed(Side::Query, &q.ids, &q.mask, Some(&rng))?;
-        let pe = self.model.embed(Side::Passage, &p.ids, &p.mask, Some(&rng))?;
+        let pe = self
+            .model
+            .embed(Side::Passage, &p.ids, &p.mask, Some(&rng))?;
         let ex = exclusions(
             records,
             self.train.groups(Side::Query),

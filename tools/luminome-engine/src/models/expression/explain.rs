@@ -20,7 +20,10 @@ pub fn pooling_weights(model: &ExpressionModel, t: &RegionTensors) -> Result<Vec
 /// gradient of the summed predictions is every sample's own).
 fn gradient(model: &ExpressionModel, t: &RegionTensors, x: &Tensor) -> Result<Tensor> {
     let v = Var::from_tensor(x)?;
-    let y = model.forward_features(v.as_tensor(), t, None)?.prediction.sum_all()?;
+    let y = model
+        .forward_features(v.as_tensor(), t, None)?
+        .prediction
+        .sum_all()?;
     let grads = y.backward()?;
     match grads.get(v.as_tensor()) {
         Some(g) => Ok(g.clone()),

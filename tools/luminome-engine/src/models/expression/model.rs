@@ -111,7 +111,9 @@ impl ExpressionModel {
     pub fn loss(&self, prediction: &Tensor, targets: &[f32]) -> Result<Tensor> {
         let y = Tensor::from_slice(targets, targets.len(), prediction.device())?;
         match self.config.loss {
-            ExpressionLoss::Poisson => (prediction - (&y * (prediction + 1e-8)?.log()?)?)?.mean_all(),
+            ExpressionLoss::Poisson => {
+                (prediction - (&y * (prediction + 1e-8)?.log()?)?)?.mean_all()
+            }
             ExpressionLoss::Mse => (prediction - &y)?.sqr()?.mean_all(),
         }
     }

@@ -39,7 +39,11 @@ impl ExpressionInput {
         }
         check_dataset_kind(checkpoint, &meta, dataset)?;
         let ds = RegionDataset::open(dataset)?;
-        check_region_features(checkpoint, &meta.feature_names.clone().unwrap_or_default(), &ds)?;
+        check_region_features(
+            checkpoint,
+            &meta.feature_names.clone().unwrap_or_default(),
+            &ds,
+        )?;
         let ck = Checkpoint::load_frozen(checkpoint, &device)?;
         let max = ck.get::<ExpressionConfig>()?.config.encoder.max_regions;
         if ds.n_regions() > max {
@@ -147,7 +151,12 @@ impl Predictor for ExpressionPredictor {
 
     fn columns(&self) -> Vec<String> {
         let mut c = vec!["gene_id".to_string(), "cell_type".into()];
-        if self.input.checkpoint.get::<ExpressionConfig>().is_ok_and(|m| m.config.holdout.is_some()) {
+        if self
+            .input
+            .checkpoint
+            .get::<ExpressionConfig>()
+            .is_ok_and(|m| m.config.holdout.is_some())
+        {
             c.push("split".into());
         }
         c.push("predicted".into());
@@ -180,7 +189,11 @@ impl Predictor for ExpressionPredictor {
             values.push(p.map_or_else(|| "NA".into(), |v| v.to_string()));
             if let Some(e) = &t.expression {
                 let y = e[i] as f64;
-                values.push(if y.is_nan() { "NA".into() } else { e[i].to_string() });
+                values.push(if y.is_nan() {
+                    "NA".into()
+                } else {
+                    e[i].to_string()
+                });
                 if let (Some(p), false) = (p, y.is_nan()) {
                     self.scored.push((s.cell_type.clone(), y, f64::from(p)));
                 }
@@ -228,6 +241,8 @@ impl PredictFamily for ExpressionConfig {
         dataset: &Path,
         device: Device,
     ) -> Result<Box<dyn Predictor>> {
-        Ok(Box::new(ExpressionPredictor::open(checkpoint, dataset, device)?))
+        Ok(Box::new(ExpressionPredictor::open(
+            checkpoint, dataset, device,
+        )?))
     }
 }

@@ -18,7 +18,8 @@ use crate::models::region_pretrain::RegionPretrainConfig;
 use crate::models::{parameter_names, BuiltModel, ModelConfig};
 use crate::train::{TrainArgs, TrainCommand, TrainingSetup};
 
-pub const EXAMPLE: &str = "Example (chr22 genes in K562 and GM12878 from luminome-regions with --expression):
+pub const EXAMPLE: &str =
+    "Example (chr22 genes in K562 and GM12878 from luminome-regions with --expression):
   luminome-train expression --train genes.safetensors --holdout genes -o expr/ \\
       --preset small --head attention-pool --loss poisson --steps 2000 --batch-size 16
   # from a pretrained encoder, GET's head, leave GM12878 out
@@ -111,7 +112,12 @@ impl TrainCommand for ExpressionArgs {
 
     fn setup(&self, device: &Device) -> Result<TrainingSetup> {
         let t = &self.train;
-        let data = RegionData::open(&t.train, t.dev.as_deref(), &self.holdout, self.skip_empty_samples)?;
+        let data = RegionData::open(
+            &t.train,
+            t.dev.as_deref(),
+            &self.holdout,
+            self.skip_empty_samples,
+        )?;
         let ds = data.train.clone();
         check_targets(&ds, &data.train_records, self.loss)?;
         if let Some((d, records)) = &data.dev {
@@ -139,7 +145,11 @@ impl TrainCommand for ExpressionArgs {
                                 m.model.kind()
                             );
                         };
-                        check_region_features(init, &m.feature_names.clone().unwrap_or_default(), &ds)?;
+                        check_region_features(
+                            init,
+                            &m.feature_names.clone().unwrap_or_default(),
+                            &ds,
+                        )?;
                         if self.encoder.sizes_given() {
                             bail!("--d-model, --layers, --heads and --ffn do not apply with --init: the encoder is {}'s", init.display());
                         }
@@ -168,11 +178,21 @@ impl TrainCommand for ExpressionArgs {
                 match &self.init {
                     Some(init) => {
                         let (_, tensors) = read_safetensors(init, device)?;
-                        load_into(&b.varmap, &tensors, init, Some(&format!("{ENCODER_PREFIX}.")))?;
+                        load_into(
+                            &b.varmap,
+                            &tensors,
+                            init,
+                            Some(&format!("{ENCODER_PREFIX}.")),
+                        )?;
                     }
                     None => {
                         let (mean, scale) = feature_statistics(&ds, &data.train_records)?;
-                        set_standardisation(&b.varmap, &format!("{ENCODER_PREFIX}."), &mean, &scale)?;
+                        set_standardisation(
+                            &b.varmap,
+                            &format!("{ENCODER_PREFIX}."),
+                            &mean,
+                            &scale,
+                        )?;
                     }
                 }
                 let model = b.get::<ExpressionConfig>()?.clone();
@@ -197,12 +217,20 @@ impl TrainCommand for ExpressionArgs {
             c.encoder.position.name(),
             c.head.name(),
             c.loss.name(),
-            if self.init.is_some() { ", encoder from --init" } else { "" },
+            if self.init.is_some() {
+                ", encoder from --init"
+            } else {
+                ""
+            },
             data.describe()
         );
         let mut sources = t.sources();
         sources.extend(self.init.iter().map(|p| p.display().to_string()));
-        let metric = if data.dev.is_some() { "dev_pearson" } else { "" };
+        let metric = if data.dev.is_some() {
+            "dev_pearson"
+        } else {
+            ""
+        };
         let task = ExpressionTask {
             model,
             data,

@@ -36,9 +36,12 @@ impl ExpressionTask {
 
 /// The targets of a batch (checked finite when the data was opened).
 pub fn targets(t: &RegionTensors, ds: &RegionDataset) -> Result<Vec<f32>> {
-    t.expression
-        .clone()
-        .with_context(|| format!("{}: the dataset has no expression values", ds.path().display()))
+    t.expression.clone().with_context(|| {
+        format!(
+            "{}: the dataset has no expression values",
+            ds.path().display()
+        )
+    })
 }
 
 impl TrainTask for ExpressionTask {
@@ -47,7 +50,10 @@ impl TrainTask for ExpressionTask {
     }
 
     fn train_loss(&self, records: &[usize], seed: u64) -> Result<Tensor> {
-        let rows: Vec<usize> = records.iter().map(|&i| self.data.train_records[i]).collect();
+        let rows: Vec<usize> = records
+            .iter()
+            .map(|&i| self.data.train_records[i])
+            .collect();
         let t = self.tensors(&self.data.train, &rows)?;
         let y = targets(&t, &self.data.train)?;
         let rng = DropoutRng::new(seed ^ 0xd409);
@@ -82,7 +88,10 @@ impl TrainTask for ExpressionTask {
         m.insert("dev_loss".into(), loss_sum / records.len().max(1) as f64);
         // An undefined correlation (constant predictions early on) counts as 0.
         m.insert("dev_pearson".into(), pearson(&truth, &pred).unwrap_or(0.0));
-        m.insert("dev_spearman".into(), spearman(&truth, &pred).unwrap_or(0.0));
+        m.insert(
+            "dev_spearman".into(),
+            spearman(&truth, &pred).unwrap_or(0.0),
+        );
         Ok(m)
     }
 }

@@ -151,16 +151,25 @@ mod tests {
             let contrib: f32 = model.base_contributions(bases, 1).unwrap().iter().sum();
             let half = (logits[r][1] - logits[r][0]) / 2.0;
             let half_bias = (bias[1] - bias[0]) / 2.0;
-            assert!((contrib + half_bias - half).abs() < 1e-4, "{contrib} {half}");
+            assert!(
+                (contrib + half_bias - half).abs() < 1e-4,
+                "{contrib} {half}"
+            );
         }
         // A dataset tokenized otherwise is refused, naming both files.
         write_kmer_dataset(&dir.path().join("kmer3.safetensors"));
-        let e = KmerLinearConfig::open_predictor(&best, &dir.path().join("kmer3.safetensors"), Device::Cpu)
-            .err()
-            .unwrap()
-            .to_string();
+        let e = KmerLinearConfig::open_predictor(
+            &best,
+            &dir.path().join("kmer3.safetensors"),
+            Device::Cpu,
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(
-            e.contains("kmer3.safetensors") && e.contains("best.safetensors") && e.contains("tokenized differently"),
+            e.contains("kmer3.safetensors")
+                && e.contains("best.safetensors")
+                && e.contains("tokenized differently"),
             "{e}"
         );
     }

@@ -11,8 +11,8 @@ use clap::Args;
 use luminome_cli::RuntimeArgs;
 
 use super::config::KmerLinearConfig;
-use super::select::{dataset_bases, fit_and_select, probabilities, score, KmerFit, KmerSearch};
 use super::features::KmerLayout;
+use super::select::{dataset_bases, fit_and_select, probabilities, score, KmerFit, KmerSearch};
 use crate::checkpoint::{save_checkpoint, CheckpointMeta};
 use crate::input::tokens::check_length;
 use crate::input::InputSpec;
@@ -120,7 +120,12 @@ pub fn run(args: &KmerLinearArgs, command_line: &str) -> Result<()> {
         args.train.display().to_string(),
         args.dev.display().to_string(),
     ];
-    sources.extend(args.classification.test.iter().map(|p| p.display().to_string()));
+    sources.extend(
+        args.classification
+            .test
+            .iter()
+            .map(|p| p.display().to_string()),
+    );
     crate::train::command::check_run_outputs(&args.output, &["test_metrics.tsv"], &sources)?;
     let data = ClassificationData::open(
         &args.train,
@@ -163,7 +168,8 @@ pub fn run(args: &KmerLinearArgs, command_line: &str) -> Result<()> {
     }
     if let Some(test) = &data.test {
         let m = fit.score(test)?;
-        let mut w = luminome_io::atomic::AtomicWriter::create(args.output.join("test_metrics.tsv"))?;
+        let mut w =
+            luminome_io::atomic::AtomicWriter::create(args.output.join("test_metrics.tsv"))?;
         writeln!(w, "metric\tvalue")?;
         for (k, v) in m.rows() {
             writeln!(w, "{k}\t{v}")?;

@@ -101,5 +101,4 @@ impl MlmModel {
     }
 }
 
-
 impl Model for MlmModel {}

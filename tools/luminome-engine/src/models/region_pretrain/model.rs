@@ -56,8 +56,11 @@ impl RegionPretrainModel {
         let dev = t.features.device();
         let m = Tensor::from_slice(masked, (b, n, 1), dev)?;
         let x = self.encoder.standardise(&t.features)?;
-        let input = (x.broadcast_mul(&(1.0 - &m)?)? + m.broadcast_mul(&self.mask_vector.reshape((1, 1, f))?)?)?;
-        let z = self.encoder.forward_standardised(&input, &t.offsets, &t.mask, rng)?;
+        let input = (x.broadcast_mul(&(1.0 - &m)?)?
+            + m.broadcast_mul(&self.mask_vector.reshape((1, 1, f))?)?)?;
+        let z = self
+            .encoder
+            .forward_standardised(&input, &t.offsets, &t.mask, rng)?;
         // Only the masked regions go through the decoder.
         let rows: Vec<u32> = masked
             .iter()
@@ -71,7 +74,9 @@ impl RegionPretrainModel {
         }
         let idx = Tensor::from_vec(rows, k, dev)?;
         let d = z.dim(D::Minus1)?;
-        let decoded = self.decoder.forward(&z.reshape((b * n, d))?.index_select(&idx, 0)?)?;
+        let decoded = self
+            .decoder
+            .forward(&z.reshape((b * n, d))?.index_select(&idx, 0)?)?;
         match self.config.loss {
             PretrainLoss::Mse => {
                 let target = x.reshape((b * n, f))?.index_select(&idx, 0)?.detach();

@@ -60,15 +60,27 @@ impl TrainCommand for RegionPretrainArgs {
     fn setup(&self, device: &Device) -> Result<TrainingSetup> {
         let t = &self.train;
         if !(self.mask_fraction > 0.0 && self.mask_fraction < 1.0) {
-            bail!("--mask-fraction must be in (0, 1), got {}", self.mask_fraction);
+            bail!(
+                "--mask-fraction must be in (0, 1), got {}",
+                self.mask_fraction
+            );
         }
-        let data = RegionData::open(&t.train, t.dev.as_deref(), &self.holdout, self.skip_empty_samples)?;
+        let data = RegionData::open(
+            &t.train,
+            t.dev.as_deref(),
+            &self.holdout,
+            self.skip_empty_samples,
+        )?;
         let ds = &data.train;
         let (varmap, model, config) = match &t.resume {
             Some(r) => {
                 let ck = Checkpoint::load(r, device)?;
                 let model = ck.get::<RegionPretrainConfig>()?.clone();
-                crate::input::check_region_features(r, &ck.meta.feature_names.clone().unwrap_or_default(), ds)?;
+                crate::input::check_region_features(
+                    r,
+                    &ck.meta.feature_names.clone().unwrap_or_default(),
+                    ds,
+                )?;
                 if model.config.holdout != data.holdout {
                     bail!("{}: the run held out other samples; resume with the run's --holdout settings", r.display());
                 }

@@ -77,7 +77,10 @@ impl TrainTask for RegionPretrainTask {
     }
 
     fn train_loss(&self, records: &[usize], seed: u64) -> Result<Tensor> {
-        let rows: Vec<usize> = records.iter().map(|&i| self.data.train_records[i]).collect();
+        let rows: Vec<usize> = records
+            .iter()
+            .map(|&i| self.data.train_records[i])
+            .collect();
         Ok(self.masked_loss(&self.data.train, &rows, seed, true)?.loss)
     }
 
@@ -114,7 +117,6 @@ impl TrainTask for RegionPretrainTask {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,7 +128,10 @@ mod tests {
         let count = |r: usize| m[r * 8..(r + 1) * 8].iter().filter(|&&v| v > 0.0).count();
         assert_eq!((count(0), count(1), count(2), count(3)), (2, 1, 0, 4));
         for (r, u) in [(0, 4), (1, 1), (3, 7)] {
-            assert!(m[r * 8 + u..(r + 1) * 8].iter().all(|&v| v == 0.0), "padding masked");
+            assert!(
+                m[r * 8 + u..(r + 1) * 8].iter().all(|&v| v == 0.0),
+                "padding masked"
+            );
         }
     }
 }

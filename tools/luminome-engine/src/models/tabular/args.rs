@@ -200,7 +200,10 @@ impl TabularArgs {
             bail!("--dropout must be in [0, 1), got {}", self.dropout);
         }
         if !(self.val_fraction > 0.0 && self.val_fraction < 1.0) {
-            bail!("--val-fraction must be in (0, 1), got {}", self.val_fraction);
+            bail!(
+                "--val-fraction must be in (0, 1), got {}",
+                self.val_fraction
+            );
         }
         if let Some(k) = self.folds {
             if k < 2 {
@@ -267,4 +270,3 @@ impl TabularArgs {
         }
     }
 }
-

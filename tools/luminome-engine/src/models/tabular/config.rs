@@ -114,7 +114,11 @@ impl FamilyConfig for TabularConfig {
                 dropout,
                 category_dim,
             } => {
-                if !width_ok(hidden) || !width_ok(category_dim) || num_layers == 0 || num_layers > 64 {
+                if !width_ok(hidden)
+                    || !width_ok(category_dim)
+                    || num_layers == 0
+                    || num_layers > 64
+                {
                     bail!("MLP sizes out of range (widths 1-16384, 1-64 layers)");
                 }
                 if !(0.0..1.0).contains(&dropout) {

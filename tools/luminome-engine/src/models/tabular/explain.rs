@@ -72,7 +72,11 @@ pub fn column_scores(
     for (b, &k) in targets.iter().enumerate() {
         w[b * c + k] += 1.0;
     }
-    let device = t.categories.as_ref().or(t.numeric.as_ref()).map(|x| x.device().clone());
+    let device = t
+        .categories
+        .as_ref()
+        .or(t.numeric.as_ref())
+        .map(|x| x.device().clone());
     let Some(device) = device else {
         bail!("internal: a batch without columns");
     };
@@ -135,8 +139,15 @@ mod tests {
     }
 
     /// s = logit[1] − mean logits of each row at the given inputs.
-    fn outputs(m: &TabularModel, t: &TabularTensors, x: Option<&Tensor>, e: Option<&Tensor>) -> Vec<f32> {
-        let l = m.forward_parts(t.batch, x, t.missing.as_ref(), e, None).unwrap();
+    fn outputs(
+        m: &TabularModel,
+        t: &TabularTensors,
+        x: Option<&Tensor>,
+        e: Option<&Tensor>,
+    ) -> Vec<f32> {
+        let l = m
+            .forward_parts(t.batch, x, t.missing.as_ref(), e, None)
+            .unwrap();
         let l: Vec<Vec<f32>> = l.to_vec2().unwrap();
         l.iter().map(|r| r[1] - (r[0] + r[1]) / 2.0).collect()
     }
@@ -151,8 +162,13 @@ mod tests {
         });
         let m = built.get::<TabularConfig>().unwrap();
         let t = m.tensors(&rows, &[0, 1, 2, 3], &Device::Cpu).unwrap();
-        let ig = column_scores(m, &t, &[1; 4], ColumnMethod::IntegratedGradients { steps: 200 })
-            .unwrap();
+        let ig = column_scores(
+            m,
+            &t,
+            &[1; 4],
+            ColumnMethod::IntegratedGradients { steps: 200 },
+        )
+        .unwrap();
         let e = m.embed_categories(&t).unwrap();
         let full = outputs(m, &t, t.numeric.as_ref(), e.as_ref());
         let zx = t.numeric.as_ref().map(|x| x.zeros_like().unwrap());
@@ -161,7 +177,10 @@ mod tests {
         for r in 0..4 {
             let sum: f32 = ig[r * 3..(r + 1) * 3].iter().sum();
             let change = full[r] - base[r];
-            assert!((sum - change).abs() < 2e-3 * (1.0 + change.abs()), "row {r}: Σ IG {sum} vs {change}");
+            assert!(
+                (sum - change).abs() < 2e-3 * (1.0 + change.abs()),
+                "row {r}: Σ IG {sum} vs {change}"
+            );
         }
         // Gradient × input: a missing number (y in row 2) scores 0.
         let sal = column_scores(m, &t, &[1; 4], ColumnMethod::Saliency).unwrap();

@@ -32,7 +32,12 @@ pub struct TabularTensors {
 
 impl TabularTensors {
     /// Rows `idx` of `rows`; `offsets[j]` is categorical column j's first row in the table.
-    pub fn new(rows: &EncodedRows, idx: &[usize], offsets: &[u32], device: &Device) -> Result<Self> {
+    pub fn new(
+        rows: &EncodedRows,
+        idx: &[usize],
+        offsets: &[u32],
+        device: &Device,
+    ) -> Result<Self> {
         let b = idx.len();
         let n_num = rows.n_numeric;
         let n_cat = offsets.len();
@@ -242,9 +247,13 @@ impl TabularModel {
         };
         let d = cls.dim(1)?;
         let mut tokens = vec![cls.unsqueeze(0)?.broadcast_as((batch, 1, d))?];
-        if let (Some(x), Some(m), Some(w), Some(b), Some(mv)) =
-            (numeric, missing, numeric_weight, numeric_bias, numeric_missing)
-        {
+        if let (Some(x), Some(m), Some(w), Some(b), Some(mv)) = (
+            numeric,
+            missing,
+            numeric_weight,
+            numeric_bias,
+            numeric_missing,
+        ) {
             let x = x.unsqueeze(2)?; // [B, n, 1]
             let m = m.unsqueeze(2)?;
             let value = x.broadcast_mul(w)?.broadcast_add(b)?; // [B, n, D]
@@ -264,7 +273,12 @@ impl TabularModel {
             return Ok(None);
         };
         let cat = self.embed_categories(t)?;
-        let x = self.column_tokens(t.batch, t.numeric.as_ref(), t.missing.as_ref(), cat.as_ref())?;
+        let x = self.column_tokens(
+            t.batch,
+            t.numeric.as_ref(),
+            t.missing.as_ref(),
+            cat.as_ref(),
+        )?;
         let l = x.dim(1)?;
         let mask = Tensor::ones((t.batch, l), DType::F32, x.device())?;
         let probs = stack.last_attention(&x, &mask)?; // [B, H, L, L]
@@ -285,7 +299,12 @@ impl TabularModel {
     }
 
     /// Tensors of rows `idx` of `rows` for this model.
-    pub fn tensors(&self, rows: &EncodedRows, idx: &[usize], device: &Device) -> Result<TabularTensors> {
+    pub fn tensors(
+        &self,
+        rows: &EncodedRows,
+        idx: &[usize],
+        device: &Device,
+    ) -> Result<TabularTensors> {
         TabularTensors::new(rows, idx, &self.category_offsets, device)
     }
 }

@@ -114,7 +114,10 @@ pub(super) fn write_cv(
     let mut w = AtomicWriter::create(args.output.join("cv_metrics.tsv"))?;
     writeln!(w, "fold\tn\t{}", CV_METRICS.join("\t"))?;
     for (f, r) in results.iter().enumerate() {
-        let v: Vec<String> = CV_METRICS.iter().map(|m| format!("{:.6}", cv_value(&r.metrics, m))).collect();
+        let v: Vec<String> = CV_METRICS
+            .iter()
+            .map(|m| format!("{:.6}", cv_value(&r.metrics, m)))
+            .collect();
         writeln!(w, "{}\t{}\t{}", f + 1, r.metrics.n_examples, v.join("\t"))?;
     }
     // (mean, sample sd) over the folds of each metric.
@@ -140,8 +143,11 @@ pub(super) fn write_cv(
     };
     writeln!(w, "mean\t{n_rows}\t{}", column(|s| s.0))?;
     writeln!(w, "sd\t{n_rows}\t{}", column(|s| s.1))?;
-    let parts: Vec<(Option<usize>, &TestResult)> =
-        results.iter().enumerate().map(|(f, r)| (Some(f), *r)).collect();
+    let parts: Vec<(Option<usize>, &TestResult)> = results
+        .iter()
+        .enumerate()
+        .map(|(f, r)| (Some(f), *r))
+        .collect();
     write_predictions(&args.output.join("cv_predictions.tsv"), classes, &parts)?;
     w.commit()?;
     if !args.runtime.quiet {

@@ -180,8 +180,7 @@ impl TabularSchema {
         let mut categorical = Vec::new();
         let mut notes = Vec::new();
         for (col, name) in table.columns().iter().enumerate() {
-            if *name == opts.label || opts.id.as_ref() == Some(name) || opts.ignore.contains(name)
-            {
+            if *name == opts.label || opts.id.as_ref() == Some(name) || opts.ignore.contains(name) {
                 continue;
             }
             let cells = table.column(col);
@@ -221,7 +220,9 @@ impl TabularSchema {
                         return Err(table
                             .error_at(
                                 *r,
-                                format!("column {name}: {v:?} is not a finite number (--numeric {name})"),
+                                format!(
+                                "column {name}: {v:?} is not a finite number (--numeric {name})"
+                            ),
                             )
                             .into())
                     }
@@ -276,7 +277,9 @@ impl TabularSchema {
     pub fn category_slots(&self) -> Vec<usize> {
         self.categorical_columns()
             .map(|c| match &c.kind {
-                ColumnKind::Categorical { categories } => categories.len() + FIRST_CATEGORY as usize,
+                ColumnKind::Categorical { categories } => {
+                    categories.len() + FIRST_CATEGORY as usize
+                }
                 ColumnKind::Numeric { .. } => 0,
             })
             .collect()
@@ -285,17 +288,26 @@ impl TabularSchema {
     /// Checks sizes and values (a checkpoint's schema is user input).
     pub fn validate(&self) -> Result<()> {
         if self.classes.len() < 2 || self.classes.len() > 1 << 16 {
-            bail!("a tabular model needs 2 to 65536 classes, got {}", self.classes.len());
+            bail!(
+                "a tabular model needs 2 to 65536 classes, got {}",
+                self.classes.len()
+            );
         }
         if self.columns.is_empty() || self.columns.len() > 1 << 16 {
-            bail!("a tabular model reads 1 to 65536 columns, got {}", self.columns.len());
+            bail!(
+                "a tabular model reads 1 to 65536 columns, got {}",
+                self.columns.len()
+            );
         }
         let mut seen_categorical = false;
         for c in &self.columns {
             match &c.kind {
                 ColumnKind::Numeric { mean, sd } => {
                     if seen_categorical || !mean.is_finite() || !sd.is_finite() || *sd <= 0.0 {
-                        bail!("column {}: bad standardisation (mean {mean}, sd {sd}) or order", c.name);
+                        bail!(
+                            "column {}: bad standardisation (mean {mean}, sd {sd}) or order",
+                            c.name
+                        );
                     }
                 }
                 ColumnKind::Categorical { categories } => {
@@ -452,7 +464,9 @@ impl EncodedRows {
     pub fn select(&self, idx: &[usize]) -> Self {
         let (n_num, n_cat) = (self.n_numeric, self.n_categorical);
         let take = |v: &[f32], w: usize| -> Vec<f32> {
-            idx.iter().flat_map(|&i| v[i * w..(i + 1) * w].iter().copied()).collect()
+            idx.iter()
+                .flat_map(|&i| v[i * w..(i + 1) * w].iter().copied())
+                .collect()
         };
         Self {
             n: idx.len(),

@@ -99,7 +99,11 @@ pub fn run(args: &TabularArgs, command_line: &str) -> Result<()> {
             .into_iter()
             .enumerate()
         {
-            let rest: Vec<usize> = all.iter().copied().filter(|r| test.binary_search(r).is_err()).collect();
+            let rest: Vec<usize> = all
+                .iter()
+                .copied()
+                .filter(|r| test.binary_search(r).is_err())
+                .collect();
             let (train, val) = stratified_split(
                 &rest,
                 &train_classes,
@@ -124,8 +128,13 @@ pub fn run(args: &TabularArgs, command_line: &str) -> Result<()> {
                 (all.clone(), (tables.len() - 1, rows))
             }
             None => {
-                let (keep, held) =
-                    stratified_split(&all, &train_classes, n_classes, args.val_fraction, args.seed);
+                let (keep, held) = stratified_split(
+                    &all,
+                    &train_classes,
+                    n_classes,
+                    args.val_fraction,
+                    args.seed,
+                );
                 (keep, (0, held))
             }
         };
@@ -148,11 +157,20 @@ pub fn run(args: &TabularArgs, command_line: &str) -> Result<()> {
     }
     for p in &plans {
         if p.train.is_empty() || p.val.1.is_empty() {
-            bail!("{}: too few rows to train and validate ({} training, {} validation)", args.train.display(), p.train.len(), p.val.1.len());
+            bail!(
+                "{}: too few rows to train and validate ({} training, {} validation)",
+                args.train.display(),
+                p.train.len(),
+                p.val.1.len()
+            );
         }
         let present = by_class(&p.train, &train_classes, n_classes);
         if present.iter().any(Vec::is_empty) {
-            bail!("{}: {}: a class has no training rows", args.train.display(), p.name);
+            bail!(
+                "{}: {}: a class has no training rows",
+                args.train.display(),
+                p.name
+            );
         }
     }
     // Every schema fits before anything is written: a column that is all missing in one
@@ -173,7 +191,12 @@ pub fn run(args: &TabularArgs, command_line: &str) -> Result<()> {
         schemas[0].encode(t, &(0..t.len()).collect::<Vec<_>>())?;
     }
     let mut inputs = vec![args.train.display().to_string()];
-    inputs.extend(args.dev.iter().chain(&args.test).map(|p| p.display().to_string()));
+    inputs.extend(
+        args.dev
+            .iter()
+            .chain(&args.test)
+            .map(|p| p.display().to_string()),
+    );
     crate::train::command::check_run_outputs(
         &args.output,
         &[
@@ -229,11 +252,23 @@ fn train_one(
         eval_batch_size: args.eval_batch_size,
     };
     let mut sources = vec![args.train.display().to_string()];
-    sources.extend(args.dev.iter().chain(&args.test).map(|p| p.display().to_string()));
+    sources.extend(
+        args.dev
+            .iter()
+            .chain(&args.test)
+            .map(|p| p.display().to_string()),
+    );
     let tool = "luminome-train tabular";
     let meta = CheckpointMeta::new(
         model_config,
-        InputSpec::Table(config.schema.columns.iter().map(|c| c.name.clone()).collect()),
+        InputSpec::Table(
+            config
+                .schema
+                .columns
+                .iter()
+                .map(|c| c.name.clone())
+                .collect(),
+        ),
         sources,
         tool,
         command_line,
@@ -248,7 +283,10 @@ fn train_one(
             built.num_parameters(),
             plan.train.len(),
             plan.val.1.len(),
-            plan.test.as_ref().map(|t| format!(", {} test rows", t.1.len())).unwrap_or_default()
+            plan.test
+                .as_ref()
+                .map(|t| format!(", {} test rows", t.1.len()))
+                .unwrap_or_default()
         );
     }
     let trainer = Trainer {
@@ -262,7 +300,9 @@ fn train_one(
         stop_after: None,
         verbose: false,
     };
-    let s = trainer.run(&task, None).context("tabular training failed")?;
+    let s = trainer
+        .run(&task, None)
+        .context("tabular training failed")?;
     if !quiet {
         eprintln!(
             "  {} steps in {:.1} s; best step {} ({} {:.4}){}",
@@ -271,7 +311,11 @@ fn train_one(
             s.best_step,
             trainer.config.metric,
             s.best_value.unwrap_or(f64::NAN),
-            if s.early_stopped { "; early stopped" } else { "" }
+            if s.early_stopped {
+                "; early stopped"
+            } else {
+                ""
+            }
         );
     }
     // The best checkpoint, with the decision threshold chosen on the validation rows.
@@ -296,7 +340,10 @@ fn train_one(
         best.meta.model = ModelConfig::from(cfg);
         save_checkpoint(&best_path, &best.meta, &best.varmap)?;
         if !quiet {
-            eprintln!("  decision threshold P({}) ≥ {t:.4} (Youden's J on the validation rows)", model.config.schema.classes[1]);
+            eprintln!(
+                "  decision threshold P({}) ≥ {t:.4} (Youden's J on the validation rows)",
+                model.config.schema.classes[1]
+            );
         }
     }
     let threshold = best.get::<TabularConfig>()?.config.threshold;
@@ -308,10 +355,14 @@ fn train_one(
         eprintln!("  test rows: {note}");
     }
     let probs = predict_probs(&model, &test, args.eval_batch_size, device)?;
-    let classes = test.classes.clone().context("internal: test rows without labels")?;
+    let classes = test
+        .classes
+        .clone()
+        .context("internal: test rows without labels")?;
     let labels: Vec<usize> = classes.iter().map(|&c| c as usize).collect();
-    let metrics = ClassificationMetrics::compute_with_threshold(&labels, &probs, n_classes, threshold)
-        .map_err(|e| anyhow::anyhow!("cannot compute the test metrics: {e}"))?;
+    let metrics =
+        ClassificationMetrics::compute_with_threshold(&labels, &probs, n_classes, threshold)
+            .map_err(|e| anyhow::anyhow!("cannot compute the test metrics: {e}"))?;
     let result = TestResult {
         rows: rows.clone(),
         ids: test.ids.clone(),
@@ -333,9 +384,12 @@ fn train_one(
             result.metrics.sensitivity,
             result.metrics.specificity,
             result.metrics.mcc,
-            result.metrics.auroc.map(|v| format!("{v:.4}")).unwrap_or("NA".into())
+            result
+                .metrics
+                .auroc
+                .map(|v| format!("{v:.4}"))
+                .unwrap_or("NA".into())
         );
     }
     Ok(Some(result))
 }
-

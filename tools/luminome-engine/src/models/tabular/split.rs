@@ -59,4 +59,3 @@ pub(super) fn stratified_split(
     held.sort_unstable();
     (keep, held)
 }
-

@@ -100,7 +100,10 @@ impl TrainTask for TabularTask {
             return Ok(BTreeMap::new());
         };
         let probs = predict_probs(&self.model, dev, self.eval_batch_size, &self.device)?;
-        let classes = dev.classes.as_deref().context("internal: dev rows without labels")?;
+        let classes = dev
+            .classes
+            .as_deref()
+            .context("internal: dev rows without labels")?;
         let (loss, m) = score(&probs, classes, self.model.config.schema.classes.len())?;
         Ok(dev_metrics(loss, &m))
     }
@@ -128,7 +131,8 @@ mod tests {
             dropout: 0.0,
             category_dim: 2,
         };
-        let (built, rows) = crate::testing::tabular_model(&p, "label", None, arch, None, 1).unwrap();
+        let (built, rows) =
+            crate::testing::tabular_model(&p, "label", None, arch, None, 1).unwrap();
         let model = built.get::<TabularConfig>().unwrap().clone();
         let probs = predict_probs(&model, &rows, 4, &Device::Cpu).unwrap();
         let nll: Vec<f64> = [0usize, 1, 2, 0]

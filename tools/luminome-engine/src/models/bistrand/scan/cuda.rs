@@ -176,9 +176,8 @@ fn function(dev: &CudaDevice, n: usize, name: &str) -> Result<CudaFunction> {
                 options: vec![format!("-DSCAN_N={n}")],
                 ..Default::default()
             };
-            let ptx = compile_ptx_with_opts(SOURCE, opts).map_err(|e| {
-                candle_core::Error::Msg(format!("selective scan: NVRTC: {e:?}"))
-            })?;
+            let ptx = compile_ptx_with_opts(SOURCE, opts)
+                .map_err(|e| candle_core::Error::Msg(format!("selective scan: NVRTC: {e:?}")))?;
             let m = context.load_module(ptx).w()?;
             modules.insert(key, m.clone());
             m
@@ -215,7 +214,11 @@ pub(super) fn forward(
     (s3, l3): (&CudaStorage, &Layout),
 ) -> Result<(CudaStorage, Shape)> {
     let dev = s1.device().clone();
-    let (xd, bc, ad) = (input(s1, l1, "x")?, input(s2, l2, "B, C")?, input(s3, l3, "A, D")?);
+    let (xd, bc, ad) = (
+        input(s1, l1, "x")?,
+        input(s2, l2, "B, C")?,
+        input(s3, l3, "A, D")?,
+    );
     let (b, l, e) = (as_i32(dims.b)?, as_i32(dims.l)?, as_i32(dims.e)?);
     let reverse = i32::from(dims.is_reverse());
     let y = dev.alloc_zeros::<f32>(dims.b * dims.l * dims.e)?;
@@ -237,7 +240,11 @@ pub(super) fn backward(
     (s3, l3): (&CudaStorage, &Layout),
 ) -> Result<(CudaStorage, Shape)> {
     let dev = s1.device().clone();
-    let (p, bc, ad) = (input(s1, l1, "x")?, input(s2, l2, "B, C")?, input(s3, l3, "A, D")?);
+    let (p, bc, ad) = (
+        input(s1, l1, "x")?,
+        input(s2, l2, "B, C")?,
+        input(s3, l3, "A, D")?,
+    );
     let Dims { b, l, e, n, .. } = dims;
     let size = b * l * e;
     let len = 2 * size + b * l * 2 * n + e * (n + 1);
@@ -260,7 +267,13 @@ pub(super) fn backward(
     let (rows_i, offset_bc) = (as_i32(rows)?, 2 * size);
     let func = function(&dev, n, "scan_sum_channels")?;
     let mut launch = stream.launch_builder(&func);
-    launch.arg(&db).arg(&dc).arg(&out).arg(&offset_bc).arg(&rows_i).arg(&ei);
+    launch
+        .arg(&db)
+        .arg(&dc)
+        .arg(&out)
+        .arg(&offset_bc)
+        .arg(&rows_i)
+        .arg(&ei);
     let warps = LaunchConfig {
         grid_dim: (rows as u32, 1, 1),
         block_dim: (32, 1, 1),
@@ -271,7 +284,16 @@ pub(super) fn backward(
     let offset_ad = 2 * size + b * l * 2 * n;
     let func = function(&dev, n, "scan_sum_rows")?;
     let mut launch = stream.launch_builder(&func);
-    launch.arg(&da_rows).arg(&dd_rows).arg(&out).arg(&offset_ad).arg(&bi).arg(&ei);
+    launch
+        .arg(&da_rows)
+        .arg(&dd_rows)
+        .arg(&out)
+        .arg(&offset_ad)
+        .arg(&bi)
+        .arg(&ei);
     unsafe { launch.launch(per_item(e * (n + 1))) }.w()?;
-    Ok((CudaStorage::wrap_cuda_slice(out, dev), Shape::from_dims(&[len])))
+    Ok((
+        CudaStorage::wrap_cuda_slice(out, dev),
+        Shape::from_dims(&[len]),
+    ))
 }

@@ -22,7 +22,11 @@ pub(super) struct Dims {
 impl Dims {
     pub(super) fn of(l1: &Layout, l2: &Layout, reverse: bool) -> Result<Self> {
         let (&[_, b, l, e], &[_, _, n2]) = (l1.dims(), l2.dims()) else {
-            candle_core::bail!("selective scan: unexpected shapes {:?} {:?}", l1.dims(), l2.dims())
+            candle_core::bail!(
+                "selective scan: unexpected shapes {:?} {:?}",
+                l1.dims(),
+                l2.dims()
+            )
         };
         Ok(Self {
             b,
@@ -314,9 +318,24 @@ fn backward_block<T: Float>(
 /// The block kernels per element type: f32 runs an AVX2+FMA build where the CPU has it (chosen
 /// at run time; the generic code vectorises its inner loops there), f64 (tests) the baseline one.
 pub(super) trait ScanKernels: Float {
-    fn forward(dims: Dims, blk: (usize, usize, usize), x: &[Self], delta: &[Self], bc: &[Self], ad: &[Self]) -> Vec<Self>;
+    fn forward(
+        dims: Dims,
+        blk: (usize, usize, usize),
+        x: &[Self],
+        delta: &[Self],
+        bc: &[Self],
+        ad: &[Self],
+    ) -> Vec<Self>;
     #[allow(clippy::too_many_arguments)]
-    fn backward(dims: Dims, blk: (usize, usize, usize), x: &[Self], delta: &[Self], dy: &[Self], bc: &[Self], ad: &[Self]) -> BlockGrads<Self>;
+    fn backward(
+        dims: Dims,
+        blk: (usize, usize, usize),
+        x: &[Self],
+        delta: &[Self],
+        dy: &[Self],
+        bc: &[Self],
+        ad: &[Self],
+    ) -> BlockGrads<Self>;
 }
 
 // multiversion's dispatcher calls the AVX2+FMA clone only after detecting those features at
@@ -326,31 +345,76 @@ mod dispatch {
     use super::*;
 
     #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-    pub(super) fn forward_f32(dims: Dims, blk: (usize, usize, usize), x: &[f32], delta: &[f32], bc: &[f32], ad: &[f32]) -> Vec<f32> {
+    pub(super) fn forward_f32(
+        dims: Dims,
+        blk: (usize, usize, usize),
+        x: &[f32],
+        delta: &[f32],
+        bc: &[f32],
+        ad: &[f32],
+    ) -> Vec<f32> {
         forward_block(dims, blk, x, delta, bc, ad)
     }
 
     #[allow(clippy::too_many_arguments)]
     #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-    pub(super) fn backward_f32(dims: Dims, blk: (usize, usize, usize), x: &[f32], delta: &[f32], dy: &[f32], bc: &[f32], ad: &[f32]) -> BlockGrads<f32> {
+    pub(super) fn backward_f32(
+        dims: Dims,
+        blk: (usize, usize, usize),
+        x: &[f32],
+        delta: &[f32],
+        dy: &[f32],
+        bc: &[f32],
+        ad: &[f32],
+    ) -> BlockGrads<f32> {
         backward_block(dims, blk, x, delta, dy, bc, ad)
     }
 }
 
 impl ScanKernels for f32 {
-    fn forward(dims: Dims, blk: (usize, usize, usize), x: &[f32], delta: &[f32], bc: &[f32], ad: &[f32]) -> Vec<f32> {
+    fn forward(
+        dims: Dims,
+        blk: (usize, usize, usize),
+        x: &[f32],
+        delta: &[f32],
+        bc: &[f32],
+        ad: &[f32],
+    ) -> Vec<f32> {
         dispatch::forward_f32(dims, blk, x, delta, bc, ad)
     }
-    fn backward(dims: Dims, blk: (usize, usize, usize), x: &[f32], delta: &[f32], dy: &[f32], bc: &[f32], ad: &[f32]) -> BlockGrads<f32> {
+    fn backward(
+        dims: Dims,
+        blk: (usize, usize, usize),
+        x: &[f32],
+        delta: &[f32],
+        dy: &[f32],
+        bc: &[f32],
+        ad: &[f32],
+    ) -> BlockGrads<f32> {
         dispatch::backward_f32(dims, blk, x, delta, dy, bc, ad)
     }
 }
 
 impl ScanKernels for f64 {
-    fn forward(dims: Dims, blk: (usize, usize, usize), x: &[f64], delta: &[f64], bc: &[f64], ad: &[f64]) -> Vec<f64> {
+    fn forward(
+        dims: Dims,
+        blk: (usize, usize, usize),
+        x: &[f64],
+        delta: &[f64],
+        bc: &[f64],
+        ad: &[f64],
+    ) -> Vec<f64> {
         forward_block(dims, blk, x, delta, bc, ad)
     }
-    fn backward(dims: Dims, blk: (usize, usize, usize), x: &[f64], delta: &[f64], dy: &[f64], bc: &[f64], ad: &[f64]) -> BlockGrads<f64> {
+    fn backward(
+        dims: Dims,
+        blk: (usize, usize, usize),
+        x: &[f64],
+        delta: &[f64],
+        dy: &[f64],
+        bc: &[f64],
+        ad: &[f64],
+    ) -> BlockGrads<f64> {
         backward_block(dims, blk, x, delta, dy, bc, ad)
     }
 }

@@ -79,7 +79,10 @@ pub fn selective_scan_primitive(
     let (bs, l, e) = x.dims3()?;
     let n = a.dim(1)?;
     // [B, L, E, N]
-    let decay = delta.unsqueeze(3)?.broadcast_mul(&a.unsqueeze(0)?.unsqueeze(0)?)?.exp()?;
+    let decay = delta
+        .unsqueeze(3)?
+        .broadcast_mul(&a.unsqueeze(0)?.unsqueeze(0)?)?
+        .exp()?;
     let input = (delta * x)?.unsqueeze(3)?.broadcast_mul(&b.unsqueeze(2)?)?;
     let mut h = Tensor::zeros((bs, e, n), x.dtype(), x.device())?;
     let mut ys = vec![None; l];
@@ -98,12 +101,7 @@ struct SelectiveScan {
     reverse: bool,
 }
 
-fn scan_forward<T: ScanKernels>(
-    s1: &[T],
-    s2: &[T],
-    s3: &[T],
-    dims: Dims,
-) -> Vec<T> {
+fn scan_forward<T: ScanKernels>(s1: &[T], s2: &[T], s3: &[T], dims: Dims) -> Vec<T> {
     let Dims { b, l, e, .. } = dims;
     let size = b * l * e;
     let (x, delta) = s1.split_at(size);
@@ -209,12 +207,7 @@ struct SelectiveScanBackward {
     reverse: bool,
 }
 
-fn scan_backward<T: ScanKernels>(
-    s1: &[T],
-    s2: &[T],
-    s3: &[T],
-    dims: Dims,
-) -> Vec<T> {
+fn scan_backward<T: ScanKernels>(s1: &[T], s2: &[T], s3: &[T], dims: Dims) -> Vec<T> {
     let Dims { b, l, e, n, .. } = dims;
     let size = b * l * e;
     let (x, rest) = s1.split_at(size);

@@ -1,12 +1,16 @@
 use super::*;
 use crate::nn::gradcheck::max_grad_error;
-use candle_core::DType;
 use crate::nn::kernels::test_support::randn;
+use candle_core::DType;
 
 /// Inputs of a small scan in f64: x, Δ > 0, A < 0, B, C, D.
 fn inputs(b: usize, l: usize, e: usize, n: usize) -> [Tensor; 6] {
     let x = randn(&[b, l, e], 1);
-    let delta = randn(&[b, l, e], 2).abs().unwrap().affine(0.3, 0.05).unwrap();
+    let delta = randn(&[b, l, e], 2)
+        .abs()
+        .unwrap()
+        .affine(0.3, 0.05)
+        .unwrap();
     let a = randn(&[e, n], 3).abs().unwrap().affine(-1.0, -0.1).unwrap();
     let bm = randn(&[b, l, n], 4);
     let cm = randn(&[b, l, n], 5);
@@ -64,19 +68,24 @@ fn every_input_gradient_matches_finite_differences() {
     let [x, dl, a, bm, cm, d] = inputs(2, 6, 3, 4);
     let w = randn(&[2, 6, 3], 99);
     for reverse in [false, true] {
-    let loss = |x: &Tensor, dl: &Tensor, a: &Tensor, bm: &Tensor, cm: &Tensor, d: &Tensor| {
-        selective_scan(x, dl, a, bm, cm, d, reverse)?.mul(&w)?.sum_all()
-    };
-    let checks = [
-        max_grad_error(&x, 1e-6, &|v| loss(v, &dl, &a, &bm, &cm, &d)).unwrap(),
-        max_grad_error(&dl, 1e-6, &|v| loss(&x, v, &a, &bm, &cm, &d)).unwrap(),
-        max_grad_error(&a, 1e-6, &|v| loss(&x, &dl, v, &bm, &cm, &d)).unwrap(),
-        max_grad_error(&bm, 1e-6, &|v| loss(&x, &dl, &a, v, &cm, &d)).unwrap(),
-        max_grad_error(&cm, 1e-6, &|v| loss(&x, &dl, &a, &bm, v, &d)).unwrap(),
-        max_grad_error(&d, 1e-6, &|v| loss(&x, &dl, &a, &bm, &cm, v)).unwrap(),
-    ];
-    for (name, err) in ["x", "delta", "A", "B", "C", "D"].iter().zip(checks) {
-        assert!(err < 1e-6, "reverse {reverse}: gradient of {name}: relative error {err}");
-    }
+        let loss = |x: &Tensor, dl: &Tensor, a: &Tensor, bm: &Tensor, cm: &Tensor, d: &Tensor| {
+            selective_scan(x, dl, a, bm, cm, d, reverse)?
+                .mul(&w)?
+                .sum_all()
+        };
+        let checks = [
+            max_grad_error(&x, 1e-6, &|v| loss(v, &dl, &a, &bm, &cm, &d)).unwrap(),
+            max_grad_error(&dl, 1e-6, &|v| loss(&x, v, &a, &bm, &cm, &d)).unwrap(),
+            max_grad_error(&a, 1e-6, &|v| loss(&x, &dl, v, &bm, &cm, &d)).unwrap(),
+            max_grad_error(&bm, 1e-6, &|v| loss(&x, &dl, &a, v, &cm, &d)).unwrap(),
+            max_grad_error(&cm, 1e-6, &|v| loss(&x, &dl, &a, &bm, v, &d)).unwrap(),
+            max_grad_error(&d, 1e-6, &|v| loss(&x, &dl, &a, &bm, &cm, v)).unwrap(),
+        ];
+        for (name, err) in ["x", "delta", "A", "B", "C", "D"].iter().zip(checks) {
+            assert!(
+                err < 1e-6,
+                "reverse {reverse}: gradient of {name}: relative error {err}"
+            );
+        }
     }
 }

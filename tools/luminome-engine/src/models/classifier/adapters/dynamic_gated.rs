@@ -78,11 +78,9 @@ impl DynamicGated {
         };
         // nn::batched_matmul: the same gemm call as candle's matmul, run on the rayon threads
         // (candle's runs on the calling thread alone, its element-wise pool being off).
-        let tok_part = crate::nn::batched_matmul(
-            &h.reshape((1, b * l, d))?,
-            &w_tok.t()?.unsqueeze(0)?,
-        )?
-        .reshape((b, l, d))?;
+        let tok_part =
+            crate::nn::batched_matmul(&h.reshape((1, b * l, d))?, &w_tok.t()?.unsqueeze(0)?)?
+                .reshape((b, l, d))?;
         let g_base = candle_nn::ops::sigmoid(&tok_part.broadcast_add(&cls_part.unsqueeze(1)?)?)?;
         let q = self.query.forward(&h_cls)?; // [B, D]
         let k = self.key.forward(h)?; // [B, L, D]

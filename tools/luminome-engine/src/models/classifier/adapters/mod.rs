@@ -45,12 +45,10 @@ impl Adapter {
             AdapterKind::Cls => Self::Cls(LinearCls::new(d_model, num_outputs, vb)?),
             AdapterKind::Mean => Self::Mean(LinearMeanPool::new(d_model, num_outputs, vb)?),
             AdapterKind::Max => Self::Max(LinearMaxPool::new(d_model, num_outputs, vb)?),
-            AdapterKind::Gated => {
-                Self::Gated(
-                    DynamicGated::new(d_model, num_outputs, layer_norm_eps, vb)?
-                        .with_score_scale(gate_score_scale),
-                )
-            }
+            AdapterKind::Gated => Self::Gated(
+                DynamicGated::new(d_model, num_outputs, layer_norm_eps, vb)?
+                    .with_score_scale(gate_score_scale),
+            ),
         })
     }
 
