@@ -13,6 +13,7 @@ pub mod error;
 pub mod expression;
 pub mod fastx;
 pub mod fragments;
+pub mod hf_checkpoint;
 pub mod masking;
 pub mod motif;
 pub mod npz;

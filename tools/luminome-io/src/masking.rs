@@ -121,9 +121,13 @@ pub struct MaskedPair {
     pub mask_positions: Vec<u8>,
 }
 
-/// The id of each base of the vocabulary, `[A, C, G, T]`, when all four are single tokens.
+/// The id of each base of the vocabulary, `[A, C, G, T]`, when all four are single tokens (the
+/// upper-case token when a vocabulary has both cases; a published model's may be lower-case).
 pub fn base_ids(tok: &TokenizerInfo) -> Option<[u32; 4]> {
-    let id = |b: &str| tok.vocab.iter().position(|t| t == b).map(|i| i as u32);
+    let id = |b: &str| {
+        let pos = |f: &dyn Fn(&String) -> bool| tok.vocab.iter().position(f).map(|i| i as u32);
+        pos(&|t| t == b).or_else(|| pos(&|t| t.eq_ignore_ascii_case(b)))
+    };
     Some([id("A")?, id("C")?, id("G")?, id("T")?])
 }
 

@@ -30,6 +30,10 @@ pub enum TokenizerScheme {
     Kmer,
     /// A HuggingFace tokenizer.json (--tokenizer), e.g. DNABERT-2's BPE.
     Hf,
+    /// One token per base in a published model's own character vocabulary, read from its
+    /// checkpoint (`--like` a Caduceus/PlantCaduceus folder); not chosen by name.
+    #[cfg_attr(feature = "clap", value(skip))]
+    Characters,
 }
 
 impl TokenizerScheme {
@@ -38,13 +42,14 @@ impl TokenizerScheme {
             Self::Nucleotide => "nucleotide",
             Self::Kmer => "kmer",
             Self::Hf => "hf",
+            Self::Characters => "characters",
         }
     }
 
     /// Whether every token stands for a fixed run of bases that can be read off its string
     /// (nucleotide and k-mer vocabularies; not a learned BPE).
     pub fn has_base_spans(self) -> bool {
-        matches!(self, Self::Nucleotide | Self::Kmer)
+        matches!(self, Self::Nucleotide | Self::Kmer | Self::Characters)
     }
 }
 
@@ -226,7 +231,7 @@ impl TokenizerInfo {
         }
         let pos = token_index - usize::from(self.add_cls);
         match self.scheme {
-            TokenizerScheme::Nucleotide => Some((pos, pos + 1)),
+            TokenizerScheme::Nucleotide | TokenizerScheme::Characters => Some((pos, pos + 1)),
             TokenizerScheme::Kmer => {
                 let k = self.k?;
                 let step = self.kmer_step?;
