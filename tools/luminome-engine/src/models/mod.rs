@@ -13,6 +13,7 @@ pub mod region;
 // one again; a family left out of either list does not compile.
 pub mod bag_of_tokens;
 pub mod bistrand;
+pub mod caduceus;
 pub mod classifier;
 pub mod dual;
 pub mod expression;

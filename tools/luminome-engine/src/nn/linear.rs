@@ -46,6 +46,11 @@ impl Linear {
         Ok(Self { weight, bias: None })
     }
 
+    /// From tensors already loaded (a published checkpoint's): `weight` `[out, in]`, `bias` `[out]`.
+    pub fn from_parts(weight: Tensor, bias: Option<Tensor>) -> Self {
+        Self { weight, bias }
+    }
+
     pub fn weight(&self) -> &Tensor {
         &self.weight
     }
