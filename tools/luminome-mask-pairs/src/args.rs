@@ -14,6 +14,11 @@ Examples:
   luminome-mask-pairs --reference test-data/celegans/celegans_small.fa \\
       --variants test-data/celegans/celegans_small.snv.vcf --window 512 -o snv_pairs.safetensors
 
+  # the same SNVs for a published model (its own vocabulary, read from its checkpoint), scored
+  # zero-shot by luminome-predict --checkpoint hf:kuleshov-group/PlantCaduceus_l20
+  luminome-mask-pairs --reference genome.fa --variants snvs.vcf.gz --window 512 \\
+      --like hf:kuleshov-group/PlantCaduceus_l20 -o snv_pairs.plantcad.safetensors
+
   # two FASTA files whose records pair up in order (same names, same lengths)
   luminome-mask-pairs --fasta-a hap1.fa --fasta-b hap2.fa -o haps.safetensors
 
@@ -148,6 +153,12 @@ pub struct Args {
     /// INFO fields of a VCF/BCF carried into the index (info_KEY columns) and the scores.
     #[arg(long, value_delimiter = ',', help_heading = "Variants")]
     pub keep_info: Vec<String>,
+
+    /// Write ids in a published model's own vocabulary: its checkpoint folder or
+    /// hf:ORG/NAME[@REVISION] (Caduceus, PlantCaduceus; the tokenizer files in it) [default:
+    /// the nucleotide vocabulary of Luminome's bi-strand models].
+    #[arg(long, help_heading = "Outputs", value_name = "CHECKPOINT")]
+    pub like: Option<String>,
 
     /// Threads for decompression (default: all cores).
     #[arg(long, help_heading = "Runtime")]

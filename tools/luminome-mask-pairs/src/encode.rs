@@ -2,40 +2,60 @@
 //! its window), complements, and the masked writing of one pair of rows.
 
 use anyhow::Result;
-use luminome_io::masking::{mask_pair, PairMasking};
+use luminome_io::masking::{base_ids, mask_pair, PairMasking};
 use luminome_io::pair_dataset::{PairDatasetWriter, PairIndexRow, PairRow};
-use luminome_io::token_dataset::{special, TokenizerInfo};
+use luminome_io::token_dataset::TokenizerInfo;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-/// A=5 C=6 G=7 T=8, anything else N=9 (lowercase as uppercase).
-static IDS: [u32; 256] = {
-    let mut t = [9u32; 256];
-    t[b'A' as usize] = 5;
-    t[b'a' as usize] = 5;
-    t[b'C' as usize] = 6;
-    t[b'c' as usize] = 6;
-    t[b'G' as usize] = 7;
-    t[b'g' as usize] = 7;
-    t[b'T' as usize] = 8;
-    t[b't' as usize] = 8;
-    t
-};
-
-pub const N_ID: u32 = 9;
-
-pub fn base_id(b: u8) -> u32 {
-    IDS[b as usize]
+/// Bases to the ids of a vocabulary: the nucleotide one (A=5 C=6 G=7 T=8, anything else N=9),
+/// or a published model's (`--like`: its A/C/G/T tokens in either case, anything else its N, or
+/// its [UNK] when it has no N — as its own tokenizer does).
+#[derive(Debug, Clone)]
+pub struct BaseVocab {
+    ids: [u32; 256],
+    complement: Vec<u32>,
+    /// The id anything but A/C/G/T becomes.
+    pub n: u32,
+    pub pad: u32,
 }
 
-/// The id of the complementary base (N and specials unchanged).
-pub fn complement_id(id: u32) -> u32 {
-    match id {
-        5 => 8,
-        6 => 7,
-        7 => 6,
-        8 => 5,
-        x => x,
+impl BaseVocab {
+    pub fn of(tok: &TokenizerInfo) -> Result<Self> {
+        let Some(acgt) = base_ids(tok) else {
+            anyhow::bail!("the vocabulary has no single-base A, C, G, T tokens");
+        };
+        let n = tok
+            .vocab
+            .iter()
+            .position(|t| t.eq_ignore_ascii_case("N"))
+            .map(|i| i as u32)
+            .or(tok.unk_id)
+            .ok_or_else(|| anyhow::anyhow!("the vocabulary has neither N nor [UNK]"))?;
+        let mut ids = [n; 256];
+        for (base, id) in b"ACGT".iter().zip(acgt) {
+            ids[*base as usize] = id;
+            ids[base.to_ascii_lowercase() as usize] = id;
+        }
+        let mut complement: Vec<u32> = (0..tok.vocab_size() as u32).collect();
+        for (x, y) in [(0, 3), (1, 2), (2, 1), (3, 0)] {
+            complement[acgt[x] as usize] = acgt[y];
+        }
+        Ok(Self {
+            ids,
+            complement,
+            n,
+            pad: tok.pad_id,
+        })
+    }
+
+    pub fn id(&self, base: u8) -> u32 {
+        self.ids[base as usize]
+    }
+
+    /// The id of the complementary base (N and specials unchanged).
+    pub fn complement(&self, id: u32) -> u32 {
+        self.complement.get(id as usize).copied().unwrap_or(id)
     }
 }
 
@@ -52,6 +72,7 @@ fn record_rng(seed: u64, record: u64) -> ChaCha8Rng {
 pub struct PairSink {
     pub writer: PairDatasetWriter,
     pub tokenizer: TokenizerInfo,
+    pub vocab: BaseVocab,
     pub masking: PairMasking,
     pub seed: u64,
 }
@@ -66,7 +87,7 @@ impl PairSink {
         site: Option<usize>,
         index: PairIndexRow,
     ) -> Result<bool> {
-        let attention: Vec<u8> = a.iter().map(|&id| u8::from(id != special::PAD)).collect();
+        let attention: Vec<u8> = a.iter().map(|&id| u8::from(id != self.vocab.pad)).collect();
         let mut rng = record_rng(self.seed, self.writer.len());
         let m = mask_pair(
             &mut a,
@@ -98,6 +119,9 @@ mod tests {
     #[test]
     fn bases_map_to_the_vocabulary_and_complement() {
         let tok = TokenizerInfo::nucleotide(false, false);
+        let v = BaseVocab::of(&tok).unwrap();
+        let base_id = |b| v.id(b);
+        let complement_id = |i| v.complement(i);
         for (b, s) in [
             (b'A', "A"),
             (b'c', "C"),
@@ -113,5 +137,25 @@ mod tests {
                 .map(|i| tok.vocab[i as usize].clone()),
             ["T", "G", "C", "A", "N"]
         );
+    }
+
+    #[test]
+    fn a_lowercase_vocabulary_without_n_maps_n_to_unk() {
+        let tok = TokenizerInfo {
+            vocab: ["[PAD]", "[MASK]", "[UNK]", "a", "c", "g", "t"]
+                .map(String::from)
+                .to_vec(),
+            pad_id: 0,
+            mask_id: Some(1),
+            unk_id: Some(2),
+            cls_id: None,
+            sep_id: None,
+            add_cls: false,
+            add_sep: false,
+            ..TokenizerInfo::nucleotide(false, false)
+        };
+        let v = BaseVocab::of(&tok).unwrap();
+        assert_eq!(b"ACGTacgtN".map(|b| v.id(b)), [3, 4, 5, 6, 3, 4, 5, 6, 2]);
+        assert_eq!([3, 4, 5, 6, 2].map(|i| v.complement(i)), [6, 5, 4, 3, 2]);
     }
 }

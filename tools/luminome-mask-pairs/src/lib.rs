@@ -16,7 +16,7 @@ pub mod variants;
 
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use luminome_io::masking::PairMasking;
 use luminome_io::pair_dataset::{
     MaskMode, PairDatasetMeta, PairDatasetWriter, PairMaskingInfo, Pairing,
@@ -24,7 +24,7 @@ use luminome_io::pair_dataset::{
 use luminome_io::token_dataset::TokenizerInfo;
 
 use crate::args::{Args, MaskArg};
-use crate::encode::PairSink;
+use crate::encode::{BaseVocab, PairSink};
 use crate::sequences::{Counts, WindowSpec};
 use crate::variants::VariantOptions;
 
@@ -112,10 +112,22 @@ pub fn run(a: &Args) -> Result<Summary> {
     } else {
         Pairing::Given
     };
-    let tokenizer = TokenizerInfo::nucleotide(false, false);
+    let tokenizer = match &a.like {
+        Some(like) => luminome_cli::hub::open_checkpoint(like)?
+            .tokenizer()
+            .with_context(|| format!("--like {like}"))?,
+        None => TokenizerInfo::nucleotide(false, false),
+    };
+    let vocab = BaseVocab::of(&tokenizer).with_context(|| {
+        format!(
+            "the vocabulary of {}",
+            a.like.as_deref().unwrap_or("the bi-strand models")
+        )
+    })?;
     let mut sink = PairSink {
         writer: PairDatasetWriter::create(a.output.clone(), a.window, &a.keep_info)?,
         tokenizer: tokenizer.clone(),
+        vocab,
         masking: PairMasking {
             mode,
             fraction: a.mask_fraction,

@@ -11,10 +11,9 @@ use std::path::Path;
 use anyhow::Result;
 use luminome_io::fastx::{self, RecordHeader};
 use luminome_io::pair_dataset::PairIndexRow;
-use luminome_io::token_dataset::special;
 use luminome_io::InputError;
 
-use crate::encode::{base_id, complement_id, PairSink, N_ID};
+use crate::encode::{BaseVocab, PairSink};
 
 /// Window geometry and the N filter.
 #[derive(Debug, Clone, Copy)]
@@ -47,14 +46,14 @@ fn bump(counts: &mut Counts, key: &str) {
 }
 
 /// Token ids of `bases` padded to `window`.
-fn ids_of(bases: &[u8], window: usize) -> Vec<u32> {
-    let mut ids: Vec<u32> = bases.iter().map(|&b| base_id(b)).collect();
-    ids.resize(window, special::PAD);
+fn ids_of(vocab: &BaseVocab, bases: &[u8], window: usize) -> Vec<u32> {
+    let mut ids: Vec<u32> = bases.iter().map(|&b| vocab.id(b)).collect();
+    ids.resize(window, vocab.pad);
     ids
 }
 
-fn too_many_n(ids: &[u32], real: usize, spec: &WindowSpec) -> bool {
-    let n = ids[..real].iter().filter(|&&i| i == N_ID).count();
+fn too_many_n(vocab: &BaseVocab, ids: &[u32], real: usize, spec: &WindowSpec) -> bool {
+    let n = ids[..real].iter().filter(|&&i| i == vocab.n).count();
     n as f64 > spec.max_n_fraction * real as f64
 }
 
@@ -68,14 +67,14 @@ fn emit(
     spec: &WindowSpec,
     counts: &mut Counts,
 ) -> Result<()> {
-    let a = ids_of(a_bases, spec.window);
-    if too_many_n(&a, a_bases.len(), spec) {
+    let a = ids_of(&sink.vocab, a_bases, spec.window);
+    if too_many_n(&sink.vocab, &a, a_bases.len(), spec) {
         bump(counts, "windows_over_max_n");
         return Ok(());
     }
     let b = match b_bases {
-        Some(b) => ids_of(b, spec.window),
-        None => a.iter().map(|&i| complement_id(i)).collect(),
+        Some(b) => ids_of(&sink.vocab, b, spec.window),
+        None => a.iter().map(|&i| sink.vocab.complement(i)).collect(),
     };
     if a_bases.len() < spec.window {
         bump(counts, "padded_windows");

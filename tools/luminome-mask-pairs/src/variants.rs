@@ -13,12 +13,11 @@ use std::path::Path;
 use anyhow::{bail, Result};
 use luminome_io::pair_dataset::{PairIndexRow, Pairing, VariantSite};
 use luminome_io::reference::Reference;
-use luminome_io::token_dataset::special;
 use luminome_io::variants::{Variant, VariantReader};
 use luminome_io::InputError;
 
 use crate::args::{ChromNames, ContigEnds, RefMismatch};
-use crate::encode::{base_id, complement_id, PairSink, N_ID};
+use crate::encode::{BaseVocab, PairSink};
 use crate::sequences::Counts;
 
 pub struct VariantOptions {
@@ -53,6 +52,7 @@ fn resolve<'a>(reference: &'a Reference, chrom: &str, mode: ChromNames) -> Optio
 /// The window's ids on strand A (reference bases, padded past contig ends) and how many bases
 /// were padded; `None` when the window must be skipped.
 fn reference_window(
+    vocab: &BaseVocab,
     reference: &mut Reference,
     chrom: &str,
     pos0: u64,
@@ -67,10 +67,10 @@ fn reference_window(
         return Ok(None);
     }
     let bases = reference.fetch(chrom, from, to)?;
-    let mut ids = vec![special::PAD; opts.window];
+    let mut ids = vec![vocab.pad; opts.window];
     let lead = (from as i64 - start) as usize;
     for (i, &b) in bases.iter().enumerate() {
-        ids[lead + i] = base_id(b);
+        ids[lead + i] = vocab.id(b);
     }
     Ok(Some((ids, from, to)))
 }
@@ -122,7 +122,7 @@ pub fn variant_windows(
                 bump(counts, "non_acgt_alleles_left_out");
                 continue;
             }
-            if base_id(fasta_base) == N_ID {
+            if sink.vocab.id(fasta_base) == sink.vocab.n {
                 bump(counts, "reference_n_at_site_left_out");
                 continue;
             }
@@ -158,7 +158,9 @@ pub fn variant_windows(
                     }
                 }
             }
-            let Some((a, from, to)) = reference_window(&mut reference, &chrom, pos0, opts)? else {
+            let Some((a, from, to)) =
+                reference_window(&sink.vocab, &mut reference, &chrom, pos0, opts)?
+            else {
                 bump(counts, "past_contig_end_left_out");
                 continue;
             };
@@ -166,9 +168,9 @@ pub fn variant_windows(
                 bump(counts, "padded_windows");
             }
             let site = opts.window / 2;
-            let alt_id = base_id(alt.as_bytes()[0]);
+            let alt_id = sink.vocab.id(alt.as_bytes()[0]);
             let b: Vec<u32> = match opts.pairing {
-                Pairing::Complement => a.iter().map(|&i| complement_id(i)).collect(),
+                Pairing::Complement => a.iter().map(|&i| sink.vocab.complement(i)).collect(),
                 Pairing::Alleles | Pairing::Given => {
                     let mut b = a.clone();
                     b[site] = alt_id;
