@@ -41,6 +41,9 @@ pub struct VariantScores {
     /// variants file whose records moved (another file, or the same one edited) is refused
     /// rather than given another record's scores.
     pub sites: HashMap<u64, (String, u64)>,
+    /// The header descriptions of LLR, LLR_A and LLR_B, when the model that made them is not a
+    /// bi-strand model (the default: [`SCORE_FIELDS`]).
+    pub descriptions: Option<[&'static str; 3]>,
 }
 
 /// The INFO fields added, with their header descriptions.
@@ -51,8 +54,13 @@ pub const SCORE_FIELDS: [(&str, &str); 3] = [
 ];
 pub const REF_MATCH_FIELD: &str = "REF_MATCH";
 
-fn add_definitions(header: &mut vcf::Header) {
-    for (key, description) in SCORE_FIELDS {
+fn add_definitions(header: &mut vcf::Header, scores: &VariantScores) {
+    let described = SCORE_FIELDS.map(|(k, d)| (k, d));
+    let fields = match scores.descriptions {
+        Some(own) => [0, 1, 2].map(|i| (described[i].0, own[i])),
+        None => described,
+    };
+    for (key, description) in fields {
         header.infos_mut().insert(
             key.into(),
             Map::<Info>::new(Number::AlternateBases, Type::Float, description),
@@ -103,7 +111,12 @@ fn annotate(
     }
     let fields: [fn(&AlleleScore) -> f32; 3] = [|s| s.llr, |s| s.llr_a, |s| s.llr_b];
     for ((key, _), f) in SCORE_FIELDS.iter().zip(fields) {
-        let values: Vec<Option<f32>> = per_alt.iter().map(|s| s.map(f)).collect();
+        // A score the model did not make (NaN: the reverse complement with --strands forward)
+        // is missing, `.`.
+        let values: Vec<Option<f32>> = per_alt
+            .iter()
+            .map(|s| s.map(f).filter(|x| !x.is_nan()))
+            .collect();
         record
             .info_mut()
             .insert(key.to_string(), Some(Value::Array(Array::Float(values))));
@@ -176,7 +189,7 @@ pub fn write_scored_vcf(
         let mut header = r
             .read_header()
             .with_context(|| format!("{}: unreadable header", source.display()))?;
-        add_definitions(&mut header);
+        add_definitions(&mut header, scores);
         sink.header(&header).with_context(context)?;
         for (i, record) in r.record_bufs(&header).enumerate() {
             let mut record = record
@@ -193,7 +206,7 @@ pub fn write_scored_vcf(
             .map_err(|e| anyhow::anyhow!("{}: unreadable header: {e}", source.display()))?;
         let first_line = raw.lines().count() as u64 + 1;
         let read_header = header.clone();
-        add_definitions(&mut header);
+        add_definitions(&mut header, scores);
         sink.header(&header).with_context(context)?;
         for (i, record) in r.record_bufs(&read_header).enumerate() {
             let line = first_line + i as u64;
@@ -211,7 +224,7 @@ pub fn write_scored_vcf(
             *contig.length_mut() = Some(*len as usize);
             header.contigs_mut().insert(name.clone(), contig);
         }
-        add_definitions(&mut header);
+        add_definitions(&mut header, scores);
         sink.header(&header).with_context(context)?;
         drop(reader);
         let mut table = VariantReader::open(source, 1, &[])?;

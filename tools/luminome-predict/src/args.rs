@@ -30,6 +30,17 @@ Variant effects (a bi-strand model; a luminome-mask-pairs --variants dataset):
   LLR_B (Number=A) and REF_MATCH in INFO (BGZF when it ends in .gz); the bedGraph has the lowest
   LLR per position.
 
+Zero-shot variant effects from a published model (Caduceus/PlantCaduceus: a checkpoint folder
+in the Hugging Face layout, or hf:ORG/NAME fetched once into the Hugging Face cache):
+  luminome-mask-pairs --reference genome.fa --variants snvs.vcf.gz --window 512 \\
+      --like hf:kuleshov-group/PlantCaduceus_l20 -o snvs.plantcad.safetensors
+  luminome-predict --checkpoint hf:kuleshov-group/PlantCaduceus_l20 \\
+      --dataset snvs.plantcad.safetensors -o snvs.plantcad.tsv --vcf snvs.plantcad.vcf.gz
+  TSV: record name chrom pos id ref alt ref_match llr llr_fwd llr_rc [info_KEY...]; llr is the
+  mean of the window's and its reverse complement's ln P(ALT) - ln P(REF) (--strands forward:
+  the window's only, as PlantCaduceus' script). VCF INFO: LLR, LLR_A (window), LLR_B (reverse
+  complement), REF_MATCH. docs/pretrained-models.md.
+
 Expression (an expression model; a luminome-regions dataset):
   luminome-predict --checkpoint expr/best.safetensors --dataset genes.safetensors --subset test \
       -o test.predictions.tsv --metrics test.metrics.tsv
@@ -66,7 +77,8 @@ pub enum EmbedSide {
 #[derive(Debug, Clone, Parser)]
 #[command(name = "luminome-predict", version, about, after_help = EXAMPLES)]
 pub struct PredictArgs {
-    /// Model checkpoint (.safetensors written by luminome-train). Classifiers: several
+    /// Model checkpoint (.safetensors written by luminome-train), or a published model's folder
+    /// (config.json + model.safetensors) or hf:ORG/NAME[@REVISION]. Classifiers: several
     /// (`--checkpoint a b c`, or the flag repeated) are run as one ensemble — the mean of their
     /// class probabilities; metrics then also list each member's (`member_<i>.`).
     #[arg(
@@ -135,6 +147,12 @@ pub struct PredictArgs {
     /// Dual encoders on a token dataset: which encoder embeds it [default: passage].
     #[arg(long, value_enum)]
     pub side: Option<EmbedSide>,
+
+    /// Published models (Caduceus, PlantCaduceus): score each variant window and its reverse
+    /// complement and average the two LLRs (both), or the window as given, as PlantCaduceus'
+    /// zero-shot script does (forward) [default: both].
+    #[arg(long, value_enum)]
+    pub strands: Option<luminome_engine::models::caduceus::predictor::Strands>,
 
     /// Records per forward pass.
     #[arg(long, default_value_t = 64)]

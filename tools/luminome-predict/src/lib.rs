@@ -19,6 +19,7 @@ use anyhow::{bail, Context, Result};
 use candle_core::Device;
 use luminome_cli::progress_bar;
 use luminome_engine::checkpoint::read_checkpoint_meta;
+use luminome_engine::models::caduceus;
 use luminome_engine::parse_device;
 use luminome_engine::predict::{EnsemblePredictor, ExtraOutputs, Predictor, PredictorEntry};
 use luminome_io::atomic::{check_output_dir, AtomicWriter};
@@ -182,6 +183,16 @@ fn run_on_pool(args: &PredictArgs) -> Result<()> {
         }
     }
     let device = parse_device(&args.runtime.device)?;
+    let published = args
+        .checkpoints
+        .iter()
+        .any(|c| caduceus::is_published_checkpoint(c));
+    if published {
+        return run_published(args, device);
+    }
+    if args.strands.is_some() {
+        bail!("--strands is for published models (a checkpoint folder or hf:ORG/NAME)");
+    }
     if args.checkpoints.len() > 1 {
         check_ensemble(&args.checkpoints)?;
     }
@@ -209,12 +220,6 @@ fn run_on_pool(args: &PredictArgs) -> Result<()> {
             args.checkpoint().display()
         );
     }
-    let extra = ExtraOutputs {
-        vcf: args.vcf.clone(),
-        bedgraph: args.bedgraph.clone(),
-        chrom_sizes: args.chrom_sizes.clone(),
-        variants: args.variants.clone(),
-    };
     let mut predictor = if args.checkpoints.len() == 1 {
         open_predictor(args.checkpoint(), &args.dataset, device)?
     } else {
@@ -233,6 +238,38 @@ fn run_on_pool(args: &PredictArgs) -> Result<()> {
     if let Some(subset) = args.subset {
         predictor.select_subset(subset)?;
     }
+    write_predictions(args, predictor.as_mut())
+}
+
+/// A published model (Caduceus/PlantCaduceus folder or hf:ORG/NAME) on a variant dataset.
+fn run_published(args: &PredictArgs, device: Device) -> Result<()> {
+    if args.checkpoints.len() > 1 {
+        bail!("several checkpoints are averaged only for classifiers; give one published model");
+    }
+    if args.subset.is_some()
+        || args.corpus.is_some()
+        || args.embeddings.is_some()
+        || args.side.is_some()
+    {
+        bail!("--subset, --corpus, --embeddings and --side are not for published variant-effect models");
+    }
+    let arg = args
+        .checkpoint()
+        .to_str()
+        .context("--checkpoint is not UTF-8")?;
+    let mut predictor = caduceus::CaduceusPredictor::open(arg, &args.dataset, device)?
+        .with_strands(args.strands.unwrap_or_default());
+    write_predictions(args, &mut predictor)
+}
+
+/// Runs `predictor` over the dataset and writes the TSV, the metrics and the extra outputs.
+fn write_predictions(args: &PredictArgs, predictor: &mut dyn Predictor) -> Result<()> {
+    let extra = ExtraOutputs {
+        vcf: args.vcf.clone(),
+        bedgraph: args.bedgraph.clone(),
+        chrom_sizes: args.chrom_sizes.clone(),
+        variants: args.variants.clone(),
+    };
     if args.metrics.is_some() && !predictor.has_truth() {
         bail!(
             "{}: --metrics needs true labels or values, and this dataset has none",

@@ -9,6 +9,8 @@ use candle_core::Device;
 use luminome_io::atomic::Commit;
 
 use crate::models::classifier::predictor::ClassOutputs;
+
+pub mod variants;
 use crate::models::FamilyConfig;
 
 /// Outputs beside the predictions TSV that only some families write.

@@ -11,23 +11,20 @@
 //! On any other paired dataset: masked-base accuracy and loss per record and strand, with
 //! accuracy and perplexity over the dataset as metrics.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor, D};
 use luminome_io::atomic::Commit;
-use luminome_io::bedgraph::BedGraphWriter;
-use luminome_io::bigwig::ChromSizes;
 use luminome_io::pair_dataset::{MaskMode, PairDataset, PairIndexRow, Pairing};
-use luminome_io::reference::Reference;
-use luminome_io::variant_scores::{write_scored_vcf, AlleleScore, VariantScores};
+use luminome_io::variant_scores::AlleleScore;
 
 use super::config::{BiStrandConfig, BASES};
 use super::model::BiStrandModel;
 use super::task::PairTensors;
 use crate::checkpoint::{read_checkpoint_meta, Checkpoint};
 use crate::input::check_dataset_kind;
+use crate::predict::variants::{windows_of, VariantOutputs};
 use crate::predict::{ExtraOutputs, PredictionRow, Predictor};
 
 /// The class (A, C, G, T = 0..3) of a base letter.
@@ -147,9 +144,7 @@ pub struct MaskedLogProbs {
 pub struct PairPredictor {
     input: PairInput,
     variants: bool,
-    scores: VariantScores,
-    /// Lowest LLR per (chrom, 0-based position).
-    track: BTreeMap<(String, u64), f32>,
+    outputs: VariantOutputs,
     /// Evaluation mode: Σ loss, correct per strand and positions.
     totals: [f64; 5],
 }
@@ -160,27 +155,15 @@ impl PairPredictor {
         Ok(Self {
             variants: input.is_variant_dataset(),
             input,
-            scores: VariantScores::default(),
-            track: BTreeMap::new(),
+            outputs: VariantOutputs::default(),
             totals: [0.0; 5],
         })
     }
 
     fn score_variants(&mut self, records: &[usize]) -> Result<Vec<PredictionRow>> {
-        // The ALT alleles of one record share their window (mask-pairs writes them one after
-        // the other): the model runs once per window, each allele reads its own bases.
-        let mut windows: Vec<usize> = Vec::new();
-        let mut window_of = Vec::with_capacity(records.len());
-        for &r in records {
-            let line = self.input.index[r].variant.as_ref().map(|v| v.line);
-            let same = windows
-                .last()
-                .is_some_and(|&w| self.input.index[w].variant.as_ref().map(|v| v.line) == line);
-            if !same {
-                windows.push(r);
-            }
-            window_of.push(windows.len() - 1);
-        }
+        let index = &self.input.index;
+        let (windows, window_of) =
+            windows_of(records, |r| index[r].variant.as_ref().map(|v| v.line));
         let MaskedLogProbs {
             a: lp_a,
             b: lp_b,
@@ -219,17 +202,7 @@ impl PairPredictor {
             let llr_a = lp_a[w][ac] - lp_a[w][rc];
             let llr_b = lp_b[w][ab] - lp_b[w][rb];
             let llr = 0.5 * (llr_a + llr_b);
-            self.scores.alleles.insert(
-                (v.line, v.alternate.clone()),
-                AlleleScore { llr, llr_a, llr_b },
-            );
-            self.scores.ref_match.insert(v.line, v.ref_match);
-            self.scores.sites.insert(v.line, (v.chrom.clone(), v.pos));
-            let slot = self
-                .track
-                .entry((v.chrom.clone(), v.pos - 1))
-                .or_insert(llr);
-            *slot = slot.min(llr);
+            self.outputs.record(v, AlleleScore { llr, llr_a, llr_b });
             let mut values = vec![
                 v.chrom.clone(),
                 v.pos.to_string(),
@@ -297,31 +270,6 @@ impl PairPredictor {
             });
         }
         Ok(out)
-    }
-
-    /// The sequences (names, lengths) of the reference the dataset was built from (its
-    /// metadata's first source), when that file is still there; empty otherwise.
-    fn reference_contigs(&self) -> Vec<(String, u64)> {
-        match self.input.dataset.meta().sources.first() {
-            Some(r) if Path::new(r).is_file() => Reference::open(Path::new(r))
-                .map(|r| r.sequences().to_vec())
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// The variants file the dataset was built from (its metadata's second source).
-    fn variants_source(&self, extra: &ExtraOutputs) -> Result<PathBuf> {
-        if let Some(v) = &extra.variants {
-            return Ok(v.clone());
-        }
-        let meta = self.input.dataset.meta();
-        meta.sources.get(1).map(PathBuf::from).with_context(|| {
-            format!(
-                "{}: the dataset names no variants file; give --variants",
-                self.input.dataset.path().display()
-            )
-        })
     }
 }
 
@@ -392,56 +340,10 @@ impl Predictor for PairPredictor {
     }
 
     fn check_extra(&self, extra: &ExtraOutputs) -> Result<()> {
-        if extra.any() && !self.variants {
-            bail!(
-                "{}: --vcf and --bedgraph need a dataset of variant windows (luminome-mask-pairs --variants)",
-                self.input.dataset.path().display()
-            );
-        }
-        if extra.vcf.is_some() {
-            let source = self.variants_source(extra)?;
-            if !source.is_file() {
-                bail!(
-                    "{}: the variants file the dataset was built from is not there; give it with --variants",
-                    source.display()
-                );
-            }
-        }
-        Ok(())
+        VariantOutputs::check_extra(&self.input.dataset, self.variants, extra)
     }
 
     fn write_extra(&mut self, extra: &ExtraOutputs) -> Result<Vec<Box<dyn Commit>>> {
-        let mut files: Vec<Box<dyn Commit>> = Vec::new();
-        if let Some(dest) = &extra.vcf {
-            let source = self.variants_source(extra)?;
-            files.push(Box::new(write_scored_vcf(
-                &source,
-                dest,
-                &self.scores,
-                &self.reference_contigs(),
-            )?));
-        }
-        if let Some(dest) = &extra.bedgraph {
-            // A bigWig's chromosome sizes: --chrom-sizes, or the reference the dataset was built
-            // from.
-            let sizes = match &extra.chrom_sizes {
-                Some(p) => Some(ChromSizes::read(p)?),
-                None => self.input.dataset.meta().sources.first().and_then(|r| {
-                    let contigs = self.reference_contigs();
-                    (!contigs.is_empty())
-                        .then(|| ChromSizes::from_sequences(&contigs, Path::new(r)))
-                }),
-            };
-            let mut w = BedGraphWriter::create_track(
-                dest,
-                Some("track type=bedGraph name=\"luminome LLR\" description=\"lowest ln P(ALT) - ln P(REF) per position\""),
-                sizes,
-            )?;
-            for ((chrom, pos), &llr) in &self.track {
-                w.push(chrom, *pos, pos + 1, llr)?;
-            }
-            files.push(Box::new(w));
-        }
-        Ok(files)
+        self.outputs.write_extra(&self.input.dataset, extra)
     }
 }

@@ -1,0 +1,158 @@
+//! What every variant-scoring predictor writes besides its TSV, whatever model made the scores
+//! (the bi-strand family's heads, a published Caduceus model): the scored VCF (the input's
+//! records with the scores in INFO) and the track of the lowest LLR per position (bedGraph or
+//! bigWig), from a pair dataset of variant windows (luminome-mask-pairs --variants).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use luminome_io::atomic::Commit;
+use luminome_io::bedgraph::BedGraphWriter;
+use luminome_io::bigwig::ChromSizes;
+use luminome_io::pair_dataset::{PairDataset, VariantSite};
+use luminome_io::reference::Reference;
+use luminome_io::variant_scores::{write_scored_vcf, AlleleScore, VariantScores};
+
+use super::ExtraOutputs;
+
+/// The scores of the alleles predicted so far, kept for the VCF and the track.
+#[derive(Default)]
+pub struct VariantOutputs {
+    scores: VariantScores,
+    /// Lowest LLR per (chrom, 0-based position).
+    track: BTreeMap<(String, u64), f32>,
+}
+
+impl VariantOutputs {
+    /// Outputs whose VCF header describes LLR, LLR_A and LLR_B as given.
+    pub fn described(descriptions: [&'static str; 3]) -> Self {
+        let mut o = Self::default();
+        o.scores.descriptions = Some(descriptions);
+        o
+    }
+
+    /// Records the score of one ALT allele of `v`.
+    pub fn record(&mut self, v: &VariantSite, score: AlleleScore) {
+        let llr = score.llr;
+        self.scores
+            .alleles
+            .insert((v.line, v.alternate.clone()), score);
+        self.scores.ref_match.insert(v.line, v.ref_match);
+        self.scores.sites.insert(v.line, (v.chrom.clone(), v.pos));
+        let slot = self
+            .track
+            .entry((v.chrom.clone(), v.pos - 1))
+            .or_insert(llr);
+        *slot = slot.min(llr);
+    }
+
+    /// Checks, before any output, that the extra outputs can be written for `dataset`.
+    pub fn check_extra(dataset: &PairDataset, variants: bool, extra: &ExtraOutputs) -> Result<()> {
+        if extra.any() && !variants {
+            bail!(
+                "{}: --vcf and --bedgraph need a dataset of variant windows (luminome-mask-pairs --variants)",
+                dataset.path().display()
+            );
+        }
+        if extra.vcf.is_some() {
+            let source = variants_source(dataset, extra)?;
+            if !source.is_file() {
+                bail!(
+                    "{}: the variants file the dataset was built from is not there; give it with --variants",
+                    source.display()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The VCF and the track, uncommitted.
+    pub fn write_extra(
+        &self,
+        dataset: &PairDataset,
+        extra: &ExtraOutputs,
+    ) -> Result<Vec<Box<dyn Commit>>> {
+        let mut files: Vec<Box<dyn Commit>> = Vec::new();
+        if let Some(dest) = &extra.vcf {
+            let source = variants_source(dataset, extra)?;
+            files.push(Box::new(write_scored_vcf(
+                &source,
+                dest,
+                &self.scores,
+                &reference_contigs(dataset),
+            )?));
+        }
+        if let Some(dest) = &extra.bedgraph {
+            // A bigWig's chromosome sizes: --chrom-sizes, or the reference the dataset was built
+            // from.
+            let sizes = match &extra.chrom_sizes {
+                Some(p) => Some(ChromSizes::read(p)?),
+                None => dataset.meta().sources.first().and_then(|r| {
+                    let contigs = reference_contigs(dataset);
+                    (!contigs.is_empty())
+                        .then(|| ChromSizes::from_sequences(&contigs, Path::new(r)))
+                }),
+            };
+            let mut w = BedGraphWriter::create_track(
+                dest,
+                Some("track type=bedGraph name=\"luminome LLR\" description=\"lowest ln P(ALT) - ln P(REF) per position\""),
+                sizes,
+            )?;
+            for ((chrom, pos), &llr) in &self.track {
+                w.push(chrom, *pos, pos + 1, llr)?;
+            }
+            files.push(Box::new(w));
+        }
+        Ok(files)
+    }
+}
+
+/// The sequences (names, lengths) of the reference the dataset was built from (its metadata's
+/// first source), when that file is still there; empty otherwise.
+fn reference_contigs(dataset: &PairDataset) -> Vec<(String, u64)> {
+    match dataset.meta().sources.first() {
+        Some(r) if Path::new(r).is_file() => Reference::open(Path::new(r))
+            .map(|r| r.sequences().to_vec())
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// The variants file the dataset was built from (its metadata's second source).
+fn variants_source(dataset: &PairDataset, extra: &ExtraOutputs) -> Result<PathBuf> {
+    if let Some(v) = &extra.variants {
+        return Ok(v.clone());
+    }
+    dataset
+        .meta()
+        .sources
+        .get(1)
+        .map(PathBuf::from)
+        .with_context(|| {
+            format!(
+                "{}: the dataset names no variants file; give --variants",
+                dataset.path().display()
+            )
+        })
+}
+
+/// The first rows of each variant window in `records`: the ALT alleles of one VCF record share
+/// their window (mask-pairs writes them one after the other), so a model runs once per window.
+/// Returns the window rows and, for each record, the index of its window.
+pub fn windows_of(
+    records: &[usize],
+    line_of: impl Fn(usize) -> Option<u64>,
+) -> (Vec<usize>, Vec<usize>) {
+    let mut windows: Vec<usize> = Vec::new();
+    let mut window_of = Vec::with_capacity(records.len());
+    for &r in records {
+        let line = line_of(r);
+        let same = windows.last().is_some_and(|&w| line_of(w) == line);
+        if !same {
+            windows.push(r);
+        }
+        window_of.push(windows.len() - 1);
+    }
+    (windows, window_of)
+}
