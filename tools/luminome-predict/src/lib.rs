@@ -246,19 +246,16 @@ fn run_published(args: &PredictArgs, device: Device) -> Result<()> {
     if args.checkpoints.len() > 1 {
         bail!("several checkpoints are averaged only for classifiers; give one published model");
     }
-    if args.subset.is_some()
-        || args.corpus.is_some()
-        || args.embeddings.is_some()
-        || args.side.is_some()
-    {
-        bail!("--subset, --corpus, --embeddings and --side are not for published variant-effect models");
+    if args.subset.is_some() || args.corpus.is_some() || args.side.is_some() {
+        bail!("--subset, --corpus and --side are not for published variant-effect models");
     }
     let arg = args
         .checkpoint()
         .to_str()
         .context("--checkpoint is not UTF-8")?;
     let mut predictor = caduceus::CaduceusPredictor::open(arg, &args.dataset, device)?
-        .with_strands(args.strands.unwrap_or_default());
+        .with_strands(args.strands.unwrap_or_default())
+        .with_embeddings(args.embeddings.is_some());
     write_predictions(args, &mut predictor)
 }
 
@@ -269,6 +266,7 @@ fn write_predictions(args: &PredictArgs, predictor: &mut dyn Predictor) -> Resul
         bedgraph: args.bedgraph.clone(),
         chrom_sizes: args.chrom_sizes.clone(),
         variants: args.variants.clone(),
+        embeddings: args.embeddings.clone(),
     };
     if args.metrics.is_some() && !predictor.has_truth() {
         bail!(

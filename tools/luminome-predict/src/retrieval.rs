@@ -9,17 +9,17 @@
 //! `<stem>.index.tsv` (`set row name`) naming each row, for numpy or FAISS.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use candle_core::{Device, Tensor};
+use candle_core::Device;
 use luminome_engine::checkpoint::Checkpoint;
 use luminome_engine::models::dual::retrieval::{embed_rows, evaluate, Corpus, RetrievalSet};
 use luminome_engine::models::dual::setup::open_pairs;
 use luminome_engine::models::dual::DualConfig;
-use luminome_io::atomic::{AtomicWriter, Commit};
+use luminome_io::atomic::AtomicWriter;
 use luminome_io::retrieval_pairs::{Side, RETRIEVAL_PAIRS_KIND};
-use luminome_io::token_dataset::{index_path_for, TokenDataset, TOKEN_DATASET_KIND};
+use luminome_io::token_dataset::{TokenDataset, TOKEN_DATASET_KIND};
 
 use crate::args::{EmbedSide, PredictArgs};
 
@@ -36,10 +36,8 @@ pub fn dataset_kind(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// The index of an embeddings file: `x.safetensors` → `x.index.tsv`.
-pub fn embeddings_index(path: &Path) -> PathBuf {
-    index_path_for(path)
-}
+// The embeddings file and its index, shared with the other families that write embeddings.
+pub use luminome_engine::predict::embeddings::{embeddings_index, write_embeddings};
 
 /// A record's name for output: its source record's name when the row is the whole record (a
 /// FASTA record, a BED interval), its coordinates when it is a window of one.
@@ -65,33 +63,6 @@ fn token_record_names(ds: &TokenDataset) -> Result<Vec<String>> {
             }
         })
         .collect())
-}
-
-fn write_embeddings(
-    path: &Path,
-    sets: &[(&str, &[f32], &[String])],
-    dim: usize,
-    meta: serde_json::Value,
-) -> Result<Vec<Box<dyn Commit>>> {
-    let tensors: Vec<(String, Tensor)> = sets
-        .iter()
-        .map(|(name, e, names)| {
-            Tensor::from_slice(e, (names.len(), dim), &Device::Cpu).map(|t| (name.to_string(), t))
-        })
-        .collect::<candle_core::Result<_>>()?;
-    let mut md = std::collections::BTreeMap::new();
-    md.insert("kind".to_string(), "luminome.embeddings".to_string());
-    md.insert("format_version".to_string(), "1".to_string());
-    md.insert("luminome".to_string(), meta.to_string());
-    let file = luminome_io::tensorfile::write_tensors(path, &tensors, &md)?;
-    let mut index = AtomicWriter::create(embeddings_index(path))?;
-    writeln!(index, "set\trow\tname")?;
-    for (set, _, names) in sets {
-        for (i, n) in names.iter().enumerate() {
-            writeln!(index, "{set}\t{i}\t{n}")?;
-        }
-    }
-    Ok(vec![Box::new(index), Box::new(file)])
 }
 
 fn metadata(args: &PredictArgs, dim: usize, extra: serde_json::Value) -> serde_json::Value {

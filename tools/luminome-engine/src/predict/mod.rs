@@ -10,6 +10,7 @@ use luminome_io::atomic::Commit;
 
 use crate::models::classifier::predictor::ClassOutputs;
 
+pub mod embeddings;
 pub mod variants;
 use crate::models::FamilyConfig;
 
@@ -25,6 +26,8 @@ pub struct ExtraOutputs {
     pub variants: Option<PathBuf>,
     /// Chromosome sizes (a `.fai` or `chrom.sizes`) for a bigWig track.
     pub chrom_sizes: Option<PathBuf>,
+    /// Per-record embeddings (safetensors), for the families that write them here.
+    pub embeddings: Option<PathBuf>,
 }
 
 impl ExtraOutputs {

@@ -48,7 +48,26 @@ pub struct CaduceusPredictor {
     bases: [u32; 4],
     strands: Strands,
     outputs: VariantOutputs,
+    /// Per-record embeddings, when asked for: at the site and the mean over the window's bases.
+    embeddings: Option<Embeddings>,
     device: Device,
+}
+
+/// Embeddings of the records predicted so far (rows of `dim` values).
+#[derive(Default)]
+struct Embeddings {
+    site: Vec<f32>,
+    mean: Vec<f32>,
+    names: Vec<String>,
+}
+
+/// What one batch of windows gives.
+struct WindowScores {
+    fwd: Vec<BaseLogProbs>,
+    rc: Vec<BaseLogProbs>,
+    /// `[windows, d_model]` each, when embeddings are kept.
+    site_embedding: Option<Vec<Vec<f32>>>,
+    mean_embedding: Option<Vec<Vec<f32>>>,
 }
 
 impl CaduceusPredictor {
@@ -92,6 +111,7 @@ impl CaduceusPredictor {
             bases,
             strands: Strands::default(),
             outputs: VariantOutputs::described(VCF_DESCRIPTIONS),
+            embeddings: None,
             device,
         })
     }
@@ -101,9 +121,38 @@ impl CaduceusPredictor {
         self
     }
 
+    /// Keeps each record's embeddings for `--embeddings` (PlantCaduceus' probing input: the last
+    /// hidden state, for RC-equivariant models the mean of the forward half and the channel-
+    /// reversed RC half; at the site, and averaged over the window's bases).
+    pub fn with_embeddings(mut self, keep: bool) -> Self {
+        self.embeddings = keep.then(Embeddings::default);
+        self
+    }
+
+    /// The width of an embedding.
+    fn embedding_dim(&self) -> usize {
+        self.model.model.config().d_model
+    }
+
+    /// `[rows, L, d_model]`: the last hidden state as one representation per position.
+    fn representation(&self, hidden: &Tensor) -> Result<Tensor> {
+        let cfg = self.model.model.config();
+        if !cfg.rcps {
+            return Ok(hidden.clone());
+        }
+        let d = cfg.d_model;
+        let fwd = hidden.narrow(D::Minus1, 0, d)?;
+        let rev = Tensor::from_iter((0..d as u32).rev(), hidden.device())?;
+        let rc = hidden
+            .narrow(D::Minus1, d, d)?
+            .contiguous()?
+            .index_select(&rev, 2)?;
+        Ok(((fwd + rc)? * 0.5)?)
+    }
+
     /// Log-probabilities over A, C, G, T at the site of each window row: forward, and (both
     /// strands) reverse complement.
-    fn site_log_probs(&self, windows: &[usize]) -> Result<(Vec<BaseLogProbs>, Vec<BaseLogProbs>)> {
+    fn site_log_probs(&self, windows: &[usize]) -> Result<WindowScores> {
         let batch = self.dataset.batch(windows)?;
         let l = batch.length;
         let sep = self
@@ -141,7 +190,29 @@ impl CaduceusPredictor {
             }
         }
         let ids = Tensor::from_vec(ids, (rows, width), &self.device)?;
-        let logits = self.model.model.forward(&ids)?.logits;
+        let out = self.model.model.forward(&ids)?;
+        let logits = out.logits;
+        let (site_embedding, mean_embedding) = if self.embeddings.is_some() {
+            let rep = self.representation(&out.hidden.narrow(0, 0, windows.len())?)?;
+            let mut site_e = Vec::with_capacity(windows.len());
+            let mut mean_e = Vec::with_capacity(windows.len());
+            for (k, &site) in sites.iter().take(windows.len()).enumerate() {
+                let row = rep.get(k)?;
+                site_e.push(row.get(site)?.to_vec1::<f32>()?);
+                // The mean over the window's bases (not [PAD], not the appended [SEP]).
+                let keep: Vec<f32> = batch.attention_mask[k * l..(k + 1) * l]
+                    .iter()
+                    .map(|&m| f32::from(m))
+                    .collect();
+                let n = keep.iter().sum::<f32>().max(1.0);
+                let keep = Tensor::from_vec(keep, (1, l), &self.device)?;
+                let sum = keep.matmul(&row.narrow(0, 0, l)?.contiguous()?)?;
+                mean_e.push((sum / f64::from(n))?.squeeze(0)?.to_vec1::<f32>()?);
+            }
+            (Some(site_e), Some(mean_e))
+        } else {
+            (None, None)
+        };
         let idx = Tensor::from_slice(&self.bases, 4, &self.device)?;
         let mut out = Vec::with_capacity(rows);
         for (r, &site) in sites.iter().enumerate() {
@@ -155,7 +226,12 @@ impl CaduceusPredictor {
         } else {
             Vec::new()
         };
-        Ok((out, rc))
+        Ok(WindowScores {
+            fwd: out,
+            rc,
+            site_embedding,
+            mean_embedding,
+        })
     }
 }
 
@@ -206,7 +282,12 @@ impl Predictor for CaduceusPredictor {
         let index = &self.index;
         let (windows, window_of) =
             windows_of(records, |r| index[r].variant.as_ref().map(|v| v.line));
-        let (fwd, rc) = self.site_log_probs(&windows)?;
+        let WindowScores {
+            fwd,
+            rc,
+            site_embedding,
+            mean_embedding,
+        } = self.site_log_probs(&windows)?;
         let mut out = Vec::with_capacity(records.len());
         for (k, &r) in records.iter().enumerate() {
             let row = &self.index[r];
@@ -225,6 +306,13 @@ impl Predictor for CaduceusPredictor {
                 );
             };
             let w = window_of[k];
+            if let (Some(e), Some(site), Some(mean)) =
+                (self.embeddings.as_mut(), &site_embedding, &mean_embedding)
+            {
+                e.site.extend_from_slice(&site[w]);
+                e.mean.extend_from_slice(&mean[w]);
+                e.names.push(row.name.clone());
+            }
             let llr_fwd = fwd[w][ac] - fwd[w][rc_class];
             // On the reverse complement the alleles are complemented (class 3 − c).
             let llr_rc = rc.get(w).map(|p| p[3 - ac] - p[3 - rc_class]);
@@ -270,6 +358,29 @@ impl Predictor for CaduceusPredictor {
     }
 
     fn write_extra(&mut self, extra: &ExtraOutputs) -> Result<Vec<Box<dyn Commit>>> {
-        self.outputs.write_extra(&self.dataset, extra)
+        let mut files = self.outputs.write_extra(&self.dataset, extra)?;
+        if let (Some(path), Some(e)) = (&extra.embeddings, &self.embeddings) {
+            let dim = self.embedding_dim();
+            let meta = serde_json::json!({
+                "dim": dim,
+                "sets": {
+                    "site": "the last hidden state at the (masked) variant site",
+                    "mean": "the last hidden state averaged over the window's bases",
+                },
+                "rc_equivariant_average": self.model.model.config().rcps,
+                "checkpoint": self.model.checkpoint.name,
+                "dataset": self.dataset.path().display().to_string(),
+                "tool": "luminome-predict",
+                "tool_version": luminome_cli::VERSION,
+                "command_line": luminome_cli::command_line(),
+            });
+            files.extend(crate::predict::embeddings::write_embeddings(
+                path,
+                &[("site", &e.site, &e.names), ("mean", &e.mean, &e.names)],
+                dim,
+                meta,
+            )?);
+        }
+        Ok(files)
     }
 }
