@@ -206,6 +206,9 @@ impl Args {
                             .with_context(|| format!("cannot read {}", path.display()))?;
                         (Scheme::hf(path)?, Some(json))
                     }
+                    TokenizerScheme::Characters => anyhow::bail!(
+                        "a published model's character vocabulary is read from its checkpoint (luminome-mask-pairs --like)"
+                    ),
                 };
                 (scheme, json, !self.no_cls, !self.no_sep)
             }
