@@ -47,6 +47,7 @@ fn main() -> anyhow::Result<()> {
         max_length: l,
         dropout: 0.0,
         layer_norm_eps: 1e-5,
+        encoder: None,
     });
     let dev = Device::Cpu;
     let built = BuiltModel::new(&cfg, &dev, 1)?;

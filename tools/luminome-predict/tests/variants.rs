@@ -71,6 +71,7 @@ fn bistrand_checkpoint(dest: &Path, pairing: Pairing) {
         max_length: 64,
         dropout: 0.0,
         layer_norm_eps: 1e-5,
+        encoder: None,
     });
     let built = BuiltModel::new(&config, &Device::Cpu, 5).unwrap();
     let meta = CheckpointMeta::new(

@@ -7,6 +7,7 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use super::model::BiStrandModel;
+use crate::models::caduceus::CaduceusConfig;
 use crate::models::FamilyConfig;
 use crate::nn::init::init_parameters;
 
@@ -36,6 +37,21 @@ pub struct BiStrandConfig {
     pub max_length: usize,
     pub dropout: f64,
     pub layer_norm_eps: f64,
+    /// A published encoder under each strand instead of the spec's own embedding → Conv → SSM
+    /// stack (`--encoder`); absent in checkpoints without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoder: Option<PublishedEncoder>,
+}
+
+/// A published Caduceus model as each strand's encoder (docs/bistrand.md, "From a published
+/// encoder"): its embedding and blocks give H_ssm, its LM head is not used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PublishedEncoder {
+    /// Where its initial weights came from (a folder or hf:ORG/NAME), for the record.
+    pub source: String,
+    pub caduceus: CaduceusConfig,
+    /// Not trained: its output is detached and its parameters left out of the optimizer.
+    pub frozen: bool,
 }
 
 /// The bases the LM heads predict, in class order.
@@ -92,7 +108,20 @@ impl FamilyConfig for BiStrandConfig {
         if let Some((name, _)) = sizes.iter().find(|(_, v)| *v == 0) {
             bail!("{name} must be positive");
         }
-        if self.vocab_size < 10 {
+        if let Some(enc) = &self.encoder {
+            enc.caduceus.validate("the published encoder's config")?;
+            if enc.caduceus.d_model != self.d_model
+                || enc.caduceus.padded_vocab() != self.vocab_size
+            {
+                bail!(
+                    "d_model {} and vocab_size {} must be the published encoder's ({} and {})",
+                    self.d_model,
+                    self.vocab_size,
+                    enc.caduceus.d_model,
+                    enc.caduceus.padded_vocab()
+                );
+            }
+        } else if self.vocab_size < 10 {
             bail!(
                 "the vocabulary must be the nucleotide one (10 tokens), got {}",
                 self.vocab_size

@@ -14,6 +14,7 @@ use candle_nn::VarBuilder;
 
 use super::config::BiStrandConfig;
 use super::mixer::StrandEncoder;
+use crate::models::caduceus::CaduceusModel;
 use crate::models::Model;
 use crate::nn::{attention_bias, softmax_last_dim, DropoutRng, Linear};
 
@@ -62,6 +63,61 @@ impl CrossAttention {
     }
 }
 
+/// A strand's encoder: the spec's own embedding → Conv → SSM stack, or a published Caduceus
+/// model (`BiStrandConfig::encoder`).
+#[derive(Debug, Clone)]
+enum Encoder {
+    Own(StrandEncoder),
+    Published { model: CaduceusModel, frozen: bool },
+}
+
+impl Encoder {
+    fn new(cfg: &BiStrandConfig, vb: VarBuilder) -> Result<Self> {
+        Ok(match &cfg.encoder {
+            None => Self::Own(StrandEncoder::new(cfg, vb)?),
+            Some(enc) => {
+                let mut model =
+                    CaduceusModel::from_params(&enc.caduceus, &vb, "the strand encoder")
+                        .map_err(|e| candle_core::Error::Msg(format!("{e:#}")))?;
+                model.set_trainable(!enc.frozen);
+                Self::Published {
+                    model,
+                    frozen: enc.frozen,
+                }
+            }
+        })
+    }
+
+    /// H_ssm `[B, L, D]` of ids `[B, L]`. `reverse`: the strand runs 3'→5' in the row's
+    /// orientation (strand B of a complement pair); a published DNA model reads it 5'→3' (the
+    /// row reversed in, its output reversed back), the spec's own encoder is bidirectional and
+    /// reads the row as it is.
+    fn forward(
+        &self,
+        ids: &Tensor,
+        keep: &Tensor,
+        rng: Option<&DropoutRng>,
+        reverse: bool,
+    ) -> Result<Tensor> {
+        match self {
+            Self::Own(e) => e.forward(ids, keep, rng),
+            Self::Published { model, frozen } => {
+                let flip = |x: &Tensor| -> Result<Tensor> {
+                    let l = x.dim(1)?;
+                    let rev = Tensor::from_iter((0..l as u32).rev(), x.device())?;
+                    x.contiguous()?.index_select(&rev, 1)
+                };
+                let ids = if reverse { flip(ids)? } else { ids.clone() };
+                let run =
+                    || -> anyhow::Result<Tensor> { model.representation(&model.hidden(&ids)?) };
+                let h = run().map_err(|e| candle_core::Error::Msg(format!("{e:#}")))?;
+                let h = if reverse { flip(&h)? } else { h };
+                Ok(if *frozen { h.detach() } else { h })
+            }
+        }
+    }
+}
+
 /// One strand's half of the model past its encoder: cross-attention, fusion, LM head.
 #[derive(Debug, Clone)]
 struct StrandHead {
@@ -93,8 +149,8 @@ impl StrandHead {
 #[derive(Debug, Clone)]
 pub struct BiStrandModel {
     pub config: BiStrandConfig,
-    strand_a: StrandEncoder,
-    strand_b: StrandEncoder,
+    strand_a: Encoder,
+    strand_b: Encoder,
     side_a: StrandHead,
     side_b: StrandHead,
 }
@@ -110,12 +166,12 @@ impl BiStrandModel {
     pub fn new(cfg: &BiStrandConfig, vb: VarBuilder) -> Result<Self> {
         let (strand_a, side_a) = if cfg.tie_strands {
             (
-                StrandEncoder::new(cfg, vb.pp("strand"))?,
+                Encoder::new(cfg, vb.pp("strand"))?,
                 StrandHead::new(cfg, &vb, "cross", "fuse", "head")?,
             )
         } else {
             (
-                StrandEncoder::new(cfg, vb.pp("strand_a"))?,
+                Encoder::new(cfg, vb.pp("strand_a"))?,
                 StrandHead::new(cfg, &vb, "cross_ab", "fuse_a", "head_a")?,
             )
         };
@@ -123,7 +179,7 @@ impl BiStrandModel {
             (strand_a.clone(), side_a.clone())
         } else {
             (
-                StrandEncoder::new(cfg, vb.pp("strand_b"))?,
+                Encoder::new(cfg, vb.pp("strand_b"))?,
                 StrandHead::new(cfg, &vb, "cross_ba", "fuse_b", "head_b")?,
             )
         };
@@ -154,8 +210,8 @@ impl BiStrandModel {
             );
         }
         let keep = mask.unsqueeze(D::Minus1)?;
-        let h_a = self.strand_a.forward(ids_a, &keep, rng)?;
-        let h_b = self.strand_b.forward(ids_b, &keep, rng)?;
+        let h_a = self.strand_a.forward(ids_a, &keep, rng, false)?;
+        let h_b = self.strand_b.forward(ids_b, &keep, rng, true)?;
         let side = |s: &StrandHead, own: &Tensor, other: &Tensor| -> Result<Tensor> {
             let input = match &s.cross {
                 Some(c) => Tensor::cat(&[own, &c.forward(own, other, mask)?], D::Minus1)?,

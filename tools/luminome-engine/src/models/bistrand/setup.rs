@@ -9,10 +9,12 @@ use clap::Args;
 use luminome_io::masking::PairMasking;
 use luminome_io::pair_dataset::{MaskMode, PairDataset, Pairing};
 
-use super::config::BiStrandConfig;
+use super::config::{BiStrandConfig, PublishedEncoder};
 use super::task::BiStrandTask;
 use crate::checkpoint::Checkpoint;
 use crate::input::InputSpec;
+use crate::models::caduceus::weights::Weights;
+use crate::models::caduceus::Caduceus;
 use crate::models::{parameter_names, BuiltModel, ModelConfig};
 use crate::train::{TrainArgs, TrainCommand, TrainingSetup};
 
@@ -73,6 +75,74 @@ pub struct BiStrandArgs {
     /// Dev records scored per evaluation (the first ones).
     #[arg(long, default_value_t = 2048)]
     pub eval_records: usize,
+    /// Each strand's encoder from a published Caduceus/PlantCaduceus checkpoint (its folder or
+    /// hf:ORG/NAME): its embedding and blocks replace the spec's own embedding → Conv → SSM
+    /// stack (--d-model, --layers and the SSM sizes are then the checkpoint's); cross-attention,
+    /// fusion and heads are trained on top. The datasets must be in its vocabulary
+    /// (luminome-mask-pairs --like CHECKPOINT).
+    #[arg(long, value_name = "CHECKPOINT")]
+    pub encoder: Option<String>,
+    /// With --encoder: keep the published encoder's weights as they are (only cross-attention,
+    /// fusion and heads train) [default: fine-tune it too].
+    #[arg(long, requires = "encoder")]
+    pub freeze_encoder: bool,
+}
+
+impl BiStrandArgs {
+    /// A new model whose strand encoders start from the published checkpoint `--encoder`.
+    fn start_from_published(
+        &self,
+        tok: &luminome_io::token_dataset::TokenizerInfo,
+        train: &PairDataset,
+        device: &Device,
+    ) -> Result<(candle_nn::VarMap, super::BiStrandModel, ModelConfig)> {
+        let arg = self.encoder.as_deref().context("internal: no --encoder")?;
+        let published = Caduceus::open(arg, device)?;
+        if !tok.same_tokenization(&published.tokenizer) {
+            bail!(
+                "{}: its ids are in another vocabulary ({}) than the encoder's ({}; {arg}); build the pairs with luminome-mask-pairs --like {arg}",
+                train.path().display(),
+                tok.describe(),
+                published.tokenizer.describe()
+            );
+        }
+        let cad = published.model.config().clone();
+        let config = ModelConfig::from(BiStrandConfig {
+            vocab_size: cad.padded_vocab(),
+            d_model: cad.d_model,
+            num_layers: cad.n_layer,
+            d_state: cad.ssm().d_state,
+            expand: cad.ssm().expand,
+            d_conv: cad.ssm().d_conv,
+            dt_rank: cad.dt_rank(),
+            cross_heads: self.cross_heads,
+            cross_attention: !self.no_cross_attention,
+            tie_strands: self.tie_strands,
+            max_length: self.max_length.unwrap_or(train.length()),
+            dropout: self.dropout,
+            layer_norm_eps: 1e-5,
+            encoder: Some(PublishedEncoder {
+                source: arg.to_string(),
+                caduceus: cad,
+                frozen: self.freeze_encoder,
+            }),
+        });
+        let b = BuiltModel::new(&config, device, self.train.seed)?;
+        // The encoders' parameters are the published tensors, under each strand's prefix.
+        let weights = Weights::open(&published.checkpoint.weights_path(), device)?;
+        for (name, var) in b.varmap.data().lock().expect("var map lock").iter() {
+            let Some(published_name) = ["strand_a.", "strand_b.", "strand."]
+                .iter()
+                .find_map(|p| name.strip_prefix(p))
+            else {
+                continue;
+            };
+            let t = weights.get(published_name, var.dims())?;
+            var.set(&t.to_dtype(var.dtype())?)?;
+        }
+        let model = b.get::<BiStrandConfig>()?.clone();
+        Ok((b.varmap, model, b.config))
+    }
 }
 
 fn open_pairs(path: &Path, what: &str) -> Result<PairDataset> {
@@ -113,6 +183,7 @@ impl TrainCommand for BiStrandArgs {
                 ck.meta.check_tokenizer(r, &t.train, &tok)?;
                 (ck.varmap, model, ck.meta.model)
             }
+            None if self.encoder.is_some() => self.start_from_published(&tok, &train, device)?,
             None => {
                 let config = ModelConfig::from(BiStrandConfig {
                     vocab_size: tok.vocab_size(),
@@ -128,6 +199,7 @@ impl TrainCommand for BiStrandArgs {
                     max_length: self.max_length.unwrap_or(train.length()),
                     dropout: self.dropout,
                     layer_norm_eps: 1e-5,
+                    encoder: None,
                 });
                 let b = BuiltModel::new(&config, device, t.seed)?;
                 let model = b.get::<BiStrandConfig>()?.clone();
@@ -168,7 +240,18 @@ impl TrainCommand for BiStrandArgs {
             train.len(),
             pairing.name(),
             if self.dynamic_masking { ", dynamic masking" } else { "" }
-        );
+        ) + &c
+            .encoder
+            .as_ref()
+            .map(|e| {
+                format!(
+                    ", strand encoders from {} ({})",
+                    e.source,
+                    if e.frozen { "frozen" } else { "fine-tuned" }
+                )
+            })
+            .unwrap_or_default();
+        let frozen = model.config.encoder.as_ref().is_some_and(|e| e.frozen);
         let task = BiStrandTask {
             model,
             train,
@@ -178,9 +261,13 @@ impl TrainCommand for BiStrandArgs {
             eval_records: self.eval_records,
             dynamic_masking,
         };
+        let trainable: Vec<String> = parameter_names(&varmap)
+            .into_iter()
+            .filter(|n| !frozen || !n.starts_with("strand"))
+            .collect();
         Ok(TrainingSetup {
             config,
-            trainable: parameter_names(&varmap),
+            trainable,
             varmap,
             task: Box::new(task),
             input: InputSpec::TokenPairs(tok, pairing),

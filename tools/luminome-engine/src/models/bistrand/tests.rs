@@ -24,6 +24,7 @@ fn config(cross: bool, tie: bool) -> BiStrandConfig {
         max_length: 16,
         dropout: 0.0,
         layer_norm_eps: 1e-5,
+        encoder: None,
     }
 }
 

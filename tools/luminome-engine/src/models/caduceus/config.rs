@@ -4,10 +4,10 @@
 //! settings, `auto_map`, `architectures`, ...) are ignored.
 
 use anyhow::{bail, Result};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// How the forward and the reverse Mamba of a block are combined.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BidirectionalStrategy {
     /// out_fwd + out_rev
@@ -21,6 +21,15 @@ pub enum BidirectionalStrategy {
 pub enum DtRank {
     Auto,
     Fixed(usize),
+}
+
+impl Serialize for DtRank {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Auto => s.serialize_str("auto"),
+            Self::Fixed(n) => s.serialize_u64(*n as u64),
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for DtRank {
@@ -42,7 +51,7 @@ impl<'de> Deserialize<'de> for DtRank {
 }
 
 /// mamba_ssm `Mamba` arguments (`ssm_cfg`), with its defaults.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SsmConfig {
     pub d_state: usize,
@@ -68,8 +77,9 @@ impl Default for SsmConfig {
     }
 }
 
-/// `CaduceusConfig`, with the authors' defaults for absent fields.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// `CaduceusConfig`, with the authors' defaults for absent fields (written back, when a
+/// Luminome checkpoint carries it, with the fields this family reads).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaduceusConfig {
     #[serde(default)]
     pub model_type: Option<String>,

@@ -19,6 +19,43 @@ use candle_core::{Device, Tensor, D};
 
 use super::config::{BidirectionalStrategy, CaduceusConfig};
 use super::weights::Weights;
+
+/// Where the model's tensors come from, by their published names: a published file
+/// ([`Weights`], every tensor accounted for) or a [`candle_nn::VarBuilder`] (the parameters of a
+/// Luminome model that trains on top of the encoder, e.g. the bi-strand family's).
+pub trait Params {
+    /// The tensor `name`, which must have `shape`.
+    fn get(&self, name: &str, shape: &[usize]) -> Result<Tensor>;
+    /// A tensor the model can do without (a buffer, a tied copy), when the source has it.
+    fn optional(&self, name: &str) -> Option<Tensor>;
+    /// Whether the source has `name` (tells a masked LM's names from a backbone saved alone).
+    fn has(&self, name: &str) -> bool;
+}
+
+impl Params for Weights {
+    fn get(&self, name: &str, shape: &[usize]) -> Result<Tensor> {
+        Weights::get(self, name, shape)
+    }
+    fn optional(&self, name: &str) -> Option<Tensor> {
+        Weights::optional(self, name)
+    }
+    fn has(&self, name: &str) -> bool {
+        self.contains(name)
+    }
+}
+
+impl Params for candle_nn::VarBuilder<'_> {
+    fn get(&self, name: &str, shape: &[usize]) -> Result<Tensor> {
+        Ok(candle_nn::VarBuilder::get(self, shape, name)?)
+    }
+    fn optional(&self, _name: &str) -> Option<Tensor> {
+        None
+    }
+    fn has(&self, _name: &str) -> bool {
+        // A Luminome model always names the encoder as a masked LM does.
+        true
+    }
+}
 use crate::models::bistrand::conv::depthwise_conv;
 use crate::models::bistrand::scan::selective_scan;
 use crate::nn::{softplus, Linear};
@@ -32,8 +69,8 @@ pub struct Mamba {
     conv_bias: Tensor,
     x_proj: Linear,
     dt_proj: Linear,
-    /// A = −exp(A_log), `[E, N]`.
-    a: Tensor,
+    /// `[E, N]`; A = −exp(A_log).
+    a_log: Tensor,
     d: Tensor,
     out_proj: Linear,
     inner: usize,
@@ -43,7 +80,7 @@ pub struct Mamba {
 
 impl Mamba {
     /// `shared`: the forward Mamba whose in_proj/out_proj this one uses (weight tie).
-    fn load(cfg: &CaduceusConfig, w: &Weights, p: &str, shared: Option<&Mamba>) -> Result<Self> {
+    fn load(cfg: &CaduceusConfig, w: &dyn Params, p: &str, shared: Option<&Mamba>) -> Result<Self> {
         let s = cfg.ssm();
         let (dm, e, n, r, k) = (
             cfg.d_model,
@@ -93,7 +130,7 @@ impl Mamba {
             conv_bias,
             x_proj: linear("x_proj", r + 2 * n, e, false)?,
             dt_proj: linear("dt_proj", e, r, true)?,
-            a: w.get(&format!("{p}.A_log"), &[e, n])?.exp()?.neg()?,
+            a_log: w.get(&format!("{p}.A_log"), &[e, n])?,
             d: w.get(&format!("{p}.D"), &[e])?,
             out_proj,
             inner: e,
@@ -118,7 +155,8 @@ impl Mamba {
         let delta = softplus(&self.dt_proj.forward(&proj.narrow(D::Minus1, 0, r)?)?)?;
         let b = proj.narrow(D::Minus1, r, n)?;
         let c = proj.narrow(D::Minus1, r + n, n)?;
-        let y = selective_scan(&xc, &delta, &self.a, &b, &c, &self.d, reverse)?;
+        let a = self.a_log.exp()?.neg()?;
+        let y = selective_scan(&xc, &delta, &a, &b, &c, &self.d, reverse)?;
         Ok((y * z.silu()?)?)
     }
 
@@ -139,7 +177,7 @@ pub struct BiMamba {
 }
 
 impl BiMamba {
-    fn load(cfg: &CaduceusConfig, w: &Weights, p: &str) -> Result<Self> {
+    fn load(cfg: &CaduceusConfig, w: &dyn Params, p: &str) -> Result<Self> {
         let fwd = Mamba::load(cfg, w, &format!("{p}.mamba_fwd"), None)?;
         let tied = cfg.bidirectional_weight_tie;
         let rev = if cfg.bidirectional {
@@ -187,14 +225,14 @@ impl BiMamba {
 pub struct Norm {
     weight: Tensor,
     bias: Option<Tensor>,
-    /// The same with its channels reversed: the norm as seen by the reverse-complement half.
-    weight_flipped: Tensor,
-    bias_flipped: Option<Tensor>,
     eps: f32,
+    /// Through ops with a backward pass (candle-nn's fused norms have none): set when the model
+    /// is fine-tuned.
+    trainable: bool,
 }
 
 impl Norm {
-    fn load(cfg: &CaduceusConfig, w: &Weights, p: &str) -> Result<Self> {
+    fn load(cfg: &CaduceusConfig, w: &dyn Params, p: &str) -> Result<Self> {
         let dm = cfg.d_model;
         let weight = w.get(&format!("{p}.weight"), &[dm])?;
         let bias = if cfg.rms_norm {
@@ -203,25 +241,32 @@ impl Norm {
             Some(w.get(&format!("{p}.bias"), &[dm])?)
         };
         Ok(Self {
-            weight_flipped: flip_dim(&weight, 0)?,
-            bias_flipped: bias.as_ref().map(|b| flip_dim(b, 0)).transpose()?,
             weight,
             bias,
             eps: cfg.norm_epsilon as f32,
+            trainable: false,
         })
     }
 
-    /// `flipped`: with the channel-reversed parameters (norm(flip_c(x)) flipped back).
+    /// `flipped`: with the channel-reversed parameters (norm(flip_c(x)) flipped back: the norm
+    /// as seen by the reverse-complement half).
     fn forward(&self, x: &Tensor, flipped: bool) -> Result<Tensor> {
         let (w, b) = if flipped {
-            (&self.weight_flipped, self.bias_flipped.as_ref())
+            (
+                flip_dim(&self.weight, 0)?,
+                self.bias.as_ref().map(|b| flip_dim(b, 0)).transpose()?,
+            )
         } else {
-            (&self.weight, self.bias.as_ref())
+            (self.weight.clone(), self.bias.clone())
         };
         let x = x.contiguous()?;
-        Ok(match b {
-            None => candle_nn::ops::rms_norm(&x, w, self.eps)?,
-            Some(b) => candle_nn::ops::layer_norm(&x, w, b, self.eps)?,
+        Ok(match (b, self.trainable) {
+            (None, false) => candle_nn::ops::rms_norm(&x, &w, self.eps)?,
+            (Some(b), false) => candle_nn::ops::layer_norm(&x, &w, &b, self.eps)?,
+            (None, true) => candle_nn::ops::rms_norm_slow(&x, &w, self.eps)?,
+            (Some(b), true) => crate::nn::normalize_last_dim(&x, f64::from(self.eps))?
+                .broadcast_mul(&w)?
+                .broadcast_add(&b)?,
         })
     }
 }
@@ -252,7 +297,7 @@ pub struct Block {
 }
 
 impl Block {
-    fn load(cfg: &CaduceusConfig, w: &Weights, p: &str) -> Result<Self> {
+    fn load(cfg: &CaduceusConfig, w: &dyn Params, p: &str) -> Result<Self> {
         let (norm_p, mixer_p, add_norm) = match (cfg.rcps, cfg.fused_add_norm) {
             (false, _) => (format!("{p}.norm"), format!("{p}.mixer"), AddNorm::Plain),
             (true, true) => (
@@ -355,8 +400,6 @@ pub struct CaduceusOutput {
 pub struct CaduceusModel {
     config: CaduceusConfig,
     embedding: Tensor,
-    /// RCPS models: the embedding rows of each token's complement, `[V, d_model]`.
-    embedding_complement: Option<Tensor>,
     complement: Vec<u32>,
     layers: Vec<Block>,
     norm_f: Norm,
@@ -364,17 +407,24 @@ pub struct CaduceusModel {
 }
 
 impl CaduceusModel {
-    /// Builds the model from `weights`, which must hold exactly its tensors (see [`Weights`]).
+    /// Builds the model from a published file, which must hold exactly its tensors (see
+    /// [`Weights`]).
     pub fn load(config: &CaduceusConfig, w: &Weights) -> Result<Self> {
-        let what = w.path().display().to_string();
-        let prefix = if w.contains(&embedding_name("caduceus.backbone", config.rcps)) {
+        let model = Self::from_params(config, w, &w.path().display().to_string())?;
+        w.finish()?;
+        Ok(model)
+    }
+
+    /// Builds the model from `w`; `what` names the source in messages.
+    pub fn from_params(config: &CaduceusConfig, w: &dyn Params, what: &str) -> Result<Self> {
+        let prefix = if w.has(&embedding_name("caduceus.backbone", config.rcps)) {
             "caduceus.backbone"
         } else {
             "backbone"
         };
         let v = config.padded_vocab();
         let embedding = w.get(&embedding_name(prefix, config.rcps), &[v, config.d_model])?;
-        let mut complement = config.complement_ids(&what)?;
+        let mut complement = config.complement_ids(what)?;
         // RCPS modules keep the map as buffers: the ids the published model really used.
         for buffer in [
             format!("{prefix}.embeddings.word_embeddings.complement_map"),
@@ -402,17 +452,9 @@ impl CaduceusModel {
             (true, false) => (format!("{prefix}.norm_f.submodule"), AddNorm::Rcps),
         };
         let norm_f = Norm::load(config, w, &norm_p)?;
-        w.finish()?;
-        let embedding_complement = if config.rcps {
-            let idx = Tensor::from_slice(&complement, v, embedding.device())?;
-            Some(embedding.index_select(&idx, 0)?)
-        } else {
-            None
-        };
         Ok(Self {
             config: config.clone(),
             embedding,
-            embedding_complement,
             complement,
             layers,
             norm_f,
@@ -433,8 +475,36 @@ impl CaduceusModel {
         &self.complement
     }
 
-    /// `ids` `[B, L]` (u32) → logits and last hidden state.
-    pub fn forward(&self, ids: &Tensor) -> Result<CaduceusOutput> {
+    /// Norms through ops with a backward pass, for fine-tuning (the default is inference).
+    pub fn set_trainable(&mut self, trainable: bool) {
+        for layer in &mut self.layers {
+            layer.norm.trainable = trainable;
+        }
+        self.norm_f.trainable = trainable;
+    }
+
+    /// RCPS models: the embedding rows of each token's complement, `[V, d_model]`.
+    fn embedding_complement(&self) -> Result<Option<Tensor>> {
+        if !self.config.rcps {
+            return Ok(None);
+        }
+        let idx = Tensor::from_slice(&self.complement, self.complement.len(), self.device())?;
+        Ok(Some(self.embedding.index_select(&idx, 0)?))
+    }
+
+    /// The last hidden state as one `[B, L, d_model]` representation per position: itself, or
+    /// for RCPS models the mean of the forward half and the channel-reversed RC half (as
+    /// PlantCaduceus' probing code does).
+    pub fn representation(&self, hidden: &Tensor) -> Result<Tensor> {
+        if !self.config.rcps {
+            return Ok(hidden.clone());
+        }
+        let (fwd, rc) = halves(hidden)?;
+        Ok(((fwd + flip_dim(&rc, 2)?)? * 0.5)?)
+    }
+
+    /// The backbone's last hidden state (no LM head), `[B, L, hidden_width]`.
+    pub fn hidden(&self, ids: &Tensor) -> Result<Tensor> {
         let mut hidden = self.embed(ids)?;
         let mut residual: Option<Tensor> = None;
         for layer in &self.layers {
@@ -442,7 +512,12 @@ impl CaduceusModel {
             hidden = h;
             residual = Some(r);
         }
-        let (hidden, _) = add_norm(&self.norm_f, self.final_mode, &hidden, residual.as_ref())?;
+        Ok(add_norm(&self.norm_f, self.final_mode, &hidden, residual.as_ref())?.0)
+    }
+
+    /// `ids` `[B, L]` (u32) → logits and last hidden state.
+    pub fn forward(&self, ids: &Tensor) -> Result<CaduceusOutput> {
+        let hidden = self.hidden(ids)?;
         let logits = self.lm_head(&hidden)?;
         Ok(CaduceusOutput { logits, hidden })
     }
@@ -452,7 +527,7 @@ impl CaduceusModel {
         let (b, l) = ids.dims2()?;
         let flat = ids.flatten_all()?;
         let fwd = self.embedding.index_select(&flat, 0)?;
-        let h = match &self.embedding_complement {
+        let h = match &self.embedding_complement()? {
             None => fwd,
             Some(ec) => {
                 let rc = flip_dim(&ec.index_select(&flat, 0)?, 1)?;
@@ -466,7 +541,7 @@ impl CaduceusModel {
         let (b, l, _) = hidden.dims3()?;
         let v = self.embedding.dim(0)?;
         let rows = hidden.reshape((b * l, ()))?;
-        let logits = match &self.embedding_complement {
+        let logits = match &self.embedding_complement()? {
             None => rows.matmul(&self.embedding.t()?)?,
             Some(ec) => {
                 let (h1, h2) = halves(&rows)?;

@@ -134,22 +134,6 @@ impl CaduceusPredictor {
         self.model.model.config().d_model
     }
 
-    /// `[rows, L, d_model]`: the last hidden state as one representation per position.
-    fn representation(&self, hidden: &Tensor) -> Result<Tensor> {
-        let cfg = self.model.model.config();
-        if !cfg.rcps {
-            return Ok(hidden.clone());
-        }
-        let d = cfg.d_model;
-        let fwd = hidden.narrow(D::Minus1, 0, d)?;
-        let rev = Tensor::from_iter((0..d as u32).rev(), hidden.device())?;
-        let rc = hidden
-            .narrow(D::Minus1, d, d)?
-            .contiguous()?
-            .index_select(&rev, 2)?;
-        Ok(((fwd + rc)? * 0.5)?)
-    }
-
     /// Log-probabilities over A, C, G, T at the site of each window row: forward, and (both
     /// strands) reverse complement.
     fn site_log_probs(&self, windows: &[usize]) -> Result<WindowScores> {
@@ -193,7 +177,10 @@ impl CaduceusPredictor {
         let out = self.model.model.forward(&ids)?;
         let logits = out.logits;
         let (site_embedding, mean_embedding) = if self.embeddings.is_some() {
-            let rep = self.representation(&out.hidden.narrow(0, 0, windows.len())?)?;
+            let rep =
+                self.model
+                    .model
+                    .representation(&out.hidden.narrow(0, 0, windows.len())?)?;
             let mut site_e = Vec::with_capacity(windows.len());
             let mut mean_e = Vec::with_capacity(windows.len());
             for (k, &site) in sites.iter().take(windows.len()).enumerate() {
