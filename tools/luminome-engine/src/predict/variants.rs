@@ -137,6 +137,37 @@ fn variants_source(dataset: &PairDataset, extra: &ExtraOutputs) -> Result<PathBu
         })
 }
 
+/// The TSV columns of a variant scorer after `record name`: the variant, its three scores (named
+/// by the family) and the INFO values mask-pairs kept.
+pub fn variant_columns(scores: [&str; 3], info_keys: &[String]) -> Vec<String> {
+    let mut c: Vec<String> = ["chrom", "pos", "id", "ref", "alt", "ref_match"]
+        .into_iter()
+        .chain(scores)
+        .map(String::from)
+        .collect();
+    c.extend(info_keys.iter().map(|k| format!("info_{k}")));
+    c
+}
+
+/// The values of [`variant_columns`] for one ALT allele (a score the model did not make: NA).
+pub fn variant_values(v: &VariantSite, scores: [Option<f32>; 3], info: &[String]) -> Vec<String> {
+    let mut values = vec![
+        v.chrom.clone(),
+        v.pos.to_string(),
+        v.id.clone(),
+        v.reference.clone(),
+        v.alternate.clone(),
+        u8::from(v.ref_match).to_string(),
+    ];
+    values.extend(
+        scores
+            .iter()
+            .map(|s| s.map_or("NA".to_string(), |x| format!("{x:.6}"))),
+    );
+    values.extend(info.iter().cloned());
+    values
+}
+
 /// The first rows of each variant window in `records`: the ALT alleles of one VCF record share
 /// their window (mask-pairs writes them one after the other), so a model runs once per window.
 /// Returns the window rows and, for each record, the index of its window.

@@ -24,7 +24,7 @@ use super::model::BiStrandModel;
 use super::task::PairTensors;
 use crate::checkpoint::{read_checkpoint_meta, Checkpoint};
 use crate::input::check_dataset_kind;
-use crate::predict::variants::{windows_of, VariantOutputs};
+use crate::predict::variants::{variant_columns, variant_values, windows_of, VariantOutputs};
 use crate::predict::{ExtraOutputs, PredictionRow, Predictor};
 
 /// The class (A, C, G, T = 0..3) of a base letter.
@@ -203,18 +203,7 @@ impl PairPredictor {
             let llr_b = lp_b[w][ab] - lp_b[w][rb];
             let llr = 0.5 * (llr_a + llr_b);
             self.outputs.record(v, AlleleScore { llr, llr_a, llr_b });
-            let mut values = vec![
-                v.chrom.clone(),
-                v.pos.to_string(),
-                v.id.clone(),
-                v.reference.clone(),
-                v.alternate.clone(),
-                u8::from(v.ref_match).to_string(),
-                format!("{llr:.6}"),
-                format!("{llr_a:.6}"),
-                format!("{llr_b:.6}"),
-            ];
-            values.extend(row.info.iter().cloned());
+            let values = variant_values(v, [Some(llr), Some(llr_a), Some(llr_b)], &row.info);
             out.push(PredictionRow {
                 record: row.record,
                 name: row.name.clone(),
@@ -284,28 +273,10 @@ impl Predictor for PairPredictor {
 
     fn columns(&self) -> Vec<String> {
         if self.variants {
-            let mut c: Vec<String> = [
-                "chrom",
-                "pos",
-                "id",
-                "ref",
-                "alt",
-                "ref_match",
-                "llr",
-                "llr_a",
-                "llr_b",
-            ]
-            .map(String::from)
-            .to_vec();
-            c.extend(
-                self.input
-                    .dataset
-                    .meta()
-                    .info_keys
-                    .iter()
-                    .map(|k| format!("info_{k}")),
-            );
-            c
+            variant_columns(
+                ["llr", "llr_a", "llr_b"],
+                &self.input.dataset.meta().info_keys,
+            )
         } else {
             ["masked", "correct_a", "correct_b", "loss_a", "loss_b"]
                 .map(String::from)

@@ -20,7 +20,7 @@ use luminome_io::pair_dataset::{MaskMode, PairDataset, PairIndexRow, Pairing};
 use luminome_io::variant_scores::AlleleScore;
 
 use super::Caduceus;
-use crate::predict::variants::{windows_of, VariantOutputs};
+use crate::predict::variants::{variant_columns, variant_values, windows_of, VariantOutputs};
 use crate::predict::{ExtraOutputs, PredictionRow, Predictor};
 
 /// Which windows a score averages.
@@ -242,27 +242,7 @@ impl Predictor for CaduceusPredictor {
     }
 
     fn columns(&self) -> Vec<String> {
-        let mut c: Vec<String> = [
-            "chrom",
-            "pos",
-            "id",
-            "ref",
-            "alt",
-            "ref_match",
-            "llr",
-            "llr_fwd",
-            "llr_rc",
-        ]
-        .map(String::from)
-        .to_vec();
-        c.extend(
-            self.dataset
-                .meta()
-                .info_keys
-                .iter()
-                .map(|k| format!("info_{k}")),
-        );
-        c
+        variant_columns(["llr", "llr_fwd", "llr_rc"], &self.dataset.meta().info_keys)
     }
 
     fn predict(&mut self, records: &[usize]) -> Result<Vec<PredictionRow>> {
@@ -315,18 +295,7 @@ impl Predictor for CaduceusPredictor {
                     llr_b: llr_rc.unwrap_or(f32::NAN),
                 },
             );
-            let mut values = vec![
-                v.chrom.clone(),
-                v.pos.to_string(),
-                v.id.clone(),
-                v.reference.clone(),
-                v.alternate.clone(),
-                u8::from(v.ref_match).to_string(),
-                format!("{llr:.6}"),
-                format!("{llr_fwd:.6}"),
-                llr_rc.map_or("NA".to_string(), |x| format!("{x:.6}")),
-            ];
-            values.extend(row.info.iter().cloned());
+            let values = variant_values(v, [Some(llr), Some(llr_fwd), llr_rc], &row.info);
             out.push(PredictionRow {
                 record: row.record,
                 name: row.name.clone(),
