@@ -30,6 +30,15 @@ impl HfCheckpoint {
             bail!("{name}: not a folder (a published checkpoint is a folder with config.json and model.safetensors)");
         }
         if !dir.join("config.json").is_file() {
+            let luminome = ["best.safetensors", "last.safetensors"]
+                .iter()
+                .find(|f| dir.join(f).is_file());
+            if let Some(f) = luminome {
+                bail!(
+                    "{name}: a Luminome run folder, not a published checkpoint; give its checkpoint file ({})",
+                    dir.join(f).display()
+                );
+            }
             bail!("{name}: no config.json in {}", dir.display());
         }
         if !dir.join("model.safetensors").is_file() {
@@ -186,6 +195,22 @@ mod tests {
         assert_eq!(t.vocab[7], "A");
         assert_eq!((t.pad_id, t.mask_id, t.sep_id), (4, Some(3), Some(1)));
         assert!(t.add_sep);
+    }
+
+    #[test]
+    fn a_luminome_run_folder_given_as_a_published_checkpoint_names_its_file() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("best.safetensors"), b"").unwrap();
+        let e = HfCheckpoint::open(d.path(), "run/")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("Luminome run folder") && e.contains("best.safetensors"),
+            "{e}"
+        );
+        std::fs::remove_file(d.path().join("best.safetensors")).unwrap();
+        let e = HfCheckpoint::open(d.path(), "x/").unwrap_err().to_string();
+        assert!(e.contains("no config.json"), "{e}");
     }
 
     #[test]
