@@ -10,9 +10,11 @@
 # type predicts on the other's scale. Pretraining windows: the same regions, tiled every 50 kb.
 # Two splits: held-out genes (5 chromosome blocks; test = the last, dev = the fourth) and
 # leave-one-cell-type-out (train K562, test GM12878; dev = a block of K562 genes). For each:
-# attention-pool and TSS-region heads, from scratch and from a pretrained encoder, seeds 1-3;
+# attention-pool and TSS-region heads, with and without the linear path (ARMS), from scratch and
+# (INITS=pretrained) from a pretrained encoder, seeds 1-3;
 # test metrics from luminome-predict --subset test; baselines (TSS accessibility, ridge, gradient-
-# boosted trees) on the same split; summary printed at the end.
+# boosted trees, the same gene's expression in the other cell type) on the same split; summary
+# printed at the end.
 #
 # Needs release binaries (cargo build --release), python3 with numpy, safetensors, scipy and
 # scikit-learn, and ../shared/data. JOBS runs at a time, one thread each (default 2).
@@ -67,14 +69,28 @@ pretrain() {
         > "$out/$name.log" 2>&1
 }
 
+# Fine-tuning arms: head and linear path (docs/expression.md, "The linear path").
+arm_args() {
+    case $1 in
+        attention-pool) echo "--head attention-pool --linear-path none" ;;
+        tss-region) echo "--head tss-region --linear-path none" ;;
+        tss-region+acc) echo "--head tss-region --linear-inputs tss-accessibility" ;;
+        tss-region+acc-fixed) echo "--head tss-region --linear-inputs tss-accessibility --linear-path fixed" ;;
+        tss-region+region) echo "--head tss-region --linear-inputs tss-region" ;;
+        tss-region+window) echo "--head tss-region --linear-inputs tss-region-window" ;;
+        attention-pool+acc) echo "--head attention-pool --linear-inputs tss-accessibility" ;;
+        *) echo "unknown arm $1" >&2; exit 2 ;;
+    esac
+}
+
 finetune() {
-    local split=$1 head=$2 init=$3 seed=$4 name="expr.$1.$2.$3.seed$4"
+    local split=$1 arm=$2 init=$3 seed=$4 name="expr.$1.$2.$3.seed$4"
     [ -f "$out/$name/test_metrics.tsv" ] && return 0
     local from=("${PRESET[@]}")
     [ "$init" = pretrained ] && from=(--init "$out/pretrain.$split.seed$seed/best.safetensors")
     # shellcheck disable=SC2046
     "$bin/luminome-train" expression --train "$out/genes.safetensors" $(split_args "$split") \
-        --head "$head" "${from[@]}" "${common[@]}" --steps "$STEPS" --seed "$seed" -o "$out/$name" \
+        $(arm_args "$arm") "${from[@]}" "${common[@]}" --steps "$STEPS" --seed "$seed" -o "$out/$name" \
         > "$out/$name.log" 2>&1
     "$bin/luminome-predict" --checkpoint "$out/$name/best.safetensors" --dataset "$out/genes.safetensors" \
         --subset test -o "$out/$name/test_predictions.tsv" --metrics "$out/$name/test_metrics.tsv" \
@@ -88,20 +104,25 @@ wait_slot() {
         pids=("${pids[@]:1}")
     fi
 }
-for split in genes loco; do
-    for seed in 1 2 3; do
-        pretrain "$split" "$seed" &
-        pids+=($!)
-        wait_slot
+# ARMS (space-separated, default all) and INITS (scratch and/or pretrained) narrow the runs.
+ARMS=${ARMS:-"attention-pool tss-region tss-region+acc tss-region+acc-fixed tss-region+region tss-region+window attention-pool+acc"}
+INITS=${INITS:-"scratch"}
+if [[ " $INITS " == *" pretrained "* ]]; then
+    for split in genes loco; do
+        for seed in 1 2 3; do
+            pretrain "$split" "$seed" &
+            pids+=($!)
+            wait_slot
+        done
     done
-done
-wait
+    wait
+fi
 pids=()
 for split in genes loco; do
     for seed in 1 2 3; do
-        for head in attention-pool tss-region; do
-            for init in scratch pretrained; do
-                finetune "$split" "$head" "$init" "$seed" &
+        for arm in $ARMS; do
+            for init in $INITS; do
+                finetune "$split" "$arm" "$init" "$seed" &
                 pids+=($!)
                 wait_slot
             done
@@ -110,10 +131,12 @@ for split in genes loco; do
 done
 wait
 
-# Baselines on each split (the split of the seed-1 scratch attention-pool run: every run of a
-# split holds out the same samples).
+# Baselines on each split (the split of the seed-1 run of the first arm: every run of a split
+# holds out the same samples).
+first_arm=${ARMS%% *}
+first_init=${INITS%% *}
 for split in genes loco; do
-    ref="$out/expr.$split.attention-pool.scratch.seed1"
+    ref="$out/expr.$split.$first_arm.$first_init.seed1"
     "$bin/luminome-predict" --checkpoint "$ref/best.safetensors" --dataset "$out/genes.safetensors" \
         -o "$ref/all_predictions.tsv" --threads 1 --quiet
     python3 "$repo/bench/expression/baselines.py" "$out/genes.safetensors" "$ref/all_predictions.tsv" \

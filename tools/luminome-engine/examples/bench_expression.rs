@@ -60,6 +60,7 @@ fn main() -> anyhow::Result<()> {
         },
         head,
         loss: ExpressionLoss::Poisson,
+        linear_path: None,
         holdout: None,
     });
     let dev = Device::Cpu;

@@ -25,6 +25,7 @@ fn model(head: ExpressionHead, loss: ExpressionLoss) -> BuiltModel {
         },
         head,
         loss,
+        linear_path: None,
         holdout: None,
     });
     BuiltModel::new(&config, &Device::Cpu, 3).unwrap()

@@ -187,6 +187,119 @@ fn both_heads_and_both_losses_train_from_scratch() {
     }
 }
 
+/// The linear path's weights in a checkpoint.
+fn linear_weights(ckpt: &Path) -> Vec<u8> {
+    let bytes = std::fs::read(ckpt).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    st.tensor("head.linear.weight").unwrap().data().to_vec()
+}
+
+#[test]
+fn the_linear_path_starts_at_ridge_and_training_never_ends_below_it_on_dev() {
+    let (dir, genes, _) = region_data();
+    let g = genes.to_str().unwrap();
+    for (path, inputs) in [("fixed", "tss-region"), ("joint", "tss-accessibility")] {
+        let out = dir.path().join(path);
+        let mut args = vec![
+            "expression",
+            "--train",
+            g,
+            "--holdout",
+            "genes",
+            "--head",
+            "attention-pool",
+            "--linear-path",
+            path,
+            "--linear-inputs",
+            inputs,
+        ];
+        args.extend(TINY);
+        args.extend([
+            "--steps",
+            "60",
+            "--eval-every",
+            "20",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let o = run(&args);
+        assert!(o.status.success(), "{path}: {}", stderr(&o));
+        // Step 0 is scored before any update: the linear model alone.
+        let rows = metrics(&out);
+        assert_eq!(rows[0]["step"], "0", "{path}");
+        let start: f64 = rows[0]["dev_pearson"].parse().unwrap();
+        // A linear model of the TSS region's features already explains the synthetic
+        // expression (softplus of a linear function of two of them) well.
+        assert!(start > 0.6, "{path}: step-0 dev Pearson {start}");
+        let best = luminome_engine::checkpoint::read_checkpoint_meta(&out.join("best.safetensors"))
+            .unwrap();
+        let kept = best.metrics["dev_pearson"];
+        let all_evals = rows
+            .iter()
+            .filter_map(|r| r.get("dev_pearson").filter(|v| !v.is_empty()))
+            .map(|v| v.parse::<f64>().unwrap());
+        // (metrics.tsv rounds to 6 decimals)
+        let logged_best = all_evals.fold(f64::MIN, f64::max);
+        assert!(
+            (kept - logged_best).abs() < 1e-6,
+            "{path}: kept {kept}, best {logged_best}"
+        );
+        assert!(kept >= start - 1e-6, "{path}: kept {kept} < start {start}");
+        if path == "fixed" {
+            // Training leaves a fixed path's weights at the ridge solution.
+            assert_eq!(
+                linear_weights(&out.join("best.safetensors")),
+                linear_weights(&out.join("last.safetensors"))
+            );
+        }
+    }
+    // No linear path: no step-0 row (the spec's model, unchanged).
+    let out = dir.path().join("none");
+    let mut args = vec![
+        "expression",
+        "--train",
+        g,
+        "--holdout",
+        "genes",
+        "--linear-path",
+        "none",
+    ];
+    args.extend(TINY);
+    args.extend([
+        "--steps",
+        "20",
+        "--eval-every",
+        "20",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(metrics(&out)[0]["step"], "1");
+}
+
+#[test]
+fn tss_accessibility_needs_accessibility_as_the_last_feature() {
+    let dir = tempfile::tempdir().unwrap();
+    let genes = dir.path().join("atac.safetensors");
+    luminome_engine::testing::write_region_dataset_named(
+        &genes,
+        80,
+        8,
+        &["K562"],
+        1,
+        Some(&|_, y| y),
+        ["motif0", "motif1", "motif2", "atac"],
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    refused(
+        &["expression", "--train", genes.to_str().unwrap(), "--holdout", "genes", "-o", out.to_str().unwrap()],
+        &out,
+        &["atac.safetensors: --linear-inputs tss-accessibility reads the last feature, which is not 'accessibility'"],
+    );
+}
+
 fn refused(args: &[&str], out: &Path, needles: &[&str]) {
     let o = run(args);
     let e = stderr(&o);

@@ -30,6 +30,12 @@ pub trait TrainTask {
         order
     }
 
+    /// Whether the dev set is scored before the first step (and those weights kept as the best
+    /// so far): for a model that starts from a fitted solution.
+    fn evaluate_before_training(&self) -> bool {
+        false
+    }
+
     /// Runs once training has ended (e.g. scores the best checkpoint on a test set).
     fn after_training(&self, _paths: &RunPaths, _quiet: bool) -> Result<()> {
         Ok(())

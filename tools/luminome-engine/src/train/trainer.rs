@@ -185,6 +185,9 @@ impl Trainer<'_> {
             h.extend(metric_names.iter().cloned());
             h.join("\t")
         };
+        if resume.is_none() && task.evaluate_before_training() && !metric_names.is_empty() {
+            self.evaluate_at_start(task, &metric_names, &header, &mut state, &mut log)?;
+        }
         let start = Instant::now();
         let bar = luminome_cli::step_bar(cfg.max_steps, state.step, !self.verbose);
         let mut order = task.arrange_epoch(epoch_order(n, cfg.seed, state.epoch), cfg.batch_size);
@@ -372,6 +375,42 @@ impl Trainer<'_> {
         format!(
             "training stopped: the {what} became NaN or infinite at step {step}; {kept}. Try a lower --lr, stronger --clip-norm or a longer --warmup"
         )
+    }
+
+    /// Step 0: the dev metrics of the weights as set up, logged and kept as the best so far
+    /// (a family whose starting point is already a fitted model asks for this, so training can
+    /// only improve on it).
+    fn evaluate_at_start(
+        &self,
+        task: &dyn TrainTask,
+        metric_names: &[String],
+        header: &str,
+        state: &mut TrainerState,
+        log: &mut Vec<LogRow>,
+    ) -> Result<()> {
+        let metrics = task.evaluate()?;
+        let mut row = String::from("0\t0\tNA\t0\tNA\tNA");
+        for m in metric_names {
+            match metrics.get(m) {
+                Some(v) => row.push_str(&format!("\t{v:.6}")),
+                None => row.push_str("\tNA"),
+            }
+        }
+        log.push(LogRow { text: row });
+        let value = metrics
+            .get(&self.config.metric)
+            .copied()
+            .filter(|v| v.is_finite());
+        if let Some(v) = value {
+            state.best_value = Some(v);
+            state.best_step = 0;
+            self.save(&self.paths.best(), state, &metrics, None)?;
+        }
+        if self.verbose {
+            let shown: Vec<String> = metrics.iter().map(|(k, v)| format!("{k} {v:.4}")).collect();
+            eprintln!("step 0 (before training): {}", shown.join(" "));
+        }
+        self.write_log(header, log)
     }
 
     fn save(

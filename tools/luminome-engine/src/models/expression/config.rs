@@ -4,6 +4,7 @@ use anyhow::{bail, Result};
 use candle_nn::{VarBuilder, VarMap};
 use serde::{Deserialize, Serialize};
 
+use super::linear_path::LinearPathConfig;
 use super::model::ExpressionModel;
 use crate::models::region::data::init_region_parameters;
 use crate::models::region::{Holdout, RegionEncoderConfig};
@@ -54,6 +55,10 @@ pub struct ExpressionConfig {
     pub encoder: RegionEncoderConfig,
     pub head: ExpressionHead,
     pub loss: ExpressionLoss,
+    /// A linear path on each sample's TSS-region and window summaries, added to the head's
+    /// output (`linear_path.rs`); absent in checkpoints from before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linear_path: Option<LinearPathConfig>,
     /// The samples held out of training (not part of the architecture: kept so that
     /// `luminome-predict --subset test` scores exactly them).
     #[serde(default, skip_serializing_if = "Option::is_none")]

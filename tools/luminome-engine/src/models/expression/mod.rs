@@ -7,6 +7,9 @@
 //! - **TSS region** (the published GET model's head): a per-region linear layer + softplus,
 //!   read at the region holding the TSS.
 //!
+//! Optionally a linear path on the TSS region's and the window's summaries is added to either
+//! head (`linear_path`), started at the ridge solution.
+//!
 //! - [`config`]: [`ExpressionConfig`]; [`model`]: [`ExpressionModel`] and its heads.
 //! - [`task`]: [`ExpressionTask`]; [`setup`]: `luminome-train expression`.
 //! - [`predictor`]: `luminome-predict` (per-sample TSV, metrics overall and per cell type).
@@ -14,6 +17,7 @@
 
 pub mod config;
 pub mod explain;
+pub mod linear_path;
 pub mod model;
 pub mod predictor;
 pub mod setup;

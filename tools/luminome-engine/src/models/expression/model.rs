@@ -4,12 +4,15 @@
 //!   attention pooling: α = softmax_i(w · h_i) over the real regions, z = Σ α_i h_i,
 //!                      r = W_2 GELU(W_1 z + b_1) + b_2
 //!   TSS region:        r = w · h_t + b at the TSS region t (GET)
+//!   linear path (optional): r += r_lin, a linear model of the sample's TSS-region and window
+//!                      summaries (`linear_path.rs`)
 //!   ŷ = softplus(r) (Poisson loss) or r (MSE)
 
 use candle_core::{Result, Tensor};
 use candle_nn::VarBuilder;
 
 use super::config::{ExpressionConfig, ExpressionHead, ExpressionLoss};
+use super::linear_path::LinearPath;
 use crate::models::region::{RegionEncoder, RegionTensors, ENCODER_PREFIX};
 use crate::models::Model;
 use crate::nn::{attention_bias, softmax_last_dim, softplus, DropoutRng, Linear};
@@ -27,12 +30,14 @@ enum Head {
 }
 
 /// Parameters: `encoder.*` (the region encoder); `head.pool.weight`, `head.mlp.up.*`,
-/// `head.mlp.down.*` (attention pooling) or `head.tss.*` (TSS region).
+/// `head.mlp.down.*` (attention pooling) or `head.tss.*` (TSS region); `head.linear.*` (the
+/// linear path).
 #[derive(Debug, Clone)]
 pub struct ExpressionModel {
     pub config: ExpressionConfig,
     pub encoder: RegionEncoder,
     head: Head,
+    linear: Option<LinearPath>,
 }
 
 /// One forward pass.
@@ -61,6 +66,10 @@ impl ExpressionModel {
             config: cfg.clone(),
             encoder: RegionEncoder::new(&cfg.encoder, vb.pp(ENCODER_PREFIX))?,
             head,
+            linear: match &cfg.linear_path {
+                Some(l) => Some(LinearPath::new(l, cfg.encoder.n_features, h.pp("linear"))?),
+                None => None,
+            },
         })
     }
 
@@ -94,6 +103,10 @@ impl ExpressionModel {
                 let at = h.reshape((b * n, d))?.index_select(&idx, 0)?;
                 (linear.forward(&at)?.reshape(b)?, None)
             }
+        };
+        let raw = match &self.linear {
+            Some(l) => (raw + l.forward(features, t)?)?,
+            None => raw,
         };
         let prediction = match self.config.loss {
             ExpressionLoss::Poisson => softplus(&raw)?,

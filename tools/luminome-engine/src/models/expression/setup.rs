@@ -3,17 +3,24 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use candle_core::Device;
+use candle_nn::VarMap;
 use clap::{Args, ValueEnum};
 use luminome_io::region_dataset::RegionDataset;
 
 use super::config::{ExpressionConfig, ExpressionHead, ExpressionLoss};
+use super::linear_path::{
+    self, fit_ridge, set_linear_path, LinearInputs, LinearPathConfig, RidgeData, RidgeDev, RidgeFit,
+};
+use super::model::ExpressionModel;
 use super::task::ExpressionTask;
 use crate::checkpoint::{load_into, read_checkpoint_meta, read_safetensors, Checkpoint};
 use crate::input::{check_region_features, InputSpec};
 use crate::models::region::data::{feature_statistics, set_standardisation, trainable};
-use crate::models::region::{HoldoutArgs, RegionData, RegionEncoderArgs, ENCODER_PREFIX};
+use crate::models::region::{
+    HoldoutArgs, RegionData, RegionEncoderArgs, RegionPosition, RegionTensors, ENCODER_PREFIX,
+};
 use crate::models::region_pretrain::RegionPretrainConfig;
 use crate::models::{parameter_names, BuiltModel, ModelConfig};
 use crate::train::{TrainArgs, TrainCommand, TrainingSetup};
@@ -29,6 +36,17 @@ pub const EXAMPLE: &str =
       -o test.predictions.tsv --metrics test.metrics.tsv
 Writes expr/best.safetensors (highest dev Pearson), last.safetensors (+ state, for --resume) and
 metrics.tsv (..., dev_loss, dev_pearson, dev_spearman). The split is stored in the checkpoint.";
+
+/// The linear path (docs/expression.md, "The linear path").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LinearPathArg {
+    /// The transformer and its head alone.
+    None,
+    /// Started at the ridge solution and trained with the deep path.
+    Joint,
+    /// The ridge solution, kept; the deep path learns what it leaves.
+    Fixed,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum HeadArg {
@@ -63,6 +81,16 @@ pub struct ExpressionArgs {
     /// poisson (the spec; targets ≥ 0, predictions softplus) or mse.
     #[arg(long, value_enum, default_value = "poisson")]
     pub loss: ExpressionLoss,
+    /// A linear model of the TSS region's features and the window's feature sums, started at
+    /// the ridge solution (penalty by 5-fold CV on the training samples) and added to the
+    /// head's output; the head's output layer starts at zero and the dev set is scored before
+    /// the first step, so the kept checkpoint is never worse on dev than ridge.
+    #[arg(long, value_enum, default_value = "joint")]
+    pub linear_path: LinearPathArg,
+    /// What the linear path reads: the TSS region's accessibility (and whether a region holds
+    /// the TSS), all its features, or those and the window's feature sums.
+    #[arg(long, value_enum, default_value = "tss-accessibility")]
+    pub linear_inputs: LinearInputs,
     /// Leave out samples with no region in their window (default: refuse them).
     #[arg(long)]
     pub skip_empty_samples: bool,
@@ -123,6 +151,7 @@ impl TrainCommand for ExpressionArgs {
         if let Some((d, records)) = &data.dev {
             check_targets(d, records, self.loss)?;
         }
+        let mut linear_note = String::new();
         let (varmap, model, config) = match &t.resume {
             Some(r) => {
                 let ck = Checkpoint::load(r, device)?;
@@ -172,6 +201,13 @@ impl TrainCommand for ExpressionArgs {
                     encoder,
                     head,
                     loss: self.loss,
+                    linear_path: match self.linear_path {
+                        LinearPathArg::None => None,
+                        arg => Some(LinearPathConfig {
+                            inputs: self.linear_inputs,
+                            trainable: arg == LinearPathArg::Joint,
+                        }),
+                    },
                     holdout: data.holdout.clone(),
                 });
                 let b = BuiltModel::new(&config, device, t.seed)?;
@@ -196,6 +232,22 @@ impl TrainCommand for ExpressionArgs {
                     }
                 }
                 let model = b.get::<ExpressionConfig>()?.clone();
+                if model.config.linear_path.is_some() {
+                    if self.linear_inputs == LinearInputs::TssAccessibility
+                        && ds.feature_names().last().map(String::as_str) != Some("accessibility")
+                    {
+                        bail!("{}: --linear-inputs tss-accessibility reads the last feature, which is not 'accessibility' here (a luminome-regions dataset built with --accessibility has it last); choose another --linear-inputs", ds.path().display());
+                    }
+                    let fit = start_linear_path(&model, &data, device)?;
+                    set_linear_path(&b.varmap, &fit)?;
+                    zero_head_output(&b.varmap, model.config.head)?;
+                    linear_note = format!(
+                        ", linear path ({}) from ridge (penalty {}, {})",
+                        self.linear_inputs.name(),
+                        fit.penalty,
+                        fit.chosen_by
+                    );
+                }
                 (b.varmap, model, b.config)
             }
         };
@@ -210,7 +262,7 @@ impl TrainCommand for ExpressionArgs {
         }
         let n: usize = varmap.all_vars().iter().map(|v| v.elem_count()).sum();
         let description = format!(
-            "{n} parameters (d {} x {} layers, {} heads, positions {}, head {}, loss {}{}), {}",
+            "{n} parameters (d {} x {} layers, {} heads, positions {}, head {}, loss {}{}{linear_note}), {}",
             c.encoder.d_model,
             c.encoder.num_layers,
             c.encoder.num_heads,
@@ -231,6 +283,7 @@ impl TrainCommand for ExpressionArgs {
         } else {
             ""
         };
+        let model_linear = model.config.linear_path;
         let task = ExpressionTask {
             model,
             data,
@@ -239,7 +292,7 @@ impl TrainCommand for ExpressionArgs {
         };
         Ok(TrainingSetup {
             config,
-            trainable: trainable(parameter_names(&varmap)),
+            trainable: expression_trainable(&varmap, model_linear),
             varmap,
             task: Box::new(task),
             input: InputSpec::RegionFeatures(ds.feature_names().to_vec()),
@@ -250,4 +303,99 @@ impl TrainCommand for ExpressionArgs {
             train_defaults: crate::train::TrainDefaults::STANDARD,
         })
     }
+}
+
+/// The ridge fit of the linear path on the training samples' summaries, the penalty chosen on
+/// the dev samples when there are some. Its targets are the head's raw output: the expression
+/// for MSE, softplus⁻¹ of it (values below 0.05 raised to 0.05, as softplus never reaches 0)
+/// for the Poisson loss.
+fn start_linear_path(
+    model: &ExpressionModel,
+    data: &RegionData,
+    device: &Device,
+) -> Result<RidgeFit> {
+    let train = summaries(model, &data.train, &data.train_records, device, true)?;
+    let softplus = |v: f64| if v > 20.0 { v } else { v.exp().ln_1p() };
+    let identity = |v: f64| v;
+    let output: &dyn Fn(f64) -> f64 = match model.config.loss {
+        ExpressionLoss::Poisson => &softplus,
+        ExpressionLoss::Mse => &identity,
+    };
+    let dev = match &data.dev {
+        Some((ds, records)) => Some(RidgeDev {
+            data: summaries(model, ds, records, device, false)?,
+            output,
+        }),
+        None => None,
+    };
+    fit_ridge(&train, dev.as_ref())
+}
+
+/// The summaries of `records` and their targets: raw-output space when `as_targets` (see
+/// above), the observed values otherwise.
+fn summaries(
+    model: &ExpressionModel,
+    ds: &RegionDataset,
+    records: &[usize],
+    device: &Device,
+    as_targets: bool,
+) -> Result<RidgeData> {
+    let (e, inputs) = (
+        &model.config.encoder,
+        model.config.linear_path.map(|l| l.inputs),
+    );
+    let inputs = inputs.context("internal: no linear path")?;
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for chunk in records.chunks(64) {
+        let t = RegionTensors::new(
+            ds,
+            chunk,
+            e.max_offset(),
+            e.position == RegionPosition::TssRelative,
+            device,
+        )?;
+        let s = linear_path::summary(&t.features, &t, inputs)?.to_vec2::<f32>()?;
+        for (row, &target) in s.iter().zip(&super::task::targets(&t, ds)?) {
+            x.extend(row.iter().map(|&v| f64::from(v)));
+            let target = f64::from(target);
+            y.push(match (as_targets, model.config.loss) {
+                (true, ExpressionLoss::Poisson) => target.max(0.05).exp_m1().ln(),
+                _ => target,
+            });
+        }
+    }
+    Ok(RidgeData {
+        rows: y.len(),
+        cols: inputs.width(e.n_features),
+        x,
+        y,
+    })
+}
+
+/// The head's output layer at zero, so that at step 0 the model is the linear path alone.
+fn zero_head_output(varmap: &VarMap, head: ExpressionHead) -> Result<()> {
+    let prefix = match head {
+        ExpressionHead::AttentionPool { .. } => "head.mlp.down",
+        ExpressionHead::TssRegion => "head.tss",
+    };
+    let data = varmap.data().lock().expect("var map lock");
+    for part in ["weight", "bias"] {
+        let name = format!("{prefix}.{part}");
+        let var = data
+            .get(&name)
+            .with_context(|| format!("internal: no parameter {name}"))?;
+        var.set(&var.as_tensor().zeros_like()?)?;
+    }
+    Ok(())
+}
+
+/// What the optimizer updates: all but the standardisation buffers, and not the linear path
+/// when it is fixed.
+fn expression_trainable(varmap: &VarMap, linear: Option<LinearPathConfig>) -> Vec<String> {
+    let fixed = linear.is_some_and(|l| !l.trainable);
+    trainable(parameter_names(varmap))
+        .into_iter()
+        .filter(|n| n != linear_path::SUMMARY_MEAN && n != linear_path::SUMMARY_SCALE)
+        .filter(|n| !(fixed && (n == linear_path::WEIGHT || n == linear_path::BIAS)))
+        .collect()
 }

@@ -61,6 +61,10 @@ impl TrainTask for ExpressionTask {
         Ok(self.model.loss(&out.prediction, &y)?)
     }
 
+    fn evaluate_before_training(&self) -> bool {
+        self.model.config.linear_path.is_some()
+    }
+
     fn metric_names(&self) -> Vec<String> {
         if self.data.dev.is_none() {
             return Vec::new();
