@@ -20,10 +20,40 @@ pub enum PretrainLoss {
     Bce,
 }
 
+/// What is hidden at the masked regions and reconstructed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum PretrainTarget {
+    /// Every feature: the region replaced by the mask vector, all F features reconstructed.
+    #[default]
+    All,
+    /// Accessibility only (the last feature): the region's motif features stay visible (they
+    /// are known from its sequence), its standardised accessibility is set to 0 and a learned
+    /// vector `acc_mask_vector` is added; the loss is the MSE on the masked regions'
+    /// standardised accessibility.
+    Accessibility,
+}
+
+impl PretrainTarget {
+    pub fn is_all(&self) -> bool {
+        *self == Self::All
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::All => "all",
+            Self::Accessibility => "accessibility",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RegionPretrainConfig {
     pub encoder: RegionEncoderConfig,
     pub loss: PretrainLoss,
+    /// What the masked regions hide (absent for `all`: older checkpoints keep their bytes).
+    #[serde(default, skip_serializing_if = "PretrainTarget::is_all")]
+    pub target: PretrainTarget,
     /// The samples held out of pretraining (not part of the architecture: kept so the run
     /// says what it saw).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -35,7 +65,13 @@ impl FamilyConfig for RegionPretrainConfig {
     type Model = RegionPretrainModel;
 
     fn validate(&self) -> Result<()> {
-        self.encoder.validate()
+        self.encoder.validate()?;
+        if self.target == PretrainTarget::Accessibility && self.loss != PretrainLoss::Mse {
+            anyhow::bail!(
+                "the accessibility target is scored by MSE on the standardised accessibility; give --loss mse"
+            );
+        }
+        Ok(())
     }
 
     fn build(&self, vb: VarBuilder) -> candle_core::Result<RegionPretrainModel> {

@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use candle_core::Device;
 use clap::Args;
 
-use super::config::{PretrainLoss, RegionPretrainConfig};
+use super::config::{PretrainLoss, PretrainTarget, RegionPretrainConfig};
 use super::task::RegionPretrainTask;
 use crate::checkpoint::Checkpoint;
 use crate::input::InputSpec;
@@ -22,7 +22,9 @@ pub const EXAMPLE: &str = "Example (chr22 tiled every 100 kb in two cell types, 
   luminome-train expression --init pretrain/best.safetensors --train genes.safetensors \\
       --holdout genes -o expression/
 Writes pretrain/best.safetensors (lowest dev loss), last.safetensors (+ state, for --resume) and
-metrics.tsv (..., dev_loss, dev_r2: the masked features' R² against predicting the training mean).";
+metrics.tsv (..., dev_loss, dev_r2: the masked features' R² against predicting the training mean).
+With --target accessibility only the masked regions' accessibility is hidden (their motifs stay
+visible) and reconstructed; dev_r2 is then that of the masked accessibility.";
 
 /// Masked-region pretraining of the region encoder: a fraction of each sample's regions
 /// replaced by a learnable mask vector, reconstructed by a linear decoder (MSE or BCE).
@@ -41,6 +43,11 @@ pub struct RegionPretrainArgs {
     /// mse (the standardised features) or bce (features > 0, for binarised inputs).
     #[arg(long, value_enum, default_value = "mse")]
     pub loss: PretrainLoss,
+    /// What the masked regions hide and the decoder reconstructs: all (every feature; the
+    /// default) or accessibility (the last feature only, from the region's own motifs and its
+    /// neighbours; MSE). Default: all, or the resumed run's.
+    #[arg(long, value_enum)]
+    pub target: Option<PretrainTarget>,
     /// Leave out samples with no region in their window (default: refuse them).
     #[arg(long)]
     pub skip_empty_samples: bool,
@@ -84,12 +91,22 @@ impl TrainCommand for RegionPretrainArgs {
                 if model.config.holdout != data.holdout {
                     bail!("{}: the run held out other samples; resume with the run's --holdout settings", r.display());
                 }
+                if let Some(target) = self.target {
+                    if target != model.config.target {
+                        bail!(
+                            "{}: the run reconstructs --target {}; resume it with that target",
+                            r.display(),
+                            model.config.target.name()
+                        );
+                    }
+                }
                 (ck.varmap, model, ck.meta.model)
             }
             None => {
                 let config = ModelConfig::from(RegionPretrainConfig {
                     encoder: self.encoder.config(ds.n_features(), ds.n_regions())?,
                     loss: self.loss,
+                    target: self.target.unwrap_or_default(),
                     holdout: data.holdout.clone(),
                 });
                 let b = BuiltModel::new(&config, device, t.seed)?;

@@ -1,7 +1,7 @@
 //! Masked-region pretraining as a training task: every batch draws its masked regions from a
 //! generator seeded by the step (a resumed run masks the same ones); dev loss (and, for MSE, the
-//! R² of the masked features against predicting the training mean) with the same masks at every
-//! evaluation.
+//! R² of the masked targets, all features or the accessibility, against predicting the training
+//! mean) with the same masks at every evaluation.
 
 use std::collections::BTreeMap;
 
