@@ -67,7 +67,8 @@ impl GetRegionConfig {
                 embed_dim: 768,
                 num_layers: 12,
                 num_heads: 12,
-                output_dim: 2,
+                // By class: 2 (finetune) or num_motif (pretrain), see `resolved`.
+                output_dim: 0,
             }),
             other => bail!("no GET preset {other:?} (presets: get)"),
         }
