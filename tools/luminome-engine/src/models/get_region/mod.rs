@@ -14,6 +14,7 @@
 
 pub mod config;
 pub mod model;
+pub mod predictor;
 pub mod tss;
 pub mod weights;
 
@@ -24,6 +25,7 @@ use candle_core::{Device, Tensor};
 
 pub use config::{GetRegionConfig, GetRegionKind, DEFAULT_HEADS};
 pub use model::{GetEncoder, GetRegionFinetune, GetRegionPretrain};
+pub use predictor::GetPredictor;
 pub use tss::{tss_expression, Strand, TssSite};
 pub use weights::GetWeights;
 
@@ -121,6 +123,71 @@ impl GetRegion {
             ),
         }
     }
+}
+
+/// Whether `path` looks like a GET region checkpoint (what `luminome-predict` dispatches on,
+/// before anything is loaded): a `.ckpt`/`.pth`/`.pt` file; a safetensors file with GET's tensor
+/// names (`region_embed.embed.weight` and `head_exp.*` or `head_mask.*`); or a folder with a GET
+/// `config.json` (its `model` a GET class, or `num_motif` given), or without config.json but with
+/// such a model.safetensors or a single `.ckpt`/`.pth`/`.pt`.
+pub fn is_get_checkpoint(path: &Path) -> bool {
+    let is_pickle = |p: &Path| {
+        p.extension()
+            .is_some_and(|e| e == "ckpt" || e == "pth" || e == "pt")
+    };
+    if path.is_file() {
+        return is_pickle(path)
+            || (path.extension().is_some_and(|e| e == "safetensors") && has_get_tensors(path));
+    }
+    if !path.is_dir() {
+        return false;
+    }
+    let config = path.join("config.json");
+    if config.is_file() {
+        return std::fs::read_to_string(&config)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|v| {
+                v.get("model")
+                    .and_then(|m| m.as_str())
+                    .is_some_and(|m| m == "GETRegionFinetune" || m == "GETRegionPretrain")
+                    || v.get("num_motif").is_some()
+            });
+    }
+    let st = path.join("model.safetensors");
+    if st.is_file() {
+        return has_get_tensors(&st);
+    }
+    std::fs::read_dir(path).is_ok_and(|d| {
+        d.filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && is_pickle(p))
+            .count()
+            == 1
+    })
+}
+
+/// Whether the safetensors file at `path` names GET's region embedding and one of its heads (read
+/// from the header only).
+fn has_get_tensors(path: &Path) -> bool {
+    use std::io::Read;
+    let read = || -> Option<serde_json::Map<String, serde_json::Value>> {
+        let mut f = std::fs::File::open(path).ok()?;
+        let mut len = [0u8; 8];
+        f.read_exact(&mut len).ok()?;
+        let len = u64::from_le_bytes(len);
+        if len > 100 << 20 {
+            return None;
+        }
+        let mut header = vec![0u8; len as usize];
+        f.read_exact(&mut header).ok()?;
+        serde_json::from_slice(&header).ok()
+    };
+    read().is_some_and(|names| {
+        names.contains_key("region_embed.embed.weight")
+            && names
+                .keys()
+                .any(|k| k.starts_with("head_exp.") || k.starts_with("head_mask."))
+    })
 }
 
 /// The weights file and the config.json of `path`.
