@@ -85,7 +85,7 @@ impl GetPredictor {
         for i in 0..b.batch {
             let mask = &b.region_mask[i * n..(i + 1) * n];
             let used = mask.iter().filter(|&&m| m != 0).count();
-            if mask[..used].iter().any(|&m| m == 0) {
+            if mask[..used].contains(&0) {
                 bail!(
                     "{}: sample {}: its regions are not the first slots of its row",
                     self.dataset.path().display(),
