@@ -49,6 +49,14 @@ Expression (an expression model; a luminome-regions dataset):
   (K562.pearson, ...). --subset train|dev|test: only that part of the split the model was
   trained with (--holdout).
 
+Expression from a published GET region model (GETRegionFinetune: a Lightning .ckpt, .pth, a
+safetensors file, or a folder with config.json; docs/pretrained-models.md, \"GET\"):
+  luminome-predict --checkpoint get_finetune.ckpt --dataset genes.safetensors \\
+      -o genes.get.tsv --metrics genes.get.metrics.tsv
+  TSV: record name(gene) gene_id cell_type predicted [observed]; predicted is GET's output at the
+  gene's TSS region in its strand's column. The dataset's features must be GET's (num_motif
+  columns, scaled as GET expects).
+
 Retrieval (a dual encoder; a luminome-tokenize --format pairs dataset):
   luminome-predict --checkpoint dual/best.safetensors --dataset test.pairs.safetensors \\
       --corpus test.corpus.safetensors -o test.ranks.tsv --metrics test.metrics.tsv \\
@@ -153,6 +161,12 @@ pub struct PredictArgs {
     /// zero-shot script does (forward) [default: both].
     #[arg(long, value_enum)]
     pub strands: Option<luminome_engine::models::caduceus::predictor::Strands>,
+
+    /// GET checkpoints without a config.json (a .ckpt/.pth/.pt, or a bare safetensors file):
+    /// the attention heads, which the tensors do not record [default: 12, the published
+    /// models']. With a config.json it must agree with its num_heads.
+    #[arg(long, value_name = "N")]
+    pub get_heads: Option<usize>,
 
     /// Records per forward pass.
     #[arg(long, default_value_t = 64)]

@@ -19,7 +19,7 @@ use anyhow::{bail, Context, Result};
 use candle_core::Device;
 use luminome_cli::progress_bar;
 use luminome_engine::checkpoint::read_checkpoint_meta;
-use luminome_engine::models::caduceus;
+use luminome_engine::models::{caduceus, get_region};
 use luminome_engine::parse_device;
 use luminome_engine::predict::{EnsemblePredictor, ExtraOutputs, Predictor, PredictorEntry};
 use luminome_io::atomic::{check_output_dir, AtomicWriter};
@@ -183,6 +183,12 @@ fn run_on_pool(args: &PredictArgs) -> Result<()> {
         }
     }
     let device = parse_device(&args.runtime.device)?;
+    if let Some(get) = get_checkpoint(args)? {
+        return run_get(args, &get, device);
+    }
+    if args.get_heads.is_some() {
+        bail!("--get-heads is for GET checkpoints (.ckpt/.pth/.pt, or a GET folder or safetensors file)");
+    }
     let published = args
         .checkpoints
         .iter()
@@ -256,6 +262,52 @@ fn run_published(args: &PredictArgs, device: Device) -> Result<()> {
     let mut predictor = caduceus::CaduceusPredictor::open(arg, &args.dataset, device)?
         .with_strands(args.strands.unwrap_or_default())
         .with_embeddings(args.embeddings.is_some());
+    write_predictions(args, &mut predictor)
+}
+
+/// The GET region checkpoint among `--checkpoint`, resolved to a path (an `hf:` name to its
+/// folder in the Hugging Face cache), when there is one; `None` for every other model.
+fn get_checkpoint(args: &PredictArgs) -> Result<Option<std::path::PathBuf>> {
+    let resolve = |c: &std::path::PathBuf| -> Option<std::path::PathBuf> {
+        let path = match c.to_str().filter(|s| s.starts_with("hf:")) {
+            // An hf: name that cannot be had is left to the Caduceus loader, which says why.
+            Some(name) => luminome_cli::hub::open_checkpoint(name)
+                .ok()?
+                .config_path()
+                .parent()?
+                .to_path_buf(),
+            None => c.clone(),
+        };
+        get_region::is_get_checkpoint(&path).then_some(path)
+    };
+    let found: Vec<std::path::PathBuf> = args.checkpoints.iter().filter_map(resolve).collect();
+    match found.len() {
+        0 => Ok(None),
+        _ if args.checkpoints.len() > 1 => bail!(
+            "several checkpoints are averaged only for classifiers; give one GET checkpoint ({})",
+            found[0].display()
+        ),
+        _ => Ok(found.into_iter().next()),
+    }
+}
+
+/// A published GET region model (GETRegionFinetune) on a region dataset.
+fn run_get(args: &PredictArgs, checkpoint: &Path, device: Device) -> Result<()> {
+    if args.corpus.is_some()
+        || args.side.is_some()
+        || args.embeddings.is_some()
+        || args.strands.is_some()
+        || args.variants.is_some()
+    {
+        bail!(
+            "--corpus, --side, --embeddings, --strands and --variants are not for GET region models"
+        );
+    }
+    let mut predictor =
+        get_region::GetPredictor::open(checkpoint, args.get_heads, &args.dataset, device)?;
+    if let Some(subset) = args.subset {
+        predictor.select_subset(subset)?;
+    }
     write_predictions(args, &mut predictor)
 }
 

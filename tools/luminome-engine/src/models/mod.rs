@@ -17,6 +17,7 @@ pub mod caduceus;
 pub mod classifier;
 pub mod dual;
 pub mod expression;
+pub mod get_region;
 pub mod kmer_linear;
 pub mod mlm;
 pub mod region_pretrain;

@@ -12,7 +12,10 @@ pub use checkpoints::{
     write_transformer_classifier_checkpoint,
 };
 pub use pairs::write_pair_dataset;
-pub use regions::{write_expression_checkpoint, write_region_dataset, write_region_dataset_named};
+pub use regions::{
+    write_expression_checkpoint, write_region_dataset, write_region_dataset_features,
+    write_region_dataset_named,
+};
 pub use retrieval::{
     ecoli_retrieval_task, write_dual_checkpoint, write_retrieval_pairs, write_retrieval_pairs_k,
     RetrievalTriples,

@@ -42,6 +42,29 @@ pub fn write_region_dataset_named(
     expression: Option<&dyn Fn(usize, f64) -> f64>,
     feature_names: [&str; 4],
 ) -> Result<()> {
+    write_region_dataset_features(
+        dest,
+        samples,
+        n_regions,
+        cell_types,
+        seed,
+        expression,
+        &feature_names,
+    )
+}
+
+/// [`write_region_dataset`] with any number of features (at least 2): the last one is the
+/// accessibility, the first the motif the expression follows; with 4 features it writes the same
+/// values as [`write_region_dataset`] for the same seed.
+pub fn write_region_dataset_features(
+    dest: &Path,
+    samples: usize,
+    n_regions: usize,
+    cell_types: &[&str],
+    seed: u64,
+    expression: Option<&dyn Fn(usize, f64) -> f64>,
+    feature_names: &[&str],
+) -> Result<()> {
     use luminome_io::region_dataset::{RegionDatasetMeta, RegionDatasetWriter, RegionSample};
     use rand::{Rng, SeedableRng};
     use std::io::Write;
@@ -56,7 +79,11 @@ pub fn write_region_dataset_named(
         .unwrap_or_default();
     let samples_path = dest.with_file_name(format!("{stem}.samples.tsv"));
     let regions_path = dest.with_file_name(format!("{stem}.regions.tsv"));
-    let f = 4;
+    let f = feature_names.len();
+    anyhow::ensure!(
+        f >= 2,
+        "internal: a test region dataset needs at least 2 features"
+    );
     let mut w =
         RegionDatasetWriter::create(dest, &samples_path, n_regions, f, expression.is_some())?;
     let mut regions = std::fs::File::create(&regions_path)?;
@@ -72,7 +99,7 @@ pub fn write_region_dataset_named(
         let base = 10_000 * s as u64;
         for slot in 0..used {
             for k in 0..f {
-                features[slot * f + k] = if k == 3 {
+                features[slot * f + k] = if k == f - 1 {
                     rng.random_range(0.0..4.0)
                 } else if rng.random_bool(0.5) {
                     rng.random_range(0.0..3.0)
@@ -91,7 +118,7 @@ pub fn write_region_dataset_named(
             next_region += 1;
         }
         let at = tss_slot * f;
-        let z = 1.5 * features[at + 3] as f64 + 0.8 * features[at] as f64 - 1.0;
+        let z = 1.5 * features[at + f - 1] as f64 + 0.8 * features[at] as f64 - 1.0;
         let y = z.exp().ln_1p();
         let tss = base + 1000 * tss_slot as u64 + 100;
         let gene = format!("G{s}");
@@ -118,7 +145,7 @@ pub fn write_region_dataset_named(
         coordinates: "0-based half-open".into(),
         expression: Vec::new(),
         expression_transform: expression.map(|_| "log1p".into()),
-        feature_names: feature_names.map(String::from).to_vec(),
+        feature_names: feature_names.iter().map(|n| n.to_string()).collect(),
         genes: "synthetic".into(),
         motif: serde_json::Value::Null,
         n_regions,
