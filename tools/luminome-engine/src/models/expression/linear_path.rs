@@ -158,6 +158,7 @@ pub struct RidgeDev<'a> {
 }
 
 /// The fitted path in the standardised space the model reads.
+#[derive(Debug)]
 pub struct RidgeFit {
     pub mean: Vec<f32>,
     pub scale: Vec<f32>,
@@ -173,10 +174,12 @@ pub struct RidgeFit {
 /// squared error over `FOLDS` contiguous folds (scikit-learn's `RidgeCV(cv=5)` without
 /// shuffling), then fitted on every row.
 pub fn fit_ridge(d: &RidgeData, dev: Option<&RidgeDev>) -> Result<RidgeFit> {
-    if d.rows < 2 * FOLDS {
+    // Cross-validation needs two rows per fold; a penalty chosen on dev, two rows in all.
+    let needed = if dev.is_some() { 2 } else { 2 * FOLDS };
+    if d.rows < needed {
         bail!(
-            "the linear path needs at least {} training samples, got {}",
-            2 * FOLDS,
+            "the linear path needs at least {needed} training samples{}, got {} (train without it: --linear-path none)",
+            if dev.is_some() { "" } else { " to choose its penalty by 5-fold cross-validation without a dev set" },
             d.rows
         );
     }
@@ -194,8 +197,8 @@ pub fn fit_ridge(d: &RidgeData, dev: Option<&RidgeDev>) -> Result<RidgeFit> {
                     luminome_metrics::regression::pearson(&dev.data.y, &pred).unwrap_or(-1.0)
                 })
                 .collect();
+            // `max_by` keeps the last of equal maxima: ties go to the larger penalty.
             let best = (0..PENALTIES.len())
-                .rev()
                 .max_by(|&a, &b| score[a].total_cmp(&score[b]))
                 .context("no penalty")?;
             (best, format!("dev Pearson {:.4}", score[best]))
@@ -354,7 +357,10 @@ mod tests {
                     .sum::<f64>();
             assert!((pred - y[i]).abs() < 0.05, "row {i}: {pred} vs {}", y[i]);
         }
-        assert!(fit.weight[3].abs() < 1e-9, "a constant column takes no weight");
+        assert!(
+            fit.weight[3].abs() < 1e-9,
+            "a constant column takes no weight"
+        );
     }
 
     #[test]
@@ -409,6 +415,10 @@ mod tests {
             x: vec![1.0, 2.0, 3.0, 4.0],
             y: vec![1.0, 2.0, 3.0, 4.0],
         };
-        assert!(fit_ridge(&d, None).is_err());
+        let e = fit_ridge(&d, None).unwrap_err().to_string();
+        assert!(
+            e.contains("at least 10 training samples") && e.contains("--linear-path none"),
+            "{e}"
+        );
     }
 }
