@@ -432,3 +432,57 @@ fn bad_region_inputs_are_refused_with_the_sample() {
         &["genes.safetensors"],
     );
 }
+
+#[test]
+fn accessibility_pretraining_is_stored_and_resumed_only_with_its_target() {
+    let (dir, _, tiles) = region_data();
+    let pre = dir.path().join("pre_acc");
+    let mut args = vec![
+        "region-pretrain",
+        "--train",
+        tiles.to_str().unwrap(),
+        "--holdout",
+        "genes",
+        "--target",
+        "accessibility",
+    ];
+    args.extend(TINY);
+    args.extend([
+        "--steps",
+        "20",
+        "--eval-every",
+        "10",
+        "-o",
+        pre.to_str().unwrap(),
+    ]);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let meta =
+        luminome_engine::checkpoint::read_checkpoint_meta(&pre.join("last.safetensors")).unwrap();
+    let json = serde_json::to_value(&meta.model).unwrap();
+    assert_eq!(json["target"], "accessibility");
+    assert!(last_metric(&pre, "dev_r2").is_finite());
+    // Resuming with the other objective would mix two runs: refused, naming the run's target.
+    let last = pre.join("last.safetensors");
+    let o = run(&[
+        "region-pretrain",
+        "--train",
+        tiles.to_str().unwrap(),
+        "--holdout",
+        "genes",
+        "--target",
+        "all",
+        "--resume",
+        last.to_str().unwrap(),
+        "--steps",
+        "30",
+        "-o",
+        pre.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("reconstructs --target accessibility"),
+        "{}",
+        stderr(&o)
+    );
+}

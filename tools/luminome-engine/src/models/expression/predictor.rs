@@ -211,28 +211,37 @@ impl Predictor for ExpressionPredictor {
         if !self.has_truth() || self.scored.is_empty() {
             return Ok(None);
         }
-        let metrics = |rows: &[&(String, f64, f64)]| {
-            let y: Vec<f64> = rows.iter().map(|r| r.1).collect();
-            let p: Vec<f64> = rows.iter().map(|r| r.2).collect();
-            RegressionMetrics::compute(&y, &p)
-        };
-        let all: Vec<&(String, f64, f64)> = self.scored.iter().collect();
-        let mut out = metrics(&all).rows("");
-        let mut by_cell: BTreeMap<&str, Vec<&(String, f64, f64)>> = BTreeMap::new();
-        for r in &self.scored {
-            by_cell.entry(r.0.as_str()).or_default().push(r);
-        }
-        // Cell types in the dataset's order.
-        for cell in self.input.dataset.cell_types() {
-            if let Some(rows) = by_cell.get(cell.as_str()) {
-                out.extend(metrics(rows).rows(&format!("{cell}.")));
-            }
-        }
+        let mut out = metrics_by_cell_type(&self.scored, self.input.dataset.cell_types());
         if self.empty > 0 {
             out.push(("samples_without_regions".into(), self.empty.to_string()));
         }
         Ok(Some(out))
     }
+}
+
+/// Regression metrics over `scored` (cell type, observed, predicted), then per cell type in
+/// `cell_types`' order with the cell type as prefix (shared by every expression predictor).
+pub fn metrics_by_cell_type(
+    scored: &[(String, f64, f64)],
+    cell_types: &[String],
+) -> Vec<(String, String)> {
+    let metrics = |rows: &[&(String, f64, f64)]| {
+        let y: Vec<f64> = rows.iter().map(|r| r.1).collect();
+        let p: Vec<f64> = rows.iter().map(|r| r.2).collect();
+        RegressionMetrics::compute(&y, &p)
+    };
+    let all: Vec<&(String, f64, f64)> = scored.iter().collect();
+    let mut out = metrics(&all).rows("");
+    let mut by_cell: BTreeMap<&str, Vec<&(String, f64, f64)>> = BTreeMap::new();
+    for r in scored {
+        by_cell.entry(r.0.as_str()).or_default().push(r);
+    }
+    for cell in cell_types {
+        if let Some(rows) = by_cell.get(cell.as_str()) {
+            out.extend(metrics(rows).rows(&format!("{cell}.")));
+        }
+    }
+    out
 }
 
 impl PredictFamily for ExpressionConfig {

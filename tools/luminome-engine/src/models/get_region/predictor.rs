@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use candle_core::{Device, Tensor};
 use luminome_io::region_dataset::{RegionDataset, SampleRow};
-use luminome_metrics::RegressionMetrics;
 
 use super::{check_motif_count, tss_expression, GetRegion, Strand, TssSite};
+use crate::models::expression::predictor::metrics_by_cell_type;
 use crate::models::region::batch::read_slot;
 use crate::models::region::Subset;
 use crate::predict::{PredictionRow, Predictor};
@@ -199,23 +199,7 @@ impl Predictor for GetPredictor {
         if !self.has_truth() || self.scored.is_empty() {
             return Ok(None);
         }
-        let metrics = |rows: &[&(String, f64, f64)]| {
-            let y: Vec<f64> = rows.iter().map(|r| r.1).collect();
-            let p: Vec<f64> = rows.iter().map(|r| r.2).collect();
-            RegressionMetrics::compute(&y, &p)
-        };
-        let all: Vec<&(String, f64, f64)> = self.scored.iter().collect();
-        let mut out = metrics(&all).rows("");
-        let mut by_cell: BTreeMap<&str, Vec<&(String, f64, f64)>> = BTreeMap::new();
-        for r in &self.scored {
-            by_cell.entry(r.0.as_str()).or_default().push(r);
-        }
-        // Cell types in the dataset's order.
-        for cell in self.dataset.cell_types() {
-            if let Some(rows) = by_cell.get(cell.as_str()) {
-                out.extend(metrics(rows).rows(&format!("{cell}.")));
-            }
-        }
+        let mut out = metrics_by_cell_type(&self.scored, self.dataset.cell_types());
         if self.empty > 0 {
             out.push(("samples_without_regions".into(), self.empty.to_string()));
         }
