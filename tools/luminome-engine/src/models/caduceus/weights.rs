@@ -10,10 +10,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor};
 
+/// Shared by every published-checkpoint loader (Caduceus, GET): `what` names the architecture
+/// in its errors.
 pub struct Weights {
     path: PathBuf,
     tensors: BTreeMap<String, Tensor>,
     taken: RefCell<BTreeSet<String>>,
+    what: &'static str,
 }
 
 impl Weights {
@@ -32,11 +35,26 @@ impl Weights {
                 .with_context(|| format!("{}: tensor {name}", path.display()))?;
             tensors.insert(name, t);
         }
-        Ok(Self {
+        Ok(Self::from_tensors(path, tensors, "Caduceus"))
+    }
+
+    /// Tensors already read from `path`, under the names the model asks for.
+    pub fn from_tensors(
+        path: &Path,
+        tensors: BTreeMap<String, Tensor>,
+        what: &'static str,
+    ) -> Self {
+        Self {
             path: path.to_path_buf(),
             tensors,
             taken: RefCell::new(BTreeSet::new()),
-        })
+            what,
+        }
+    }
+
+    /// Every tensor under its name.
+    pub fn tensors(&self) -> &BTreeMap<String, Tensor> {
+        &self.tensors
     }
 
     pub fn path(&self) -> &Path {
@@ -51,13 +69,14 @@ impl Weights {
     pub fn get(&self, name: &str, shape: &[usize]) -> Result<Tensor> {
         let Some(t) = self.tensors.get(name) else {
             bail!(
-                "{}: tensor {name} (shape {shape:?}) is missing: not a checkpoint of this configuration (config.json), or another architecture",
-                self.path.display()
+                "{}: tensor {name} (shape {shape:?}) is missing: not a {} checkpoint of this configuration, or another architecture",
+                self.path.display(),
+                self.what
             );
         };
         if t.dims() != shape {
             bail!(
-                "{}: tensor {name} has shape {:?}, config.json implies {shape:?}",
+                "{}: tensor {name} has shape {:?}, the configuration implies {shape:?}",
                 self.path.display(),
                 t.dims()
             );
@@ -84,8 +103,9 @@ impl Weights {
             .collect();
         if let Some(first) = extra.first() {
             bail!(
-                "{}: tensor {first} is not part of the model config.json describes ({} such tensor{}); another architecture or configuration?",
+                "{}: tensor {first} is not part of the model the configuration describes (as a {} checkpoint; {} such tensor{}); another architecture or configuration?",
                 self.path.display(),
+                self.what,
                 extra.len(),
                 if extra.len() == 1 { "" } else { "s" }
             );

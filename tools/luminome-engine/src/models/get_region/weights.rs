@@ -14,14 +14,14 @@
 //! `head_exp.head.`, ...). Entries of the loss and metrics modules (`loss.`, `metrics.`) are not
 //! model weights and are dropped.
 
-use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor};
 
 use super::config::{GetRegionConfig, GetRegionKind};
+use crate::models::caduceus::weights::Weights;
 
 /// v1 name prefixes and their current names (finetune/v1_{finetune,pretrain}.yaml
 /// `rename_config`, applied to prefixes only: no current name starts with any of these, so a
@@ -36,10 +36,10 @@ const V1_PREFIXES: [(&str, &str); 7] = [
     ("head.", "head_exp.head."),
 ];
 
+/// The file's tensors under their current names, in the shared strict map (missing, extra and
+/// mis-shaped tensors named).
 pub struct GetWeights {
-    path: PathBuf,
-    tensors: BTreeMap<String, Tensor>,
-    taken: RefCell<BTreeSet<String>>,
+    inner: Weights,
 }
 
 impl GetWeights {
@@ -85,68 +85,38 @@ impl GetWeights {
             bail!("{}: no model tensors found", path.display());
         }
         Ok(Self {
-            path: path.to_path_buf(),
-            tensors,
-            taken: RefCell::new(BTreeSet::new()),
+            inner: Weights::from_tensors(path, tensors, "GET region"),
         })
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.inner.path()
     }
 
     /// Every tensor under its current name (e.g. to copy into a trainable model's VarMap, whose
     /// variables [`GetRegionFinetune::new`](super::GetRegionFinetune::new) names the same).
     pub fn tensors(&self) -> &BTreeMap<String, Tensor> {
-        &self.tensors
+        self.inner.tensors()
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        self.tensors.contains_key(name)
+        self.inner.contains(name)
     }
 
     /// The tensor `name`, which must have `shape`.
     pub fn get(&self, name: &str, shape: &[usize]) -> Result<Tensor> {
-        let Some(t) = self.tensors.get(name) else {
-            bail!(
-                "{}: tensor {name} (shape {shape:?}) is missing: not a GET region checkpoint of this configuration",
-                self.path.display()
-            );
-        };
-        if t.dims() != shape {
-            bail!(
-                "{}: tensor {name} has shape {:?}, the configuration implies {shape:?}",
-                self.path.display(),
-                t.dims()
-            );
-        }
-        self.taken.borrow_mut().insert(name.to_string());
-        Ok(t.clone())
+        self.inner.get(name, shape)
     }
 
     /// Fails naming the first tensor of the file the model did not take.
     pub fn finish(&self) -> Result<()> {
-        let taken = self.taken.borrow();
-        let extra: Vec<&String> = self
-            .tensors
-            .keys()
-            .filter(|k| !taken.contains(*k))
-            .collect();
-        if let Some(first) = extra.first() {
-            bail!(
-                "{}: tensor {first} is not part of the GET region model the configuration describes ({} such tensor{}); another architecture or configuration?",
-                self.path.display(),
-                extra.len(),
-                if extra.len() == 1 { "" } else { "s" }
-            );
-        }
-        Ok(())
+        self.inner.finish()
     }
 
     /// The sizes the tensors imply; `num_heads` is not stored anywhere, so `heads` (or the
     /// published models' [`DEFAULT_HEADS`](super::config::DEFAULT_HEADS)).
     pub fn infer_config(&self, heads: Option<usize>) -> Result<GetRegionConfig> {
-        let p = self.path.display();
+        let p = self.path().display();
         let embed = self.dims("region_embed.embed.weight")?;
         let (embed_dim, num_motif) = (embed[0], embed[1]);
         let num_layers = (0..)
@@ -189,16 +159,16 @@ impl GetWeights {
     }
 
     fn dims(&self, name: &str) -> Result<Vec<usize>> {
-        let t = self.tensors.get(name).with_context(|| {
+        let t = self.tensors().get(name).with_context(|| {
             format!(
                 "{}: tensor {name} is missing: not a GET region checkpoint",
-                self.path.display()
+                self.path().display()
             )
         })?;
         if t.rank() != 2 {
             bail!(
                 "{}: tensor {name} has shape {:?}, expected a matrix",
-                self.path.display(),
+                self.path().display(),
                 t.dims()
             );
         }
