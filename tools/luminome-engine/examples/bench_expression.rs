@@ -61,6 +61,7 @@ fn main() -> anyhow::Result<()> {
         head,
         loss: ExpressionLoss::Poisson,
         linear_path: None,
+        get: None,
         holdout: None,
     });
     let dev = Device::Cpu;

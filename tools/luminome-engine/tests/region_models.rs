@@ -26,6 +26,7 @@ fn model(head: ExpressionHead, loss: ExpressionLoss) -> BuiltModel {
         head,
         loss,
         linear_path: None,
+        get: None,
         holdout: None,
     });
     BuiltModel::new(&config, &Device::Cpu, 3).unwrap()

@@ -201,6 +201,7 @@ pub fn write_expression_checkpoint(
         head,
         loss: ExpressionLoss::Poisson,
         linear_path: None,
+        get: None,
         holdout,
     });
     let built = crate::BuiltModel::new(&config, &candle_core::Device::Cpu, 2)?;

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::linear_path::LinearPathConfig;
 use super::model::ExpressionModel;
+use crate::models::get_region::GetRegionConfig;
 use crate::models::region::data::init_region_parameters;
 use crate::models::region::{Holdout, RegionEncoderConfig};
 use crate::models::FamilyConfig;
@@ -59,10 +60,24 @@ pub struct ExpressionConfig {
     /// output (`linear_path.rs`); absent in checkpoints from before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub linear_path: Option<LinearPathConfig>,
+    /// The encoder and head are GET's (`GETRegionFinetune`, its parameter names unchanged:
+    /// `region_embed.*`, `cls_token`, `encoder.blocks.*`, `encoder.norm.*`, `head_exp.head.*`),
+    /// started from a GET checkpoint by `--init`; `encoder` then records the inputs and GET's
+    /// sizes. Absent: Luminome's region encoder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub get: Option<GetRegionConfig>,
     /// The samples held out of training (not part of the architecture: kept so that
     /// `luminome-predict --subset test` scores exactly them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holdout: Option<Holdout>,
+}
+
+impl ExpressionConfig {
+    /// Whether predictions are softplus of the head (a rate): for the Poisson loss, and always
+    /// for GET's head, which its authors trained that way.
+    pub fn softplus_output(&self) -> bool {
+        self.loss == ExpressionLoss::Poisson || self.get.is_some()
+    }
 }
 
 impl FamilyConfig for ExpressionConfig {
@@ -71,6 +86,18 @@ impl FamilyConfig for ExpressionConfig {
 
     fn validate(&self) -> Result<()> {
         self.encoder.validate()?;
+        if let Some(get) = &self.get {
+            if self.head != ExpressionHead::TssRegion {
+                bail!("a GET encoder reads GET's own head at the TSS region (head tss-region), not {}", self.head.name());
+            }
+            if get.num_motif != self.encoder.n_features {
+                bail!(
+                    "the GET encoder takes {} features per region, the model's inputs {}",
+                    get.num_motif,
+                    self.encoder.n_features
+                );
+            }
+        }
         if let ExpressionHead::AttentionPool { mlp_hidden } = self.head {
             if mlp_hidden == 0 || mlp_hidden > 1 << 20 {
                 bail!("the MLP width (mlp hidden) must be between 1 and 1048576, got {mlp_hidden}");

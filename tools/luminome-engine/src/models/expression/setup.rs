@@ -17,9 +17,11 @@ use super::model::ExpressionModel;
 use super::task::ExpressionTask;
 use crate::checkpoint::{load_into, read_checkpoint_meta, read_safetensors, Checkpoint};
 use crate::input::{check_region_features, InputSpec};
+use crate::models::get_region::{self, GetCheckpoint, GetRegionConfig, GetRegionKind};
 use crate::models::region::data::{feature_statistics, set_standardisation, trainable};
 use crate::models::region::{
-    HoldoutArgs, RegionData, RegionEncoderArgs, RegionPosition, RegionTensors, ENCODER_PREFIX,
+    HoldoutArgs, RegionData, RegionEncoderArgs, RegionEncoderConfig, RegionPosition, RegionTensors,
+    ENCODER_PREFIX,
 };
 use crate::models::region_pretrain::RegionPretrainConfig;
 use crate::models::{parameter_names, BuiltModel, ModelConfig};
@@ -69,9 +71,15 @@ pub struct ExpressionArgs {
     #[command(flatten)]
     pub holdout: HoldoutArgs,
     /// Initialise the encoder (and its standardisation) from a masked-region pretraining
-    /// checkpoint; its sizes and positions are used.
+    /// checkpoint, its sizes and positions used; or start from a published GET region model
+    /// (GETRegionFinetune or GETRegionPretrain: a .ckpt/.pth/.pt/.safetensors file, a folder or
+    /// hf:ORG/NAME), whose encoder and head are then trained (docs/pretrained-models.md).
     #[arg(help_heading = "Inputs", long)]
     pub init: Option<PathBuf>,
+    /// With --init a GET checkpoint without a config.json: its attention heads, which the
+    /// tensors do not record [default: 12, the published models'].
+    #[arg(long, requires = "init")]
+    pub get_heads: Option<usize>,
     /// tss-region (GET's; the default: the spec's attention pooling does not find the TSS
     /// region from a few hundred genes, docs/results.md) or attention-pool (the spec).
     #[arg(long, value_enum, default_value = "tss-region")]
@@ -153,6 +161,7 @@ impl TrainCommand for ExpressionArgs {
             check_targets(d, records, self.loss)?;
         }
         let mut linear_note = String::new();
+        let mut init_kind = None;
         let (varmap, model, config) = match &t.resume {
             Some(r) => {
                 let ck = Checkpoint::load(r, device)?;
@@ -164,8 +173,16 @@ impl TrainCommand for ExpressionArgs {
                 (ck.varmap, model, ck.meta.model)
             }
             None => {
-                let encoder = match &self.init {
-                    Some(init) => {
+                let get = self.read_get_init(&ds, device)?;
+                init_kind = get.as_ref().map(|g| g.kind);
+                let encoder = match (&self.init, &get) {
+                    (_, Some(g)) => {
+                        if self.encoder.sizes_given() {
+                            bail!("--d-model, --layers, --heads and --ffn do not apply with --init: the encoder is {}'s", g.weights_path.display());
+                        }
+                        get_encoder(&g.config, &ds)
+                    }
+                    (Some(init), None) => {
                         let m = read_checkpoint_meta(init)?;
                         let Some(pre) = m.model.get::<RegionPretrainConfig>() else {
                             bail!(
@@ -185,9 +202,12 @@ impl TrainCommand for ExpressionArgs {
                         }
                         pre.encoder.clone()
                     }
-                    None => self.encoder.config(ds.n_features(), ds.n_regions())?,
+                    (None, _) => self.encoder.config(ds.n_features(), ds.n_regions())?,
                 };
                 let head = match self.head {
+                    HeadArg::AttentionPool if get.is_some() => {
+                        bail!("--head attention-pool does not apply to a GET checkpoint: GET's own head reads the TSS region (leave --head out)")
+                    }
                     HeadArg::AttentionPool => ExpressionHead::AttentionPool {
                         mlp_hidden: self.mlp_hidden.unwrap_or(encoder.d_model),
                     },
@@ -209,11 +229,18 @@ impl TrainCommand for ExpressionArgs {
                             trainable: arg == LinearPathArg::Joint,
                         }),
                     },
+                    // The expression model is a GETRegionFinetune whatever the checkpoint's class.
+                    get: get.as_ref().map(|g| GetRegionConfig {
+                        model: Some(GetRegionKind::Finetune),
+                        output_dim: 2,
+                        ..g.config.clone()
+                    }),
                     holdout: data.holdout.clone(),
                 });
                 let b = BuiltModel::new(&config, device, t.seed)?;
-                match &self.init {
-                    Some(init) => {
+                match (&self.init, &get) {
+                    (_, Some(g)) => load_get(&b.varmap, g)?,
+                    (Some(init), None) => {
                         let (_, tensors) = read_safetensors(init, device)?;
                         load_into(
                             &b.varmap,
@@ -222,7 +249,7 @@ impl TrainCommand for ExpressionArgs {
                             Some(&format!("{ENCODER_PREFIX}.")),
                         )?;
                     }
-                    None => {
+                    (None, _) => {
                         let (mean, scale) = feature_statistics(&ds, &data.train_records)?;
                         set_standardisation(
                             &b.varmap,
@@ -241,7 +268,7 @@ impl TrainCommand for ExpressionArgs {
                     }
                     let fit = start_linear_path(&model, &data, device)?;
                     set_linear_path(&b.varmap, &fit)?;
-                    zero_head_output(&b.varmap, model.config.head)?;
+                    zero_head_output(&b.varmap, model.config.head, model.config.get.is_some())?;
                     linear_note = format!(
                         ", linear path ({}) from ridge (penalty {}, {})",
                         self.linear_inputs.name(),
@@ -270,10 +297,13 @@ impl TrainCommand for ExpressionArgs {
             c.encoder.position.name(),
             c.head.name(),
             c.loss.name(),
-            if self.init.is_some() {
-                ", encoder from --init"
-            } else {
-                ""
+            match (&self.init, init_kind) {
+                (Some(_), Some(k)) => format!(
+                    ", GET's encoder and head from --init ({} checkpoint)",
+                    k.class_name()
+                ),
+                (Some(_), None) if t.resume.is_none() => ", encoder from --init".into(),
+                _ => String::new(),
             },
             data.describe()
         );
@@ -306,6 +336,85 @@ impl TrainCommand for ExpressionArgs {
     }
 }
 
+impl ExpressionArgs {
+    /// The GET checkpoint `--init` names (an `hf:` name fetched to its folder), read and checked
+    /// against the dataset; `None` when `--init` is not one.
+    fn read_get_init(&self, ds: &RegionDataset, device: &Device) -> Result<Option<GetCheckpoint>> {
+        let Some(init) = &self.init else {
+            return Ok(None);
+        };
+        let path = match init.to_str().filter(|s| s.starts_with("hf:")) {
+            Some(name) => {
+                let ck = luminome_cli::hub::open_checkpoint(name)?;
+                ck.config_path()
+                    .parent()
+                    .context("internal: a checkpoint folder without a parent")?
+                    .to_path_buf()
+            }
+            None => init.clone(),
+        };
+        if !get_region::is_get_checkpoint(&path) {
+            if self.get_heads.is_some() {
+                bail!(
+                    "--get-heads is for a GET checkpoint; {} is not one",
+                    init.display()
+                );
+            }
+            return Ok(None);
+        }
+        let ck = GetCheckpoint::read(&path, self.get_heads, device)?;
+        get_region::check_motif_count(&path, ck.config.num_motif, ds.path(), ds.n_features())?;
+        let probe = ds.batch(&[])?;
+        if probe.tss_slot.is_none() || probe.strand.is_none() {
+            bail!(
+                "{}: no tss_slot/strand tensors (written by an older luminome-regions); GET's head reads the gene's strand at its TSS region, so rebuild the dataset",
+                ds.path().display()
+            );
+        }
+        Ok(Some(ck))
+    }
+}
+
+/// The encoder record of a GET model: its sizes, the dataset's slots (GET has no position
+/// tensors, so any count runs; positions none), no dropout (GET's drop-path is not ported).
+fn get_encoder(get: &GetRegionConfig, ds: &RegionDataset) -> RegionEncoderConfig {
+    RegionEncoderConfig {
+        n_features: get.num_motif,
+        d_model: get.embed_dim,
+        num_layers: get.num_layers,
+        num_heads: get.num_heads,
+        ffn_dim: get.mlp_dim(),
+        dropout: 0.0,
+        max_regions: ds.n_regions().max(get.num_regions),
+        position: RegionPosition::None,
+        layer_norm_eps: 1e-6,
+        attention: Default::default(),
+    }
+}
+
+/// Every parameter of GET's names from the checkpoint; a GETRegionPretrain checkpoint has no
+/// `head_exp` (it keeps its seeded start) and its `mask_token` and `head_mask` are left unused.
+/// Any other tensor of the checkpoint that the model does not take is an error.
+fn load_get(varmap: &VarMap, ck: &GetCheckpoint) -> Result<()> {
+    let pretrain = ck.kind == GetRegionKind::Pretrain;
+    let data = varmap.data().lock().expect("var map lock");
+    for (name, var) in data.iter() {
+        if name.starts_with("head.") || (pretrain && name.starts_with("head_exp.")) {
+            continue;
+        }
+        let t = ck.weights.get(name, var.dims())?;
+        var.set(&t.to_dtype(var.dtype())?)?;
+    }
+    if pretrain {
+        for (name, t) in ck.weights.tensors() {
+            if name == "mask_token" || name.starts_with("head_mask.") {
+                ck.weights.get(name, t.dims())?;
+            }
+        }
+    }
+    ck.weights.finish()
+}
+
 /// The ridge fit of the linear path on the training samples' summaries, the penalty chosen on
 /// the dev samples when there are some. Its targets are the head's raw output: the expression
 /// for MSE, softplus⁻¹ of it (values below 0.05 raised to 0.05, as softplus never reaches 0)
@@ -318,9 +427,10 @@ fn start_linear_path(
     let train = summaries(model, &data.train, &data.train_records, device, true)?;
     let softplus = |v: f64| if v > 20.0 { v } else { v.exp().ln_1p() };
     let identity = |v: f64| v;
-    let output: &dyn Fn(f64) -> f64 = match model.config.loss {
-        ExpressionLoss::Poisson => &softplus,
-        ExpressionLoss::Mse => &identity,
+    let output: &dyn Fn(f64) -> f64 = if model.config.softplus_output() {
+        &softplus
+    } else {
+        &identity
     };
     let dev = match &data.dev {
         Some((ds, records)) => Some(RidgeDev {
@@ -359,9 +469,10 @@ fn summaries(
         for (row, &target) in s.iter().zip(&super::task::targets(&t, ds)?) {
             x.extend(row.iter().map(|&v| f64::from(v)));
             let target = f64::from(target);
-            y.push(match (as_targets, model.config.loss) {
-                (true, ExpressionLoss::Poisson) => target.max(0.05).exp_m1().ln(),
-                _ => target,
+            y.push(if as_targets && model.config.softplus_output() {
+                target.max(0.05).exp_m1().ln()
+            } else {
+                target
             });
         }
     }
@@ -374,10 +485,11 @@ fn summaries(
 }
 
 /// The head's output layer at zero, so that at step 0 the model is the linear path alone.
-fn zero_head_output(varmap: &VarMap, head: ExpressionHead) -> Result<()> {
-    let prefix = match head {
-        ExpressionHead::AttentionPool { .. } => "head.mlp.down",
-        ExpressionHead::TssRegion => "head.tss",
+fn zero_head_output(varmap: &VarMap, head: ExpressionHead, get: bool) -> Result<()> {
+    let prefix = match (head, get) {
+        (_, true) => "head_exp.head",
+        (ExpressionHead::AttentionPool { .. }, false) => "head.mlp.down",
+        (ExpressionHead::TssRegion, false) => "head.tss",
     };
     let data = varmap.data().lock().expect("var map lock");
     for part in ["weight", "bias"] {

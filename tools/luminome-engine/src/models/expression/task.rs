@@ -61,8 +61,10 @@ impl TrainTask for ExpressionTask {
         Ok(self.model.loss(&out.prediction, &y)?)
     }
 
+    /// The start is worth keeping when it is already a model: the linear path's ridge, or a
+    /// published GET checkpoint's own predictions.
     fn evaluate_before_training(&self) -> bool {
-        self.model.config.linear_path.is_some()
+        self.model.config.linear_path.is_some() || self.model.config.get.is_some()
     }
 
     fn metric_names(&self) -> Vec<String> {

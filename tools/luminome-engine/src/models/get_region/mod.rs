@@ -60,14 +60,26 @@ pub struct GetRegion {
     pub model: GetRegionModel,
 }
 
-impl GetRegion {
-    /// Opens `path`: a checkpoint file (`.ckpt`, `.pth`, `.pt`, `.safetensors`; sizes read off
+/// A GET checkpoint's tensors and sizes, before a model is built from them: what
+/// [`GetRegion::open`] runs, and what `luminome-train expression --init` copies into its
+/// parameters.
+pub struct GetCheckpoint {
+    /// The sizes, the class resolved.
+    pub config: GetRegionConfig,
+    pub kind: GetRegionKind,
+    /// The file the weights came from.
+    pub weights_path: PathBuf,
+    pub weights: GetWeights,
+}
+
+impl GetCheckpoint {
+    /// Reads `path`: a checkpoint file (`.ckpt`, `.pth`, `.pt`, `.safetensors`; sizes read off
     /// the tensors) or a folder (`model.safetensors` or its one `.ckpt`/`.pth`/`.pt`, and
     /// `config.json` when there is one). `heads` overrides the attention heads, which the tensors
     /// do not record ([`DEFAULT_HEADS`] otherwise); it must agree with a config.json.
-    pub fn open(path: &Path, heads: Option<usize>, device: &Device) -> Result<Self> {
+    pub fn read(path: &Path, heads: Option<usize>, device: &Device) -> Result<Self> {
         let (weights_path, config_path) = locate(path)?;
-        let w = GetWeights::open(&weights_path, device)?;
+        let weights = GetWeights::open(&weights_path, device)?;
         let config = match &config_path {
             Some(c) => {
                 let what = c.display().to_string();
@@ -81,9 +93,9 @@ impl GetRegion {
                 }
                 cfg
             }
-            None => w.infer_config(heads)?,
+            None => weights.infer_config(heads)?,
         };
-        let kind = match (config.model, w.kind()) {
+        let kind = match (config.model, weights.kind()) {
             (Some(c), Some(t)) if c != t => bail!(
                 "{}: config.json says {}, the tensors are a {}'s",
                 path.display(),
@@ -96,7 +108,24 @@ impl GetRegion {
                 weights_path.display()
             ),
         };
-        let config = config.resolved(kind);
+        Ok(Self {
+            config: config.resolved(kind),
+            kind,
+            weights_path,
+            weights,
+        })
+    }
+}
+
+impl GetRegion {
+    /// Opens `path` ([`GetCheckpoint::read`]) and builds its model.
+    pub fn open(path: &Path, heads: Option<usize>, device: &Device) -> Result<Self> {
+        let GetCheckpoint {
+            config,
+            kind,
+            weights_path,
+            weights: w,
+        } = GetCheckpoint::read(path, heads, device)?;
         let model = match kind {
             GetRegionKind::Finetune => {
                 GetRegionModel::Finetune(GetRegionFinetune::new(&config, &w)?)

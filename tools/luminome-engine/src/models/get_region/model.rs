@@ -12,8 +12,10 @@
 //!   x + fc2(GELU(fc1(norm2(x)))) with the exact (erf) GELU and mlp_ratio 4; no gamma scaling
 //!   (init_values 0); `use_mean_pooling` false, so the final `encoder.norm` applies to every
 //!   token. Attention: `qkv` has no bias of its own; the bias is `cat(q_bias, 0, v_bias)` (keys
-//!   unbiased, the BEiT layout); heads split as reshape(B, T, 3, H, Dh); q scaled by Dh^-½; no
-//!   mask (the region models pass none).
+//!   unbiased, the BEiT layout); heads split as reshape(B, T, 3, H, Dh); q scaled by Dh^-½. The
+//!   authors' region models pass no mask: each sample is its own regions. Luminome's training
+//!   batches padded samples, so [`GetRegionFinetune::hidden_masked`] takes a key-padding mask,
+//!   which leaves every real token's output as without the padding.
 //! - Finetune: `head_exp.head` Linear E → output_dim, then Softplus (β 1).
 //! - Pretrain: regions where `mask` is set are replaced by `mask_token` before the cls token is
 //!   added (x·(1−w) + mask_token·w), `head_mask` Linear E → num_motif reconstructs them.
@@ -23,7 +25,7 @@ use candle_core::{DType, Tensor, D};
 
 use super::config::{GetRegionConfig, GetRegionKind};
 use crate::models::caduceus::model::Params;
-use crate::nn::{gelu, softmax_last_dim, softplus, LayerNorm, Linear};
+use crate::nn::{attention_bias, gelu, softmax_last_dim, softplus, LayerNorm, Linear};
 
 /// GETTransformer's LayerNorm epsilon (`partial(nn.LayerNorm, eps=1e-6)`).
 const LN_EPS: f64 = 1e-6;
@@ -73,7 +75,8 @@ impl Block {
         })
     }
 
-    fn attention(&self, x: &Tensor) -> Result<Tensor> {
+    /// `key_bias`: `[B, 1, 1, T]` added to the attention scores (padded keys very negative).
+    fn attention(&self, x: &Tensor, key_bias: Option<&Tensor>) -> Result<Tensor> {
         let (b, t, e) = x.dims3()?;
         let (h, dh) = (self.heads, e / self.heads);
         // Built each call, not at load: trained q/v biases (a VarBuilder's) must stay live.
@@ -83,13 +86,18 @@ impl Block {
         let q = (qkv.get(0)?.contiguous()? * (dh as f64).powf(-0.5))?;
         let k = qkv.get(1)?.contiguous()?;
         let v = qkv.get(2)?.contiguous()?;
-        let attn = softmax_last_dim(&q.matmul(&k.t()?.contiguous()?)?)?;
+        let scores = q.matmul(&k.t()?.contiguous()?)?;
+        let scores = match key_bias {
+            Some(b) => scores.broadcast_add(b)?,
+            None => scores,
+        };
+        let attn = softmax_last_dim(&scores)?;
         let out = attn.matmul(&v)?.transpose(1, 2)?.reshape((b, t, e))?;
         Ok(self.proj.forward(&out)?)
     }
 
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let x = (x + self.attention(&self.norm1.forward(x)?)?)?;
+    fn forward(&self, x: &Tensor, key_bias: Option<&Tensor>) -> Result<Tensor> {
+        let x = (x + self.attention(&self.norm1.forward(x)?, key_bias)?)?;
         let m = self.fc1.forward(&self.norm2.forward(&x)?)?;
         Ok((&x + self.fc2.forward(&gelu(&m)?)?)?)
     }
@@ -113,11 +121,11 @@ impl GetEncoder {
         })
     }
 
-    /// `[B, T, E]` → `[B, T, E]`.
-    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+    /// `[B, T, E]` → `[B, T, E]`; `key_bias` `[B, 1, 1, T]` added to every attention score.
+    pub fn forward(&self, x: &Tensor, key_bias: Option<&Tensor>) -> Result<Tensor> {
         let mut x = x.clone();
         for b in &self.blocks {
-            x = b.forward(&x)?;
+            x = b.forward(&x, key_bias)?;
         }
         Ok(self.norm.forward(&x)?)
     }
@@ -154,11 +162,22 @@ impl Trunk {
         Ok(self.embed.forward(&features.to_dtype(DType::F32)?)?)
     }
 
-    /// The encoder over cls + regions, the cls position dropped: `[B, N, E]`.
-    fn encode(&self, x: &Tensor) -> Result<Tensor> {
+    /// The encoder over cls + regions, the cls position dropped: `[B, N, E]`. `mask` `[B, N]`
+    /// (1 = a region): padded slots are hidden from every query.
+    fn encode(&self, x: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
         let (b, n, e) = x.dims3()?;
         let cls = self.cls_token.expand((b, 1, e))?;
-        let h = self.encoder.forward(&Tensor::cat(&[&cls, x], 1)?)?;
+        let bias = match mask {
+            Some(m) => {
+                let m = m.to_dtype(DType::F32)?;
+                let with_cls = Tensor::cat(&[&m.narrow(1, 0, 1)?.ones_like()?, &m], 1)?;
+                Some(attention_bias(&with_cls, DType::F32)?)
+            }
+            None => None,
+        };
+        let h = self
+            .encoder
+            .forward(&Tensor::cat(&[&cls, x], 1)?, bias.as_ref())?;
         Ok(h.narrow(1, 1, n)?)
     }
 }
@@ -182,7 +201,23 @@ impl GetRegionFinetune {
     /// The encoder's output per region (after `encoder.norm`, without the cls token):
     /// `[B, N, num_motif]` → `[B, N, embed_dim]`.
     pub fn hidden(&self, features: &Tensor) -> Result<Tensor> {
-        self.trunk.encode(&self.trunk.embed(features)?)
+        self.trunk.encode(&self.trunk.embed(features)?, None)
+    }
+
+    /// [`Self::hidden`] over padded samples: `mask` `[B, N]` (1 = a region) keeps the padded
+    /// slots out of attention, so a real region's state is what the sample alone would give.
+    pub fn hidden_masked(&self, features: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        self.trunk.encode(&self.trunk.embed(features)?, Some(mask))
+    }
+
+    /// `head_exp.head` before its Softplus: `[.., embed_dim]` → `[.., output_dim]`.
+    pub fn head_raw(&self, hidden: &Tensor) -> Result<Tensor> {
+        Ok(self.head.forward(hidden)?)
+    }
+
+    /// The embedding width.
+    pub fn embed_dim(&self) -> usize {
+        self.trunk.cls_token.dims()[2]
     }
 
     /// Softplus(head_exp(hidden)): `[B, N, num_motif]` → `[B, N, output_dim]` (column 0 the +
@@ -224,7 +259,7 @@ impl GetRegionPretrain {
         let w = mask.ne(0u8)?.to_dtype(DType::F32)?.unsqueeze(D::Minus1)?;
         let keep = w.affine(-1.0, 1.0)?;
         let x = (x.broadcast_mul(&keep)? + self.mask_token.broadcast_mul(&w)?)?;
-        self.trunk.encode(&x)
+        self.trunk.encode(&x, None)
     }
 
     /// head_mask at every region: `[B, N, output_dim]`.

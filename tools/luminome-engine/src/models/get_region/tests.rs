@@ -300,3 +300,28 @@ fn a_var_builder_over_the_checkpoint_builds_the_same_model() {
     let d = max_diff(&m.forward(x).unwrap(), &e["exp"]);
     assert!(d < TOL, "{d}");
 }
+
+/// Training batches pad samples to one length: with the key-padding mask, each real region's
+/// state is the one the sample gives alone (what GET's authors compute, one sample per call),
+/// whatever the padded slots hold.
+#[test]
+fn padded_samples_under_the_mask_give_each_sample_its_own_states() {
+    let m = open(&fixture("finetune_tiny"), None);
+    let f = m.finetune().unwrap();
+    let x = &load("finetune_tiny", "inputs.safetensors")["region_motif"];
+    let (_, n, k) = x.dims3().unwrap();
+    let one = x.narrow(0, 0, 1).unwrap();
+    let used = n - 3;
+    let alone = f.hidden(&one.narrow(1, 0, used).unwrap()).unwrap();
+    // The same sample padded with large junk, and a mask that hides it.
+    let junk = Tensor::full(7f32, (1, n - used, k), &Device::Cpu).unwrap();
+    let padded = Tensor::cat(&[&one.narrow(1, 0, used).unwrap(), &junk], 1).unwrap();
+    let mask: Vec<f32> = (0..n).map(|i| f32::from(u8::from(i < used))).collect();
+    let mask = Tensor::from_vec(mask, (1, n), &Device::Cpu).unwrap();
+    let masked = f.hidden_masked(&padded, &mask).unwrap();
+    let err = max_diff(&masked.narrow(1, 0, used).unwrap(), &alone);
+    assert!(err < 1e-5, "masked vs alone: {err}");
+    // Without the mask the junk changes the real regions' states.
+    let unmasked = f.hidden(&padded).unwrap();
+    assert!(max_diff(&unmasked.narrow(1, 0, used).unwrap(), &alone) > 1e-3);
+}
