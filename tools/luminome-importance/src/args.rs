@@ -20,6 +20,9 @@ pub enum Method {
     /// Tabular FT-Transformer models: the last block's attention from [CLS] to each column,
     /// mean over heads.
     Attention,
+    /// In-silico saturation mutagenesis (sequence classifiers): each base changed to each other
+    /// base, the change in the explained output per position and base (--ism-score).
+    Ism,
 }
 
 impl Method {
@@ -30,6 +33,7 @@ impl Method {
             Self::Ig => "ig",
             Self::Pooling => "pooling",
             Self::Attention => "attention",
+            Self::Ism => "ism",
         }
     }
 }
@@ -64,6 +68,10 @@ Outputs:
   bedGraph (--bedgraph): per genomic base, the mean score of the tokens covering it (k-mers
        spread back onto bases), averaged over records that cover the same base; records
        without coordinates are skipped (logged).
+  --method ism: TSV record name position base A C G T score — per base of the row (0-based,
+       row orientation), its reference base, the change in the explained output when it
+       becomes A, C, G or T (0 for its own base), and --ism-score; npz adds ism (N, 4, L), the
+       same changes; contrib is one-hot x score; bedGraph: the score per genomic base.
   npz (--npz): contrib (N, 4, L) float32 = one-hot(A, C, G, T) × per-base score, onehot
        (N, 4, L) float32, record (N) int64, length (N) int64 bases; rows as the model saw them
        (reverse complement for '-' rows); L = the longest row in bases. For TF-MoDISco-lite,
@@ -104,8 +112,9 @@ pub struct ImportanceArgs {
     #[arg(help_heading = "Inputs", long)]
     pub dataset: PathBuf,
 
-    /// gates (DynamicGated models), saliency (gradient × input), ig (integrated gradients) or
-    /// pooling (attention-pooling expression models).
+    /// gates (DynamicGated models), saliency (gradient × input), ig (integrated gradients), ism
+    /// (in-silico mutagenesis, sequence classifiers) or pooling (attention-pooling expression
+    /// models).
     #[arg(long, value_enum)]
     pub method: Method,
 
@@ -148,6 +157,16 @@ pub struct ImportanceArgs {
     /// --method ig: interpolation steps (midpoint Riemann sum).
     #[arg(long, default_value_t = 32)]
     pub ig_steps: usize,
+
+    /// --method ism: a position's one score (TSV `score`, bedGraph, npz `contrib`):
+    /// ref-minus-mean (f(reference) − mean f over its 3 substitutions) or max-abs (the
+    /// substitution with the largest |Δf|, signed).
+    #[arg(long, value_enum, default_value = "ref-minus-mean")]
+    pub ism_score: crate::ism::IsmScore,
+
+    /// --method ism: mutated rows per forward pass (3 per base of a record, plus its reference).
+    #[arg(long, default_value_t = 256)]
+    pub ism_rows: usize,
 
     /// Expression and tabular models: features reported per sample (largest |score| first)
     /// [tabular: all columns].

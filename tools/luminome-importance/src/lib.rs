@@ -14,6 +14,7 @@
 pub mod args;
 pub mod bases;
 pub mod expression;
+pub mod ism;
 pub mod methods;
 pub mod outputs;
 pub mod tabular;
@@ -42,14 +43,14 @@ use crate::outputs::{write_tsv_record, GenomeTrack, ModiscoArrays, TSV_HEADER};
 pub type Input = ClassifierInput<ClassifierConfig>;
 
 /// Which class each record's scores explain.
-enum Target {
+pub(crate) enum Target {
     /// The same class index for every record.
     Fixed(usize),
     /// Each record's predicted class.
     Predicted,
 }
 
-fn choose_target<C: FamilyConfig>(
+pub(crate) fn choose_target<C: FamilyConfig>(
     args: &ImportanceArgs,
     input: &ClassifierInput<C>,
 ) -> Result<Target>
@@ -77,7 +78,7 @@ where
 }
 
 /// The records to score, in dataset order.
-fn select_records<C: FamilyConfig>(
+pub(crate) fn select_records<C: FamilyConfig>(
     args: &ImportanceArgs,
     input: &ClassifierInput<C>,
 ) -> Result<Vec<usize>>
@@ -150,8 +151,8 @@ where
 /// Runs the command.
 pub fn run(args: &ImportanceArgs) -> Result<()> {
     let started = Instant::now();
-    if args.batch_size == 0 {
-        bail!("--batch-size must be at least 1");
+    if args.batch_size == 0 || args.ism_rows == 0 {
+        bail!("--batch-size and --ism-rows must be at least 1");
     }
     // Each step is a forward and backward pass per batch: past 10,000 the run never ends.
     if args.ig_steps == 0 || args.ig_steps > 10_000 {
@@ -249,9 +250,15 @@ fn run_on_pool(args: &ImportanceArgs, started: Instant) -> Result<()> {
         }
         let input =
             ClassifierInput::<KmerLinearConfig>::open(&args.checkpoint, &args.dataset, device)?;
+        if args.method == Method::Ism {
+            return ism_run(args, &input, started);
+        }
         return explain(args, &input, started, kmer_token_scores);
     }
     let input = Input::open(&args.checkpoint, &args.dataset, device)?;
+    if args.method == Method::Ism {
+        return ism_run(args, &input, started);
+    }
     if args.method == Method::Gates && input.config.adapter != AdapterKind::Gated {
         bail!(
             "{}: --method gates needs a DynamicGated model (adapter gated); this checkpoint's adapter is {}. Use --method saliency or --method ig",
@@ -300,6 +307,106 @@ fn kmer_token_scores(
         out.push(scores);
     }
     Ok(out)
+}
+
+/// `--method ism` on a sequence classifier: the mutagenesis of every selected record, written
+/// as the ISM TSV, npz and bedGraph.
+fn ism_run<C: FamilyConfig>(
+    args: &ImportanceArgs,
+    input: &ClassifierInput<C>,
+    started: Instant,
+) -> Result<()>
+where
+    C::Model: TokenClassifier,
+{
+    let tok = input.dataset.tokenizer().clone();
+    let mutator = ism::Mutator::new(&tok, &args.dataset)?;
+    let target = choose_target(args, input)?;
+    let records = select_records(args, input)?;
+    let classes = input.model()?.label_values().len();
+    let mut npz = match &args.npz {
+        Some(path) => Some(ism::IsmArrays::create(
+            path,
+            records.len(),
+            widest_row(input, &records)?,
+        )?),
+        None => None,
+    };
+    let mut tsv = AtomicWriter::create(&args.output)?;
+    writeln!(tsv, "{}", ism::ISM_TSV_HEADER)?;
+    let mut track = args.bedgraph.as_ref().map(|_| GenomeTrack::default());
+    let bar = progress_bar(records.len() as u64, args.runtime.quiet);
+    let mut forward_rows = 0usize;
+    for chunk in records.chunks(args.batch_size) {
+        let batch = input.batch(chunk)?;
+        let predicted = match target {
+            Target::Fixed(_) => None,
+            Target::Predicted => Some(input.logits(chunk)?),
+        };
+        let l = batch.max_length;
+        for (i, &r) in chunk.iter().enumerate() {
+            let class = match (&target, &predicted) {
+                (Target::Fixed(c), _) => *c,
+                (_, Some(p)) => argmax(&p[i]),
+                _ => 0,
+            };
+            let mut weights = vec![-1.0 / classes as f32; classes];
+            weights[class] += 1.0;
+            let row = i * l..(i + 1) * l;
+            let result = ism::mutagenesis(
+                input,
+                &mutator,
+                &batch.input_ids[row.clone()],
+                &batch.attention_mask[row],
+                &weights,
+                args.ism_rows,
+            )?;
+            forward_rows +=
+                1 + result.delta.len() * 3 + result.bases.iter().filter(|b| b.is_none()).count();
+            let index = &input.index[r];
+            ism::write_tsv(&mut tsv, index.record, &index.name, &result, args.ism_score)?;
+            if let Some(t) = track.as_mut() {
+                let scores: Vec<Option<f32>> = (0..result.delta.len())
+                    .map(|p| Some(result.score(p, args.ism_score)))
+                    .collect();
+                t.add(&index.coords, &scores);
+            }
+            if let Some(n) = npz.as_mut() {
+                n.push(index.record, &result, args.ism_score)?;
+            }
+        }
+        bar.inc(chunk.len() as u64);
+    }
+    bar.finish_and_clear();
+    let bedgraph = match (&args.bedgraph, &track) {
+        (Some(path), Some(t)) => {
+            Some(t.write(path, "luminome-importance ism", args.chrom_sizes.as_deref())?)
+        }
+        _ => None,
+    };
+    tsv.commit()?;
+    if let Some(b) = bedgraph {
+        b.commit()?;
+    }
+    if let Some(n) = npz {
+        n.commit()?;
+    }
+    if !args.runtime.quiet {
+        eprintln!(
+            "luminome-importance: {} records, method ism ({forward_rows} forward rows) → {} ({:.1}s)",
+            records.len(),
+            args.output.display(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// The index of the largest value (the first of ties).
+fn argmax(v: &[f32]) -> usize {
+    v.iter()
+        .enumerate()
+        .fold(0, |best, (k, &x)| if x > v[best] { k } else { best })
 }
 
 /// Scores the selected records of `input` with `score` (token scores `[batch][positions]` of a

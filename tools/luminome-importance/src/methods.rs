@@ -31,8 +31,11 @@ pub fn token_scores(
     let clf = input.model()?;
     let t = batch_tensors(batch, &input.device)?;
     let scores = match opts.method {
-        Method::Pooling | Method::Attention => {
-            bail!("internal: {} is not a sequence method", opts.method.name())
+        Method::Pooling | Method::Attention | Method::Ism => {
+            bail!(
+                "internal: {} is not a gradient or gate method",
+                opts.method.name()
+            )
         }
         Method::Gates => {
             let out = clf.forward(&t.ids, &t.mask, None)?;

@@ -417,3 +417,169 @@ fn a_sequence_longer_than_the_model_is_refused() {
     );
     assert!(!tsv.exists());
 }
+
+/// Reads the ISM TSV: per record, per position (base, [ΔA, ΔC, ΔG, ΔT], score).
+#[allow(clippy::type_complexity)]
+fn read_ism(path: &Path) -> Vec<Vec<(String, [f32; 4], f32)>> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "record\tname\tposition\tbase\tA\tC\tG\tT\tscore"
+    );
+    let mut out: Vec<Vec<(String, [f32; 4], f32)>> = Vec::new();
+    for l in lines {
+        let f: Vec<&str> = l.split('\t').collect();
+        let (r, p): (usize, usize) = (f[0].parse().unwrap(), f[2].parse().unwrap());
+        if out.len() <= r {
+            out.resize(r + 1, Vec::new());
+        }
+        assert_eq!(out[r].len(), p, "positions in order");
+        let d = [4, 5, 6, 7].map(|i| f[i].parse::<f32>().unwrap());
+        out[r].push((f[3].to_string(), d, f[8].parse().unwrap()));
+    }
+    out
+}
+
+#[test]
+fn ism_is_the_change_of_the_explained_output_on_each_mutated_sequence() {
+    let dir = tempfile::tempdir().unwrap();
+    let seqs = ["ACGTTATAGC", "GGNAT"];
+    let ds = dir.path().join("ism.safetensors");
+    write_dataset(
+        &ds,
+        &[
+            (seqs[0], Some(1), "chr1:100-110(-)"),
+            (seqs[1], Some(0), "."),
+        ],
+        12,
+    );
+    let (tsv, npz, bg) = (
+        dir.path().join("ism.tsv"),
+        dir.path().join("ism.npz"),
+        dir.path().join("ism.bedgraph"),
+    );
+    let ckpt = checkpoint("gated");
+    let o = importance(&[
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--dataset",
+        ds.to_str().unwrap(),
+        "--method",
+        "ism",
+        "-o",
+        tsv.to_str().unwrap(),
+        "--npz",
+        npz.to_str().unwrap(),
+        "--bedgraph",
+        bg.to_str().unwrap(),
+        "--ism-rows",
+        "7",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ism = read_ism(&tsv);
+    assert_eq!(ism.len(), 2);
+
+    // Every single-base substitution of each record as its own row, scored by the library.
+    let mut rows: Vec<(String, Option<i64>, &str)> = Vec::new();
+    for s in seqs {
+        rows.push((s.to_string(), Some(0), "."));
+        for p in 0..s.len() {
+            for b in ["A", "C", "G", "T"] {
+                let mut m = s.to_string();
+                m.replace_range(p..p + 1, b);
+                rows.push((m, Some(0), "."));
+            }
+        }
+    }
+    let mutants = dir.path().join("mutants.safetensors");
+    let refs: Vec<(&str, Option<i64>, &str)> =
+        rows.iter().map(|(s, l, c)| (s.as_str(), *l, *c)).collect();
+    write_dataset(&mutants, &refs, 12);
+    let input = ClassifierInput::open(&ckpt, &mutants, Device::Cpu).unwrap();
+    let all: Vec<usize> = (0..rows.len()).collect();
+    // Two classes: the explained output is logit[1] − mean(logits).
+    let f: Vec<f32> = input
+        .logits(&all)
+        .unwrap()
+        .iter()
+        .map(|l| l[1] - (l[0] + l[1]) / 2.0)
+        .collect();
+    let mut row = 0;
+    for (r, s) in seqs.iter().enumerate() {
+        let reference = f[row];
+        row += 1;
+        assert_eq!(ism[r].len(), s.len());
+        for (p, (base, delta, score)) in ism[r].iter().enumerate() {
+            assert_eq!(base, &s[p..p + 1]);
+            let mut alts = Vec::new();
+            for (a, b) in ["A", "C", "G", "T"].iter().enumerate() {
+                let want = if *b == base { 0.0 } else { f[row] - reference };
+                row += 1;
+                assert!(
+                    (delta[a] - want).abs() < 1e-5,
+                    "record {r} position {p} → {b}: ISM {} vs {want}",
+                    delta[a]
+                );
+                if *b != base {
+                    alts.push(want);
+                }
+            }
+            // An N has four substitutions; a known base three.
+            assert_eq!(alts.len(), if base == "N" { 4 } else { 3 });
+            let mean = alts.iter().sum::<f32>() / alts.len() as f32;
+            assert!((score + mean).abs() < 1e-5, "score {score} vs {}", -mean);
+        }
+    }
+    // npz: ism (2, 4, 10) holds the TSV's changes; contrib = one-hot × score.
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(&npz).unwrap()).unwrap();
+    let mut read = |name: &str| {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut zip.by_name(name).unwrap(), &mut bytes).unwrap();
+        bytes
+    };
+    let ism_npy = read("ism.npy");
+    let arr = npyz::NpyFile::new(&ism_npy[..]).unwrap();
+    assert_eq!(arr.shape(), &[2, 4, 10]);
+    let arr: Vec<f32> = arr.into_vec().unwrap();
+    let contrib: Vec<f32> = npyz::NpyFile::new(&read("contrib.npy")[..])
+        .unwrap()
+        .into_vec()
+        .unwrap();
+    for (r, positions) in ism.iter().enumerate() {
+        for (p, (base, delta, score)) in positions.iter().enumerate() {
+            for (a, b) in ["A", "C", "G", "T"].iter().enumerate() {
+                assert_eq!(arr[r * 40 + a * 10 + p], delta[a]);
+                let want = if b == base { *score } else { 0.0 };
+                assert_eq!(contrib[r * 40 + a * 10 + p], want);
+            }
+        }
+    }
+    // bedGraph: the minus-strand record's 10 bases, the record without coordinates left out.
+    let track = std::fs::read_to_string(&bg).unwrap();
+    let placed: Vec<&str> = track.lines().filter(|l| l.starts_with("chr1\t")).collect();
+    assert!(!placed.is_empty() && placed.len() <= 10, "{track}");
+}
+
+#[test]
+fn ism_rows_of_zero_are_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = fixture_dataset(dir.path());
+    let out = dir.path().join("x.tsv");
+    // --ism-rows 0 is refused before anything is read.
+    let o = importance(&[
+        "--checkpoint",
+        checkpoint("mean").to_str().unwrap(),
+        "--dataset",
+        ds.to_str().unwrap(),
+        "--method",
+        "ism",
+        "--ism-rows",
+        "0",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--ism-rows"));
+    assert!(!out.exists());
+}

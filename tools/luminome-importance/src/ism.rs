@@ -1,0 +1,331 @@
+//! In-silico saturation mutagenesis (ISM) of sequence classifiers: every base of a row changed
+//! to each other base, the model rerun on each copy, and the change in the explained output
+//! f = logit[target] − mean_c logit[c] (the output saliency and IG explain; half the log-odds
+//! for two classes) recorded per position and base.
+//!
+//! - The mutated rows are re-tokenized from the row's bases: with nucleotide (or a published
+//!   model's character) tokens one id changes; with k-mers every k-mer covering the base does
+//!   (a k-mer with an N becomes `[UNK]`, as `luminome-tokenize` writes it).
+//! - A base the tokens do not tell (N, or only `[UNK]` k-mers over it) is mutated to all four
+//!   bases; each of A, C, G, T is a substitution from it. Padding, `[CLS]` and `[SEP]` never
+//!   change.
+//! - Cost: 3 forward rows per known base (4 per unknown one) + 1 for the reference, run in passes
+//!   of `--ism-rows` rows; no backward pass.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use candle_core::{DType, Tensor};
+use clap::ValueEnum;
+use luminome_engine::input::tokens::real_length;
+use luminome_engine::models::classifier::{ClassifierInput, TokenClassifier};
+use luminome_engine::models::kmer_linear::features::{row_bases, NOT_ACGT};
+use luminome_engine::models::FamilyConfig;
+use luminome_io::atomic::AtomicWriter;
+use luminome_io::npz::{NpyArraySpec, NpyElem, NpzWriter};
+use luminome_io::token_dataset::TokenizerInfo;
+
+const ACGT: [u8; 4] = *b"ACGT";
+
+/// How a position's substitutions become its one score (TSV `score`, bedGraph, npz `contrib`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IsmScore {
+    /// f(reference) − mean over the substitutions of f(substituted): how much the reference
+    /// base supports the explained class (positive: it does).
+    RefMinusMean,
+    /// The substitution with the largest |Δf|, signed (the strongest single change).
+    MaxAbs,
+}
+
+/// One record's mutagenesis, in row orientation.
+pub struct IsmRecord {
+    /// The reference base of each position (0..3 = A, C, G, T; `None`: not known).
+    pub bases: Vec<Option<usize>>,
+    /// Δf when the position becomes A, C, G, T (0 for its own base).
+    pub delta: Vec<[f32; 4]>,
+    /// f of the unmutated row.
+    pub reference: f32,
+}
+
+impl IsmRecord {
+    /// The position's score under `how`.
+    pub fn score(&self, i: usize, how: IsmScore) -> f32 {
+        let alts = (0..4).filter(|&a| Some(a) != self.bases[i]);
+        match how {
+            IsmScore::RefMinusMean => {
+                let (sum, n) = alts.fold((0f64, 0u32), |(s, n), a| {
+                    (s + f64::from(self.delta[i][a]), n + 1)
+                });
+                (-sum / f64::from(n.max(1))) as f32
+            }
+            IsmScore::MaxAbs => {
+                alts.map(|a| self.delta[i][a])
+                    .fold(0f32, |m, d| if d.abs() > m.abs() { d } else { m })
+            }
+        }
+    }
+}
+
+/// Re-tokenizes a row with one base changed.
+pub struct Mutator<'a> {
+    tok: &'a TokenizerInfo,
+    ids_of: HashMap<&'a str, u32>,
+}
+
+impl<'a> Mutator<'a> {
+    /// Refuses a tokenizer whose tokens are not fixed runs of bases (BPE).
+    pub fn new(tok: &'a TokenizerInfo, dataset: &Path) -> Result<Self> {
+        if !tok.scheme.has_base_spans() {
+            bail!(
+                "{}: --method ism changes bases and re-tokenizes them, which needs tokens of known bases (nucleotide or kmer scheme); this dataset uses the {} scheme",
+                dataset.display(),
+                tok.scheme
+            );
+        }
+        let ids_of = tok
+            .vocab
+            .iter()
+            .enumerate()
+            .filter(|(id, _)| !tok.is_special(*id as u32))
+            .map(|(id, s)| (s.as_str(), id as u32))
+            .collect();
+        Ok(Self { tok, ids_of })
+    }
+
+    /// The id of the bases `text` (upper case; `N` for an unknown base).
+    fn id(&self, text: &str) -> Result<u32> {
+        if let Some(&id) = self.ids_of.get(text) {
+            return Ok(id);
+        }
+        match self.tok.unk_id {
+            Some(unk) if text.contains('N') => Ok(unk),
+            _ => bail!("the vocabulary has no token {text:?} for a mutated row"),
+        }
+    }
+
+    /// `ids` with base `pos` (of `chars`, the row's bases) set to `alt`: every token whose
+    /// span covers it re-read from the bases.
+    fn mutate(
+        &self,
+        ids: &[u32],
+        len: usize,
+        chars: &[u8],
+        pos: usize,
+        alt: u8,
+    ) -> Result<Vec<u32>> {
+        let mut out = ids.to_vec();
+        let mut text = Vec::new();
+        for (t, &id) in ids.iter().enumerate().take(len) {
+            let Some((s, e)) = self.tok.token_span(t, id) else {
+                continue;
+            };
+            if !(s..e).contains(&pos) || e > chars.len() {
+                continue;
+            }
+            text.clear();
+            text.extend_from_slice(&chars[s..e]);
+            text[pos - s] = alt;
+            out[t] = self.id(std::str::from_utf8(&text)?)?;
+        }
+        Ok(out)
+    }
+}
+
+/// ISM of one record: `ids`/`mask` its row (padding included), `weights` the `[C]` weights of
+/// the explained output, `rows` the rows per forward pass.
+pub fn mutagenesis<C: FamilyConfig>(
+    input: &ClassifierInput<C>,
+    mutator: &Mutator,
+    ids: &[u32],
+    mask: &[u8],
+    weights: &[f32],
+    rows: usize,
+) -> Result<IsmRecord>
+where
+    C::Model: TokenClassifier,
+{
+    let len = real_length(mask);
+    let (ids, mask) = (&ids[..len], &mask[..len]);
+    let codes = row_bases(mutator.tok, ids, mask).unwrap_or_default();
+    let chars: Vec<u8> = codes
+        .iter()
+        .map(|&c| if c < NOT_ACGT { ACGT[c as usize] } else { b'N' })
+        .collect();
+    let bases: Vec<Option<usize>> = codes
+        .iter()
+        .map(|&c| (c < NOT_ACGT).then_some(c as usize))
+        .collect();
+    // The reference row first, then each (position, base) that differs from it.
+    let mutants: Vec<(usize, usize)> = (0..bases.len())
+        .flat_map(|p| (0..4).map(move |a| (p, a)))
+        .filter(|&(p, a)| bases[p] != Some(a))
+        .collect();
+    let mut f = Vec::with_capacity(mutants.len() + 1);
+    let model = input.model()?;
+    let mask_row: Vec<f32> = mask.iter().map(|&m| f32::from(m != 0)).collect();
+    let jobs: Vec<Option<(usize, usize)>> = std::iter::once(None)
+        .chain(mutants.iter().copied().map(Some))
+        .collect();
+    for pass in jobs.chunks(rows.max(1)) {
+        let mut flat = Vec::with_capacity(pass.len() * len);
+        for job in pass {
+            match job {
+                None => flat.extend_from_slice(ids),
+                Some((p, a)) => flat.extend(mutator.mutate(ids, len, &chars, *p, ACGT[*a])?),
+            }
+        }
+        let n = pass.len();
+        let ids_t = Tensor::from_vec(flat, (n, len), &input.device)?;
+        let mask_t = Tensor::from_slice(&mask_row, (1, len), &input.device)?
+            .broadcast_as((n, len))?
+            .contiguous()?;
+        let logits = model
+            .logits(&ids_t, &mask_t, None)?
+            .to_dtype(DType::F32)?
+            .to_vec2::<f32>()
+            .context("cannot read the logits")?;
+        f.extend(logits.iter().map(|l| {
+            l.iter()
+                .zip(weights)
+                .map(|(&x, &w)| f64::from(x) * f64::from(w))
+                .sum::<f64>()
+        }));
+    }
+    let reference = f[0];
+    let mut delta = vec![[0f32; 4]; bases.len()];
+    for (&(p, a), &v) in mutants.iter().zip(&f[1..]) {
+        delta[p][a] = (v - reference) as f32;
+    }
+    Ok(IsmRecord {
+        bases,
+        delta,
+        reference: reference as f32,
+    })
+}
+
+pub const ISM_TSV_HEADER: &str = "record\tname\tposition\tbase\tA\tC\tG\tT\tscore";
+
+/// One record's TSV lines: per base, its reference base, Δf to each base, and its score.
+pub fn write_tsv(
+    out: &mut AtomicWriter,
+    record: u64,
+    name: &str,
+    ism: &IsmRecord,
+    how: IsmScore,
+) -> Result<()> {
+    for (i, d) in ism.delta.iter().enumerate() {
+        let base = ism.bases[i].map_or('N', |b| ACGT[b] as char);
+        writeln!(
+            out,
+            "{record}\t{name}\t{i}\t{base}\t{}\t{}\t{}\t{}\t{}",
+            d[0],
+            d[1],
+            d[2],
+            d[3],
+            ism.score(i, how)
+        )?;
+    }
+    Ok(())
+}
+
+/// The npz: `ism` (N, 4, L) Δf per base, `contrib` (N, 4, L) one-hot × the position's score
+/// (what TF-MoDISco reads with `onehot`), `onehot`, `record` and `length` (N).
+pub struct IsmArrays {
+    npz: NpzWriter,
+    width: usize,
+}
+
+impl IsmArrays {
+    pub fn create(dest: &Path, n: usize, width: usize) -> Result<Self> {
+        let shape = [n as u64, 4, width as u64];
+        let npz = NpzWriter::create(
+            dest,
+            &[
+                NpyArraySpec::new("ism", NpyElem::F32, &shape),
+                NpyArraySpec::new("contrib", NpyElem::F32, &shape),
+                NpyArraySpec::new("onehot", NpyElem::F32, &shape),
+                NpyArraySpec::new("record", NpyElem::I64, &[n as u64]),
+                NpyArraySpec::new("length", NpyElem::I64, &[n as u64]),
+            ],
+        )?;
+        Ok(Self { npz, width })
+    }
+
+    pub fn push(&mut self, record: u64, ism: &IsmRecord, how: IsmScore) -> Result<()> {
+        let l = self.width;
+        let (mut delta, mut contrib, mut onehot) =
+            (vec![0f32; 4 * l], vec![0f32; 4 * l], vec![0f32; 4 * l]);
+        for i in 0..ism.delta.len().min(l) {
+            for a in 0..4 {
+                delta[a * l + i] = ism.delta[i][a];
+            }
+            if let Some(b) = ism.bases[i] {
+                onehot[b * l + i] = 1.0;
+                contrib[b * l + i] = ism.score(i, how);
+            }
+        }
+        self.npz.push_f32(0, &delta)?;
+        self.npz.push_f32(1, &contrib)?;
+        self.npz.push_f32(2, &onehot)?;
+        self.npz.push_i64(3, &[record as i64])?;
+        self.npz.push_i64(4, &[ism.delta.len() as i64])?;
+        Ok(())
+    }
+
+    pub fn commit(self) -> Result<()> {
+        self.npz.commit()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(bases: Vec<Option<usize>>, delta: Vec<[f32; 4]>) -> IsmRecord {
+        IsmRecord {
+            bases,
+            delta,
+            reference: 0.0,
+        }
+    }
+
+    #[test]
+    fn scores_read_the_substitutions_of_each_position() {
+        let r = record(
+            vec![Some(0), None],
+            vec![[0.0, -1.0, -2.0, 0.5], [1.0, -3.0, 0.0, 2.0]],
+        );
+        // A: substitutions C, G, T → −(−1 − 2 + 0.5)/3.
+        assert!((r.score(0, IsmScore::RefMinusMean) - 2.5 / 3.0).abs() < 1e-6);
+        assert_eq!(r.score(0, IsmScore::MaxAbs), -2.0);
+        // Unknown base: all four are substitutions.
+        assert!((r.score(1, IsmScore::RefMinusMean) - 0.0).abs() < 1e-6);
+        assert_eq!(r.score(1, IsmScore::MaxAbs), -3.0);
+    }
+
+    #[test]
+    fn a_mutation_re_reads_every_kmer_over_the_base() {
+        // Overlapping 3-mers with [CLS]/[SEP] over ACGTA: ACG CGT GTA.
+        let tok = TokenizerInfo::kmer(3, 1, true, true);
+        let m = Mutator::new(&tok, Path::new("x")).unwrap();
+        let id = |s: &str| tok.vocab.iter().position(|v| v == s).unwrap() as u32;
+        let ids = vec![1, id("ACG"), id("CGT"), id("GTA"), 2, 0];
+        let out = m.mutate(&ids, 5, b"ACGTA", 2, b'T').unwrap();
+        assert_eq!(out, vec![1, id("ACT"), id("CTT"), id("TTA"), 2, 0]);
+        // A base at the edge is in one k-mer only; N gives [UNK].
+        let out = m.mutate(&ids, 5, b"ACGTA", 0, b'N').unwrap();
+        assert_eq!(
+            out,
+            vec![1, tok.unk_id.unwrap(), id("CGT"), id("GTA"), 2, 0]
+        );
+        // Nucleotides: one id.
+        let nt = TokenizerInfo::nucleotide(true, false);
+        let m = Mutator::new(&nt, Path::new("x")).unwrap();
+        assert_eq!(
+            m.mutate(&[1, 5, 6], 3, b"AC", 1, b'G').unwrap(),
+            vec![1, 5, 7]
+        );
+    }
+}
