@@ -164,6 +164,12 @@ pub struct ImportanceArgs {
     #[arg(long, value_enum, default_value = "ref-minus-mean")]
     pub ism_score: crate::ism::IsmScore,
 
+    /// --method ism: mutate only the bases inside these intervals (BED, 0-based half-open) of
+    /// records with genomic coordinates; the others are left out of the TSV and 0 in the npz,
+    /// and records with no base inside are skipped (counted).
+    #[arg(help_heading = "Inputs", long)]
+    pub positions: Option<PathBuf>,
+
     /// --method ism: mutated rows per forward pass (3 per base of a record, plus its reference).
     #[arg(long, default_value_t = 256)]
     pub ism_rows: usize,

@@ -43,6 +43,8 @@ pub enum IsmScore {
 pub struct IsmRecord {
     /// The reference base of each position (0..3 = A, C, G, T; `None`: not known).
     pub bases: Vec<Option<usize>>,
+    /// Whether each position was mutated (all, unless `--positions` restricts them).
+    pub mutated: Vec<bool>,
     /// Δf when the position becomes A, C, G, T (0 for its own base).
     pub delta: Vec<[f32; 4]>,
     /// f of the unmutated row.
@@ -134,14 +136,15 @@ impl<'a> Mutator<'a> {
 }
 
 /// ISM of one record: `ids`/`mask` its row (padding included), `weights` the `[C]` weights of
-/// the explained output, `rows` the rows per forward pass.
+/// the explained output, `rows` the rows per forward pass, `only` the positions to mutate
+/// (`None`: all).
 pub fn mutagenesis<C: FamilyConfig>(
     input: &ClassifierInput<C>,
     mutator: &Mutator,
-    ids: &[u32],
-    mask: &[u8],
+    (ids, mask): (&[u32], &[u8]),
     weights: &[f32],
     rows: usize,
+    only: Option<&[bool]>,
 ) -> Result<IsmRecord>
 where
     C::Model: TokenClassifier,
@@ -157,8 +160,12 @@ where
         .iter()
         .map(|&c| (c < NOT_ACGT).then_some(c as usize))
         .collect();
+    let mutated: Vec<bool> = (0..bases.len())
+        .map(|p| only.is_none_or(|o| o.get(p).copied().unwrap_or(false)))
+        .collect();
     // The reference row first, then each (position, base) that differs from it.
     let mutants: Vec<(usize, usize)> = (0..bases.len())
+        .filter(|&p| mutated[p])
         .flat_map(|p| (0..4).map(move |a| (p, a)))
         .filter(|&(p, a)| bases[p] != Some(a))
         .collect();
@@ -200,6 +207,7 @@ where
     }
     Ok(IsmRecord {
         bases,
+        mutated,
         delta,
         reference: reference as f32,
     })
@@ -216,6 +224,9 @@ pub fn write_tsv(
     how: IsmScore,
 ) -> Result<()> {
     for (i, d) in ism.delta.iter().enumerate() {
+        if !ism.mutated[i] {
+            continue;
+        }
         let base = ism.bases[i].map_or('N', |b| ACGT[b] as char);
         writeln!(
             out,
@@ -231,7 +242,8 @@ pub fn write_tsv(
 }
 
 /// The npz: `ism` (N, 4, L) Δf per base, `contrib` (N, 4, L) one-hot × the position's score
-/// (what TF-MoDISco reads with `onehot`), `onehot`, `record` and `length` (N).
+/// (what TF-MoDISco reads with `onehot`), `onehot`, `record` and `length` (N). Positions left
+/// unmutated by `--positions` are 0 in `ism` and `contrib`.
 pub struct IsmArrays {
     npz: NpzWriter,
     width: usize,
@@ -263,7 +275,9 @@ impl IsmArrays {
             }
             if let Some(b) = ism.bases[i] {
                 onehot[b * l + i] = 1.0;
-                contrib[b * l + i] = ism.score(i, how);
+                if ism.mutated[i] {
+                    contrib[b * l + i] = ism.score(i, how);
+                }
             }
         }
         self.npz.push_f32(0, &delta)?;
@@ -285,6 +299,7 @@ mod tests {
 
     fn record(bases: Vec<Option<usize>>, delta: Vec<[f32; 4]>) -> IsmRecord {
         IsmRecord {
+            mutated: vec![true; bases.len()],
             bases,
             delta,
             reference: 0.0,
@@ -303,6 +318,30 @@ mod tests {
         // Unknown base: all four are substitutions.
         assert!((r.score(1, IsmScore::RefMinusMean) - 0.0).abs() < 1e-6);
         assert_eq!(r.score(1, IsmScore::MaxAbs), -3.0);
+    }
+
+    fn set(mask: &[bool]) -> Vec<usize> {
+        (0..mask.len()).filter(|&i| mask[i]).collect()
+    }
+
+    #[test]
+    fn positions_map_intervals_onto_both_strands_of_a_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let bed = dir.path().join("p.bed");
+        std::fs::write(&bed, "chr1\t102\t104\nchr1\t103\t105\nchr2\t0\t9\n").unwrap();
+        let p = Positions::read(&bed).unwrap();
+        // chr1:100-110, + strand: bases 102..105 (the two intervals merged) are offsets 2..5.
+        assert_eq!(
+            set(&p.of_row("chr1:100-110(+)", 10).unwrap()),
+            vec![2, 3, 4]
+        );
+        // The minus-strand row reads the window backwards: offset o is base 109 − o.
+        assert_eq!(
+            set(&p.of_row("chr1:100-110(-)", 10).unwrap()),
+            vec![5, 6, 7]
+        );
+        assert!(p.of_row(".", 10).is_none());
+        assert!(set(&p.of_row("chr3:0-5(+)", 5).unwrap()).is_empty());
     }
 
     #[test]
@@ -327,5 +366,49 @@ mod tests {
             m.mutate(&[1, 5, 6], 3, b"AC", 1, b'G').unwrap(),
             vec![1, 5, 7]
         );
+    }
+}
+
+/// `--positions`: BED intervals, by chromosome, sorted and merged.
+pub struct Positions {
+    by_chrom: HashMap<String, Vec<(u64, u64)>>,
+}
+
+impl Positions {
+    pub fn read(path: &Path) -> Result<Self> {
+        let mut by_chrom: HashMap<String, Vec<(u64, u64)>> = HashMap::new();
+        for r in luminome_io::bed::read_all(path)? {
+            by_chrom.entry(r.chrom).or_default().push((r.start, r.end));
+        }
+        for v in by_chrom.values_mut() {
+            v.sort_unstable();
+            let mut merged: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+            for &(s, e) in v.iter() {
+                match merged.last_mut() {
+                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                    _ => merged.push((s, e)),
+                }
+            }
+            *v = merged;
+        }
+        Ok(Self { by_chrom })
+    }
+
+    fn contains(&self, chrom: &str, pos: u64) -> bool {
+        self.by_chrom.get(chrom).is_some_and(|v| {
+            let i = v.partition_point(|&(_, e)| e <= pos);
+            v.get(i).is_some_and(|&(s, _)| s <= pos)
+        })
+    }
+
+    /// Which bases of a record's row (`coords` as the dataset index has them, `n` bases) lie
+    /// in an interval; `None` when the record has no coordinates.
+    pub fn of_row(&self, coords: &str, n: usize) -> Option<Vec<bool>> {
+        let w = crate::bases::GenomicWindow::parse(coords)?;
+        Some(
+            (0..n)
+                .map(|o| w.position(o).is_some_and(|p| self.contains(&w.chrom, p)))
+                .collect(),
+        )
     }
 }

@@ -154,6 +154,9 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
     if args.batch_size == 0 || args.ism_rows == 0 {
         bail!("--batch-size and --ism-rows must be at least 1");
     }
+    if args.positions.is_some() && args.method != Method::Ism {
+        bail!("--positions restricts --method ism; the other methods score every position");
+    }
     // Each step is a forward and backward pass per batch: past 10,000 the run never ends.
     if args.ig_steps == 0 || args.ig_steps > 10_000 {
         bail!(
@@ -190,16 +193,15 @@ fn run_on_pool(args: &ImportanceArgs, started: Instant) -> Result<()> {
     .into_iter()
     .filter_map(|(f, p)| p.map(|p| (f, p.as_path())))
     .collect();
-    luminome_io::atomic::check_outputs_distinct(
-        &outputs,
-        &[
-            ("--checkpoint", args.checkpoint.as_path()),
-            ("--dataset", args.dataset.as_path()),
-            ("the index of --dataset", dataset_index.as_path()),
-            ("a side table of --dataset", side_tables[0].as_path()),
-            ("a side table of --dataset", side_tables[1].as_path()),
-        ],
-    )?;
+    let mut inputs = vec![
+        ("--checkpoint", args.checkpoint.as_path()),
+        ("--dataset", args.dataset.as_path()),
+        ("the index of --dataset", dataset_index.as_path()),
+        ("a side table of --dataset", side_tables[0].as_path()),
+        ("a side table of --dataset", side_tables[1].as_path()),
+    ];
+    inputs.extend(args.positions.as_deref().map(|p| ("--positions", p)));
+    luminome_io::atomic::check_outputs_distinct(&outputs, &inputs)?;
     {
         use luminome_io::atomic::{check_extension, OutputKind};
         check_extension("-o", &args.output, OutputKind::Tsv)?;
@@ -322,7 +324,17 @@ where
     let tok = input.dataset.tokenizer().clone();
     let mutator = ism::Mutator::new(&tok, &args.dataset)?;
     let target = choose_target(args, input)?;
-    let records = select_records(args, input)?;
+    let mut records = select_records(args, input)?;
+    let only = match &args.positions {
+        Some(path) => Some(restrict_to_positions(
+            &ism::Positions::read(path)?,
+            input,
+            &mut records,
+            path,
+            args.runtime.quiet,
+        )?),
+        None => None,
+    };
     let classes = input.model()?.label_values().len();
     let mut npz = match &args.npz {
         Some(path) => Some(ism::IsmArrays::create(
@@ -356,18 +368,21 @@ where
             let result = ism::mutagenesis(
                 input,
                 &mutator,
-                &batch.input_ids[row.clone()],
-                &batch.attention_mask[row],
+                (&batch.input_ids[row.clone()], &batch.attention_mask[row]),
                 &weights,
                 args.ism_rows,
+                only.as_ref().map(|o| o[&r].as_slice()),
             )?;
-            forward_rows +=
-                1 + result.delta.len() * 3 + result.bases.iter().filter(|b| b.is_none()).count();
+            forward_rows += 1
+                + (0..result.delta.len())
+                    .filter(|&p| result.mutated[p])
+                    .map(|p| if result.bases[p].is_some() { 3 } else { 4 })
+                    .sum::<usize>();
             let index = &input.index[r];
             ism::write_tsv(&mut tsv, index.record, &index.name, &result, args.ism_score)?;
             if let Some(t) = track.as_mut() {
                 let scores: Vec<Option<f32>> = (0..result.delta.len())
-                    .map(|p| Some(result.score(p, args.ism_score)))
+                    .map(|p| result.mutated[p].then(|| result.score(p, args.ism_score)))
                     .collect();
                 t.add(&index.coords, &scores);
             }
@@ -400,6 +415,52 @@ where
         );
     }
     Ok(())
+}
+
+/// `--positions`: which row bases of each record to mutate. Records without coordinates, or
+/// with no base in the intervals, are left out (counted on stderr); none left is an error.
+fn restrict_to_positions<C: FamilyConfig>(
+    positions: &ism::Positions,
+    input: &ClassifierInput<C>,
+    records: &mut Vec<usize>,
+    path: &std::path::Path,
+    quiet: bool,
+) -> Result<std::collections::HashMap<usize, Vec<bool>>>
+where
+    C::Model: TokenClassifier,
+{
+    let (mut no_coords, mut outside) = (0, 0);
+    let mut only = std::collections::HashMap::new();
+    records.retain(|&r| {
+        let index = &input.index[r];
+        match positions.of_row(&index.coords, index.window_length as usize) {
+            None => {
+                no_coords += 1;
+                false
+            }
+            Some(m) if !m.contains(&true) => {
+                outside += 1;
+                false
+            }
+            Some(m) => {
+                only.insert(r, m);
+                true
+            }
+        }
+    });
+    if !quiet && no_coords + outside > 0 {
+        eprintln!(
+            "luminome-importance: --positions {}: {no_coords} records without genomic coordinates and {outside} with no base in its intervals are left out",
+            path.display()
+        );
+    }
+    if records.is_empty() {
+        bail!(
+            "--positions {}: no selected record has a base in its intervals ({no_coords} have no genomic coordinates)",
+            path.display()
+        );
+    }
+    Ok(only)
 }
 
 /// The index of the largest value (the first of ties).

@@ -583,3 +583,93 @@ fn ism_rows_of_zero_are_refused_before_anything_is_written() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--ism-rows"));
     assert!(!out.exists());
 }
+
+#[test]
+fn ism_positions_mutate_only_the_bases_inside_the_intervals() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dir.path().join("g.safetensors");
+    write_dataset(
+        &ds,
+        &[
+            ("ACGTTATAGC", Some(1), "chr1:100-110(-)"),
+            ("GGCAT", Some(1), "chr2:200-205(+)"),
+            ("TTGA", Some(0), "."),
+        ],
+        12,
+    );
+    let bed = dir.path().join("p.bed");
+    std::fs::write(&bed, "chr1\t103\t106\n").unwrap();
+    let ckpt = checkpoint("mean");
+    let run = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "--checkpoint",
+            ckpt.to_str().unwrap(),
+            "--dataset",
+            ds.to_str().unwrap(),
+            "--method",
+            "ism",
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        importance(&args)
+    };
+    let (all, some) = (dir.path().join("all.tsv"), dir.path().join("some.tsv"));
+    assert!(run(&all, &[]).status.success());
+    let o = run(&some, &["--positions", bed.to_str().unwrap()]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{e}");
+    assert!(
+        e.contains("1 records without genomic coordinates and 1 with no base in its intervals"),
+        "{e}"
+    );
+    // Minus strand: offset o is base 109 − o, so bases 103..106 are offsets 4, 5, 6 — with the
+    // changes of the full run.
+    let all = read_ism(&all);
+    let text = std::fs::read_to_string(&some).unwrap();
+    let positions: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').nth(2).unwrap())
+        .collect();
+    assert_eq!(positions, ["4", "5", "6"]);
+    assert!(text.lines().skip(1).all(|l| l.starts_with("0\t")));
+    let restricted: Vec<_> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            l.split('\t')
+                .skip(4)
+                .take(4)
+                .map(|v| v.parse::<f32>().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for (k, p) in [4, 5, 6].iter().enumerate() {
+        for a in 0..4 {
+            assert!((restricted[k][a] - all[0][*p].1[a]).abs() < 1e-6);
+        }
+    }
+    // Not for the other methods; nothing inside the intervals is an error.
+    let other = dir.path().join("other.tsv");
+    let o = importance(&[
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--dataset",
+        ds.to_str().unwrap(),
+        "--method",
+        "saliency",
+        "--positions",
+        bed.to_str().unwrap(),
+        "-o",
+        other.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--positions restricts --method ism"));
+    std::fs::write(&bed, "chr9\t0\t10\n").unwrap();
+    let o = run(&other, &["--positions", bed.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("no selected record has a base in its intervals"));
+    assert!(!other.exists());
+}
