@@ -293,6 +293,50 @@ impl IsmArrays {
     }
 }
 
+/// `--positions`: BED intervals, by chromosome, sorted and merged.
+pub struct Positions {
+    by_chrom: HashMap<String, Vec<(u64, u64)>>,
+}
+
+impl Positions {
+    pub fn read(path: &Path) -> Result<Self> {
+        let mut by_chrom: HashMap<String, Vec<(u64, u64)>> = HashMap::new();
+        for r in luminome_io::bed::read_all(path)? {
+            by_chrom.entry(r.chrom).or_default().push((r.start, r.end));
+        }
+        for v in by_chrom.values_mut() {
+            v.sort_unstable();
+            let mut merged: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+            for &(s, e) in v.iter() {
+                match merged.last_mut() {
+                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                    _ => merged.push((s, e)),
+                }
+            }
+            *v = merged;
+        }
+        Ok(Self { by_chrom })
+    }
+
+    fn contains(&self, chrom: &str, pos: u64) -> bool {
+        self.by_chrom.get(chrom).is_some_and(|v| {
+            let i = v.partition_point(|&(_, e)| e <= pos);
+            v.get(i).is_some_and(|&(s, _)| s <= pos)
+        })
+    }
+
+    /// Which bases of a record's row (`coords` as the dataset index has them, `n` bases) lie
+    /// in an interval; `None` when the record has no coordinates.
+    pub fn of_row(&self, coords: &str, n: usize) -> Option<Vec<bool>> {
+        let w = crate::bases::GenomicWindow::parse(coords)?;
+        Some(
+            (0..n)
+                .map(|o| w.position(o).is_some_and(|p| self.contains(&w.chrom, p)))
+                .collect(),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -366,49 +410,5 @@ mod tests {
             m.mutate(&[1, 5, 6], 3, b"AC", 1, b'G').unwrap(),
             vec![1, 5, 7]
         );
-    }
-}
-
-/// `--positions`: BED intervals, by chromosome, sorted and merged.
-pub struct Positions {
-    by_chrom: HashMap<String, Vec<(u64, u64)>>,
-}
-
-impl Positions {
-    pub fn read(path: &Path) -> Result<Self> {
-        let mut by_chrom: HashMap<String, Vec<(u64, u64)>> = HashMap::new();
-        for r in luminome_io::bed::read_all(path)? {
-            by_chrom.entry(r.chrom).or_default().push((r.start, r.end));
-        }
-        for v in by_chrom.values_mut() {
-            v.sort_unstable();
-            let mut merged: Vec<(u64, u64)> = Vec::with_capacity(v.len());
-            for &(s, e) in v.iter() {
-                match merged.last_mut() {
-                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                    _ => merged.push((s, e)),
-                }
-            }
-            *v = merged;
-        }
-        Ok(Self { by_chrom })
-    }
-
-    fn contains(&self, chrom: &str, pos: u64) -> bool {
-        self.by_chrom.get(chrom).is_some_and(|v| {
-            let i = v.partition_point(|&(_, e)| e <= pos);
-            v.get(i).is_some_and(|&(s, _)| s <= pos)
-        })
-    }
-
-    /// Which bases of a record's row (`coords` as the dataset index has them, `n` bases) lie
-    /// in an interval; `None` when the record has no coordinates.
-    pub fn of_row(&self, coords: &str, n: usize) -> Option<Vec<bool>> {
-        let w = crate::bases::GenomicWindow::parse(coords)?;
-        Some(
-            (0..n)
-                .map(|o| w.position(o).is_some_and(|p| self.contains(&w.chrom, p)))
-                .collect(),
-        )
     }
 }
