@@ -645,9 +645,9 @@ fn ism_positions_mutate_only_the_bases_inside_the_intervals() {
                 .collect::<Vec<_>>()
         })
         .collect();
-    for (k, p) in [4, 5, 6].iter().enumerate() {
-        for a in 0..4 {
-            assert!((restricted[k][a] - all[0][*p].1[a]).abs() < 1e-6);
+    for (row, p) in restricted.iter().zip([4, 5, 6]) {
+        for (got, want) in row.iter().zip(all[0][p].1) {
+            assert!((got - want).abs() < 1e-6);
         }
     }
     // Not for the other methods; nothing inside the intervals is an error.

@@ -10,6 +10,7 @@ use luminome_io::motif::MotifFormat;
 use luminome_io::tss::{BedTssMode, TssFormat};
 
 use crate::accessibility::{AccessibilitySource, ChromRename, FragmentMode, Normalisation};
+use crate::dataset::FeatureScale;
 use crate::motifs::Threshold;
 use crate::pipeline::{side_output, BackgroundChoice, CallParams, Config, ExpressionInput};
 use crate::scan::Aggregation;
@@ -49,6 +50,17 @@ enum NormArg {
     GetLog10cpm,
     /// raw counts / summed signal
     Raw,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ScaleArg {
+    /// motif scores as aggregated, accessibility as --normalisation gives it
+    Raw,
+    /// GET's: per cell type, only regions with accessibility > 0; each motif column divided by
+    /// its maximum over those regions (every chromosome) and clipped to 1; accessibility 1
+    Get,
+    /// as get, accessibility = raw accessibility / its maximum over the sample's regions
+    GetQuantitative,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -220,6 +232,10 @@ pub struct Args {
     /// Accessibility normalisation.
     #[arg(long, value_enum, default_value = "logcpm")]
     normalisation: NormArg,
+    /// How the written features are scaled: raw, or as published GET checkpoints expect them
+    /// (get, get-quantitative; docs/regions.md). The regions table keeps raw values either way.
+    #[arg(long, value_enum, default_value = "raw")]
+    feature_scale: ScaleArg,
     /// Peaks wider than this (bp) are reported and left out.
     #[arg(long, default_value_t = 10_000)]
     pub max_region_width: u64,
@@ -313,6 +329,20 @@ impl Args {
             bail!(
                 "--n-regions {} is more than {MAX_REGIONS} (each sample holds N × features values in memory)",
                 self.n_regions
+            );
+        }
+        if self.feature_scale != ScaleArg::Raw
+            && self.accessibility.is_empty()
+            && self.reuse_regions.is_none()
+        {
+            bail!(
+                "--feature-scale {} needs accessibility per cell type (--accessibility \
+                 CELLTYPE=PATH, or --reuse-regions of a run that had it): GET's regions are the \
+                 regions accessible in each cell type",
+                match self.feature_scale {
+                    ScaleArg::GetQuantitative => "get-quantitative",
+                    _ => "get",
+                }
             );
         }
         let samples_output = self
@@ -433,6 +463,11 @@ impl Args {
                 NormArg::Logcpm => Normalisation::LogCpm,
                 NormArg::GetLog10cpm => Normalisation::GetLog10Cpm,
                 NormArg::Raw => Normalisation::Raw,
+            },
+            feature_scale: match self.feature_scale {
+                ScaleArg::Raw => FeatureScale::Raw,
+                ScaleArg::Get => FeatureScale::Get,
+                ScaleArg::GetQuantitative => FeatureScale::GetQuantitative,
             },
             max_region_width: self.max_region_width,
             merge_gap: self.merge_gap,

@@ -16,6 +16,77 @@ use luminome_io::tss::GeneTss;
 
 use crate::windows::Window;
 
+/// How the written feature columns are scaled (`--feature-scale`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeatureScale {
+    /// Motif scores as aggregated; accessibility as `--normalisation` gives it.
+    Raw,
+    /// GET's scale (Fu et al. 2025): a cell type's regions are those with raw accessibility > 0;
+    /// each motif column is divided by its maximum over those regions (the whole run, every
+    /// chromosome) and clipped to 1; the accessibility column is 1.
+    Get,
+    /// As [`FeatureScale::Get`], with the accessibility column the raw accessibility divided by
+    /// its maximum over the sample's regions (GET's `quantitative_atac`).
+    GetQuantitative,
+}
+
+impl FeatureScale {
+    pub fn name(self) -> &'static str {
+        match self {
+            FeatureScale::Raw => "raw",
+            FeatureScale::Get => "get",
+            FeatureScale::GetQuantitative => "get-quantitative",
+        }
+    }
+
+    /// GET's scales drop the regions a cell type has no accessibility in.
+    pub fn is_get(self) -> bool {
+        self != FeatureScale::Raw
+    }
+}
+
+/// GET's value of a motif score: `score / max`, clipped to 1; 0 where the maximum is not
+/// positive (no hit of the motif in any of the cell type's regions).
+pub fn get_scaled(score: f32, max: f32) -> f32 {
+    if max > 0.0 {
+        (score / max).min(1.0)
+    } else {
+        0.0
+    }
+}
+
+/// Per motif column, the maximum raw score over the regions whose raw accessibility is > 0
+/// (`scores` row-major `[regions × n_features]`, `raw` one value per region): GET's divisor.
+/// Columns without a positive score keep 0.
+pub fn get_maxima(scores: &[f32], raw: &[f64], n_features: usize) -> Vec<f32> {
+    let mut max = vec![0.0f32; n_features];
+    if n_features == 0 {
+        return max;
+    }
+    for (row, &acc) in scores.chunks_exact(n_features).zip(raw) {
+        if acc > 0.0 {
+            for (m, &v) in max.iter_mut().zip(row) {
+                *m = m.max(v);
+            }
+        }
+    }
+    max
+}
+
+/// How one sample's values are scaled when written.
+#[derive(Debug, Clone, Copy)]
+pub enum SampleScale<'a> {
+    /// Scores as they are, accessibility as normalised.
+    Raw,
+    /// GET's scale: each motif column divided by the cell type's maximum `maxima[j]` and
+    /// clipped to 1. The accessibility column is 1, or with `quantitative` (the chromosome's raw
+    /// accessibility in the cell type) the region's raw value over the largest of the sample's.
+    Get {
+        maxima: &'a [f32],
+        quantitative: Option<&'a [f64]>,
+    },
+}
+
 /// One (gene, cell type) sample, described against its chromosome's regions.
 pub struct Sample<'a> {
     pub gene: &'a GeneTss,
@@ -27,6 +98,7 @@ pub struct Sample<'a> {
     pub scores: &'a [f32],
     /// The chromosome's normalised accessibility in this cell type.
     pub accessibility: &'a [f32],
+    pub scale: SampleScale<'a>,
     /// Transformed expression; `None` is written as NaN / `NA`.
     pub expression: Option<f64>,
 }
@@ -110,10 +182,35 @@ impl DatasetWriter {
         self.row.fill(0.0);
         self.mask.fill(0);
         self.region_index.fill(-1);
+        let window_max = match s.scale {
+            SampleScale::Get {
+                quantitative: Some(raw),
+                ..
+            } => s.window.regions.iter().map(|&k| raw[k]).fold(0.0, f64::max),
+            _ => 0.0,
+        };
         for (slot, &k) in s.window.regions.iter().enumerate() {
-            self.row[slot * width..slot * width + nf]
-                .copy_from_slice(&s.scores[k * nf..(k + 1) * nf]);
-            self.row[slot * width + nf] = s.accessibility[k];
+            let scores = &s.scores[k * nf..(k + 1) * nf];
+            let cells = &mut self.row[slot * width..(slot + 1) * width];
+            match s.scale {
+                SampleScale::Raw => {
+                    cells[..nf].copy_from_slice(scores);
+                    cells[nf] = s.accessibility[k];
+                }
+                SampleScale::Get {
+                    maxima,
+                    quantitative,
+                } => {
+                    for ((c, &v), &m) in cells[..nf].iter_mut().zip(scores).zip(maxima) {
+                        *c = get_scaled(v, m);
+                    }
+                    cells[nf] = match quantitative {
+                        None => 1.0,
+                        Some(raw) if window_max > 0.0 => (raw[k] / window_max) as f32,
+                        Some(_) => 0.0,
+                    };
+                }
+            }
             self.mask[slot] = 1;
             self.region_index[slot] = (s.offset + k) as i64;
         }

@@ -2,8 +2,10 @@
 //!
 //! Work is done chromosome by chromosome (scan that chromosome's regions, then write the samples
 //! of its genes), so memory is bounded by one chromosome's region × feature matrix and one
-//! sample row, not by the number of genes. Nothing appears at the output paths unless the whole
-//! run succeeds.
+//! sample row, not by the number of genes. With `--feature-scale get` / `get-quantitative` every
+//! chromosome is scanned first (GET divides each motif column by its maximum over the whole
+//! run's regions of the cell type), so memory holds all regions × features. Nothing appears at
+//! the output paths unless the whole run succeeds.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -20,9 +22,10 @@ use luminome_io::region_dataset::{ExpressionSource, RegionDatasetMeta};
 use luminome_io::tss::{BedTssMode, TssFormat};
 
 use crate::accessibility::{AccessibilitySource, ChromRename, FragmentMode, Normalisation};
-use crate::dataset::{DatasetWriter, Sample};
+use crate::dataset::{get_maxima, DatasetWriter, FeatureScale, Sample, SampleScale};
 use crate::inputs::{build_regions, read_genes, RegionInputs};
 use crate::motifs::{self, FeatureMap, Threshold};
+use crate::regions::ChromRegions;
 use crate::reuse::RegionTable;
 use crate::scan::{Aggregation, MotifScanner, ScanStats};
 use crate::windows::{select, Selection};
@@ -84,6 +87,8 @@ pub struct Config {
     pub pseudocount: f64,
     pub background: BackgroundChoice,
     pub normalisation: Normalisation,
+    /// How the written feature columns are scaled (`--feature-scale`).
+    pub feature_scale: FeatureScale,
     pub max_region_width: u64,
     pub merge_gap: u64,
     pub call: CallParams,
@@ -124,6 +129,40 @@ pub fn side_output(output: &std::path::Path, suffix: &str) -> PathBuf {
     output.with_file_name(format!("{stem}.{suffix}"))
 }
 
+/// The `[regions × features]` motif scores of one chromosome's regions.
+fn scan_chromosome(
+    reference: &mut Reference,
+    chrom: &ChromRegions,
+    scanner: &MotifScanner<'_>,
+    summary: &mut Summary,
+) -> Result<Vec<f32>> {
+    if chrom.regions.is_empty() {
+        return Ok(Vec::new());
+    }
+    let seq = reference.fetch(&chrom.name, 0, chrom.length)?;
+    let seqs: Vec<Vec<u8>> = chrom
+        .regions
+        .iter()
+        .map(|&(s, e)| seq[s as usize..e as usize].to_vec())
+        .collect();
+    drop(seq);
+    let t0 = Instant::now();
+    let (m, st) = scanner.scan(&seqs);
+    summary.scan_seconds += t0.elapsed().as_secs_f64();
+    summary.scan.regions += st.regions;
+    summary.scan.bases += st.bases;
+    summary.scan.hits += st.hits;
+    Ok(m)
+}
+
+/// One cell type's regions of a chromosome under GET's scale: those with raw accessibility > 0.
+struct Accessible {
+    /// Their indices in the chromosome's region list.
+    index: Vec<usize>,
+    regions: Vec<(u64, u64)>,
+    normalised: Vec<f32>,
+}
+
 pub fn run(cfg: &Config) -> Result<Summary> {
     let started = Instant::now();
     let mut reference = Reference::open(&cfg.reference)?;
@@ -150,6 +189,13 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     };
     let n_regions_total = inputs.set.len();
     log(format!("{n_regions_total} regions after merging"));
+    let get_scale = cfg.feature_scale.is_get();
+    if get_scale && inputs.cell_types.is_empty() {
+        bail!(
+            "--feature-scale {} needs accessibility per cell type (--accessibility CELLTYPE=PATH)",
+            cfg.feature_scale.name()
+        );
+    }
     let normalised: Vec<Vec<f32>> = inputs
         .raw
         .iter()
@@ -211,6 +257,13 @@ pub fn run(cfg: &Config) -> Result<Summary> {
         None
     };
     let nf = inputs.features.len();
+    if get_scale {
+        if let Some(meta) = motif_meta.as_object_mut() {
+            meta.insert("feature_scale".into(), cfg.feature_scale.name().into());
+        } else {
+            motif_meta = serde_json::json!({"feature_scale": cfg.feature_scale.name()});
+        }
+    }
 
     // Expression.
     let expression_inputs: Vec<ExpressionInput> = match &cfg.expression_matrix {
@@ -294,6 +347,32 @@ pub fn run(cfg: &Config) -> Result<Summary> {
         too_wide: inputs.too_wide,
         ..Default::default()
     };
+    let scanner = prepared
+        .as_ref()
+        .map(|(m, features)| MotifScanner::new(m, features, cfg.aggregation));
+    // GET's scale divides by maxima over every chromosome: scan them all before any sample.
+    if get_scale && inputs.scores.is_none() {
+        if let Some(scanner) = &scanner {
+            let mut all = Vec::with_capacity(n_regions_total * nf);
+            for chrom in &inputs.set.chroms {
+                all.extend(scan_chromosome(
+                    &mut reference,
+                    chrom,
+                    scanner,
+                    &mut summary,
+                )?);
+            }
+            inputs.scores = Some(all);
+        }
+    }
+    let maxima: Vec<Vec<f32>> = match (&inputs.scores, get_scale) {
+        (Some(all), true) => inputs
+            .raw
+            .iter()
+            .map(|raw| get_maxima(all, raw, nf))
+            .collect(),
+        _ => Vec::new(),
+    };
     let mut gi = 0;
     for ci in 0..inputs.set.chroms.len() {
         let chrom = inputs.set.chroms[ci].clone();
@@ -304,24 +383,10 @@ pub fn run(cfg: &Config) -> Result<Summary> {
             continue;
         }
         // Motif scores of this chromosome's regions.
-        let scores: Vec<f32> = match (&prepared, &inputs.scores) {
+        let scores: Vec<f32> = match (&scanner, &inputs.scores) {
             (_, Some(all)) => all[off * nf..(off + n) * nf].to_vec(),
-            (Some((scan_motifs, features)), None) if n > 0 => {
-                let seq = reference.fetch(&chrom.name, 0, chrom.length)?;
-                let seqs: Vec<Vec<u8>> = chrom
-                    .regions
-                    .iter()
-                    .map(|&(s, e)| seq[s as usize..e as usize].to_vec())
-                    .collect();
-                drop(seq);
-                let t0 = Instant::now();
-                let scanner = MotifScanner::new(scan_motifs, features, cfg.aggregation);
-                let (m, st) = scanner.scan(&seqs);
-                summary.scan_seconds += t0.elapsed().as_secs_f64();
-                summary.scan.regions += st.regions;
-                summary.scan.bases += st.bases;
-                summary.scan.hits += st.hits;
-                m
+            (Some(scanner), None) => {
+                scan_chromosome(&mut reference, &chrom, scanner, &mut summary)?
             }
             _ => Vec::new(),
         };
@@ -335,19 +400,54 @@ pub fn run(cfg: &Config) -> Result<Summary> {
                 &scores[k * nf..(k + 1) * nf],
             )?;
         }
+        // Under GET's scale a cell type's windows see only the regions accessible in it.
+        let accessible: Vec<Accessible> = if get_scale && chrom_genes_end > gi {
+            inputs
+                .raw
+                .iter()
+                .zip(&normalised)
+                .map(|(raw, norm)| {
+                    let index: Vec<usize> = (0..n).filter(|&k| raw[off + k] > 0.0).collect();
+                    Accessible {
+                        regions: index.iter().map(|&k| chrom.regions[k]).collect(),
+                        normalised: index.iter().map(|&k| norm[off + k]).collect(),
+                        index,
+                    }
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         // Samples of this chromosome's genes.
         for (_, gene) in &genes[gi..chrom_genes_end] {
             let mut gene_has_regions = true;
             for (ti, ct) in inputs.cell_types.iter().enumerate() {
                 let acc = &normalised[ti][off..off + n];
-                let w = select(
-                    &chrom.regions,
-                    gene.tss,
-                    cfg.window,
-                    cfg.n_regions,
-                    cfg.selection,
-                    acc,
-                );
+                let w = match accessible.get(ti) {
+                    None => select(
+                        &chrom.regions,
+                        gene.tss,
+                        cfg.window,
+                        cfg.n_regions,
+                        cfg.selection,
+                        acc,
+                    ),
+                    Some(a) => {
+                        let mut w = select(
+                            &a.regions,
+                            gene.tss,
+                            cfg.window,
+                            cfg.n_regions,
+                            cfg.selection,
+                            &a.normalised,
+                        );
+                        // Back to the chromosome's indices (monotonic: order and slots hold).
+                        for k in &mut w.regions {
+                            *k = a.index[*k];
+                        }
+                        w
+                    }
+                };
                 gene_has_regions = !w.regions.is_empty();
                 if cfg.tile_step.is_some() && !gene_has_regions {
                     // A tile with nothing in its window teaches pretraining nothing.
@@ -369,6 +469,17 @@ pub fn run(cfg: &Config) -> Result<Summary> {
                     offset: off,
                     scores: &scores,
                     accessibility: acc,
+                    scale: match cfg.feature_scale {
+                        FeatureScale::Raw => SampleScale::Raw,
+                        FeatureScale::Get => SampleScale::Get {
+                            maxima: &maxima[ti],
+                            quantitative: None,
+                        },
+                        FeatureScale::GetQuantitative => SampleScale::Get {
+                            maxima: &maxima[ti],
+                            quantitative: Some(&inputs.raw[ti][off..off + n]),
+                        },
+                    },
                     expression: value.map(|v| cfg.expression_transform.apply(v)),
                 })?;
             }
@@ -442,7 +553,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     };
     out.finish(&meta, &cfg.command_line)?;
     log(format!(
-        "wrote {} samples ({} {} x {} cell types, N = {}, {} features + accessibility) to {} in {:.1}s",
+        "wrote {} samples ({} {} x {} cell types, N = {}, {} features + accessibility{}) to {} in {:.1}s",
         sample,
         if cfg.tile_step.is_some() {
             genes.len() - summary.genes_without_regions
@@ -453,6 +564,11 @@ pub fn run(cfg: &Config) -> Result<Summary> {
         inputs.cell_types.len(),
         cfg.n_regions,
         nf,
+        if get_scale {
+            format!(", feature scale {}", cfg.feature_scale.name())
+        } else {
+            String::new()
+        },
         cfg.output.display(),
         started.elapsed().as_secs_f64()
     ));

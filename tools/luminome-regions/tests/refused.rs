@@ -233,3 +233,21 @@ fn bedgraph_values_that_are_not_coverages_are_refused_with_their_line() {
         assert_refused(args, "bad.bedgraph: line 2", "not a coverage");
     }
 }
+
+#[test]
+fn get_feature_scales_without_accessibility_are_refused_naming_the_flag() {
+    // GET's regions are each cell type's accessible regions: without cell types there are none.
+    let mut args = with(base_args(), "--accessibility", None);
+    args = with(args, "--accessibility", None);
+    args = with(args, "--expression", None);
+    args = with(args, "--expression", None);
+    for scale in ["get", "get-quantitative"] {
+        let mut a = args.clone();
+        a.extend(["--feature-scale".into(), scale.into()]);
+        assert_refused(
+            a,
+            &format!("--feature-scale {scale}"),
+            "needs accessibility per cell type (--accessibility",
+        );
+    }
+}

@@ -36,7 +36,8 @@ pub struct RegionDatasetMeta {
     pub feature_names: Vec<String>,
     /// The gene / TSS file.
     pub genes: String,
-    /// Motif scanning settings (database, thresholds, clusters), as luminome-regions reports them.
+    /// Motif scanning settings (database, thresholds, clusters), as luminome-regions reports them;
+    /// `feature_scale` among them when the features are not raw ([`Self::feature_scale`]).
     pub motif: serde_json::Value,
     /// Region slots per sample (N).
     pub n_regions: usize,
@@ -59,6 +60,17 @@ pub struct RegionDatasetMeta {
 }
 
 impl RegionDatasetMeta {
+    /// How luminome-regions scaled the feature columns (`--feature-scale`): `raw` (motif scores as
+    /// aggregated, accessibility normalised), `get` or `get-quantitative` (as published GET
+    /// checkpoints expect them). Recorded as `motif.feature_scale` and left out for `raw`, so a
+    /// raw dataset's bytes are those of a dataset written before the choice existed.
+    pub fn feature_scale(&self) -> &str {
+        self.motif
+            .get("feature_scale")
+            .and_then(|v| v.as_str())
+            .unwrap_or("raw")
+    }
+
     /// The safetensors `__metadata__` entries of a dataset with this document.
     pub fn header(
         &self,

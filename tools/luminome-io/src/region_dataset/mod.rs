@@ -116,6 +116,20 @@ mod tests {
     }
 
     #[test]
+    fn the_feature_scale_is_read_back_and_raw_when_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw = meta(3, &["motif", "accessibility"]);
+        assert_eq!(raw.feature_scale(), "raw");
+        let header = raw.header("t", "0", "").unwrap();
+        assert!(!header["luminome"].contains("feature_scale"));
+        let mut get = raw;
+        get.motif = serde_json::json!({"aggregation": "sum", "feature_scale": "get"});
+        let out = write(dir.path(), &get);
+        let ds = RegionDataset::open(&out).unwrap();
+        assert_eq!(ds.meta().feature_scale(), "get");
+    }
+
+    #[test]
     fn a_dataset_whose_shapes_disagree_with_its_metadata_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         // Metadata naming three features over tensors of two.
