@@ -123,15 +123,7 @@ impl ExpressionModel {
                 (r.reshape(b)?, Some(alpha.reshape((b, n))?))
             }
             Head::TssRegion { linear } => {
-                let rows: Vec<u32> = t
-                    .read_slots
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &s)| (i * n + s) as u32)
-                    .collect();
-                let idx = Tensor::from_vec(rows, b, h.device())?;
-                let at = h.reshape((b * n, d))?.index_select(&idx, 0)?;
-                (linear.forward(&at)?.reshape(b)?, None)
+                (linear.forward(&at_read_slots(&h, t)?)?.reshape(b)?, None)
             }
             Head::Get => (self.get_head(&h, t)?, None),
         };
@@ -153,16 +145,10 @@ impl ExpressionModel {
         let Trunk::Get(get) = &self.trunk else {
             candle_core::bail!("internal: GET's head without GET's encoder")
         };
-        let (b, n, d) = h.dims3()?;
-        let rows: Vec<u32> = t
-            .read_slots
-            .iter()
-            .enumerate()
-            .map(|(i, &s)| (i * n + s) as u32)
-            .collect();
-        let idx = Tensor::from_vec(rows, b, h.device())?;
-        let at = h.reshape((b * n, d))?.index_select(&idx, 0)?;
-        let out = get.head_raw(&at).map_err(candle_core::Error::wrap)?;
+        let b = h.dims3()?.0;
+        let out = get
+            .head_raw(&at_read_slots(h, t)?)
+            .map_err(candle_core::Error::wrap)?;
         let strands = t.host.strand.as_deref().unwrap_or(&[]);
         let pick: Vec<f32> = (0..b)
             .flat_map(|i| match strands.get(i) {
@@ -200,6 +186,19 @@ impl ExpressionModel {
     pub fn hidden_size(&self) -> usize {
         self.config.encoder.d_model
     }
+}
+
+/// Each sample's state at the slot a TSS-region head reads: `[B, N, D]` → `[B, D]`.
+fn at_read_slots(h: &Tensor, t: &RegionTensors) -> Result<Tensor> {
+    let (b, n, d) = h.dims3()?;
+    let rows: Vec<u32> = t
+        .read_slots
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| (i * n + s) as u32)
+        .collect();
+    let idx = Tensor::from_vec(rows, b, h.device())?;
+    h.reshape((b * n, d))?.index_select(&idx, 0)
 }
 
 impl Model for ExpressionModel {}
