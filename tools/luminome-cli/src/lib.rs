@@ -166,11 +166,16 @@ fn install_signal_cleanup(tool: &str) {
         .name("lum-signals".into())
         .spawn(move || {
             if let Some(sig) = signals.forever().next() {
+                // Never inside a group of outputs that belong together (a checkpoint and its
+                // training state): wait for it, and let no other start.
+                let _no_commits = luminome_io::temps::block_commits();
                 let n = luminome_io::temps::remove_all();
                 let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
-                eprintln!(
-                    "{tool}: interrupted ({name}); removed {n} temporary file(s), no output was written"
-                );
+                let kept = match luminome_io::temps::committed() {
+                    0 => "no output was written".to_string(),
+                    k => format!("the {k} output file(s) finished before it are kept"),
+                };
+                eprintln!("{tool}: interrupted ({name}); removed {n} temporary file(s); {kept}");
                 std::process::exit(128 + sig);
             }
         });

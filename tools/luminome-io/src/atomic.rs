@@ -285,6 +285,7 @@ impl AtomicFile {
         tmp.persist(&dest)
             .map_err(|e| e.error)
             .with_context(|| format!("cannot move the finished output to {}", dest.display()))?;
+        crate::temps::note_committed();
         Ok(())
     }
 }

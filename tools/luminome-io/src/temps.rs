@@ -17,6 +17,35 @@ use std::sync::Mutex;
 pub const SUFFIX: &str = ".luminome.tmp";
 
 static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Held while a group of outputs that belong together is renamed into place (a checkpoint and
+/// its training state); the signal handler takes it before cleaning up, so an interruption lands
+/// before or after the whole group, never inside it.
+static COMMITTING: Mutex<()> = Mutex::new(());
+/// Outputs renamed to their final names by this run.
+static COMMITTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Runs `f` (renames of outputs that must appear together) so that SIGINT/SIGTERM cannot
+/// interrupt it: the handler waits for it to finish.
+pub fn commit_section<T>(f: impl FnOnce() -> T) -> T {
+    let _guard = COMMITTING.lock().unwrap_or_else(|e| e.into_inner());
+    f()
+}
+
+/// Waits until no [`commit_section`] runs and keeps others from starting (the signal handler,
+/// before it cleans up and exits).
+pub fn block_commits() -> std::sync::MutexGuard<'static, ()> {
+    COMMITTING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Records that an output reached its final name.
+pub fn note_committed() {
+    COMMITTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// How many outputs this run has committed.
+pub fn committed() -> usize {
+    COMMITTED.load(std::sync::atomic::Ordering::SeqCst)
+}
 static CREATED_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 static SWEPT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
@@ -170,5 +199,32 @@ mod tests {
         assert!(remove_all() >= 1);
         assert!(!t.exists() && !run.exists());
         unregister(&t);
+    }
+}
+
+#[cfg(test)]
+mod commit_tests {
+    use super::*;
+
+    #[test]
+    fn a_signal_waits_for_a_commit_section_to_finish() {
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let worker = std::thread::spawn(move || {
+            commit_section(|| {
+                started_tx.send(()).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(150));
+                std::time::Instant::now()
+            })
+        });
+        started_rx.recv().unwrap();
+        // What the signal handler does first: it cannot get in before the section ends.
+        let guard = block_commits();
+        let got_in = std::time::Instant::now();
+        let section_ended = worker.join().unwrap();
+        assert!(got_in >= section_ended);
+        drop(guard);
+        let before = committed();
+        note_committed();
+        assert!(committed() > before);
     }
 }

@@ -31,6 +31,65 @@ pub struct TrainerState {
     /// The lowest dev loss so far and the evaluations since (runs with a loss patience only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dev_loss_watch: Option<DevLossWatch>,
+    /// [`weights_checksum`] of the weights saved with this state: resume refuses weights that
+    /// are not them (another step, another run). Absent in states of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights_crc32: Option<u32>,
+}
+
+/// CRC-32 of every parameter, in name order (name, shape and f32 values, little-endian): the
+/// same for the same weights on any machine and version.
+pub fn weights_checksum(varmap: &candle_nn::VarMap) -> Result<u32> {
+    let data = varmap.data().lock().expect("var map lock");
+    let mut names: Vec<&String> = data.keys().collect();
+    names.sort();
+    let mut h = crc32fast::Hasher::new();
+    for name in names {
+        let t = data[name].as_tensor();
+        h.update(name.as_bytes());
+        for d in t.dims() {
+            h.update(&(*d as u64).to_le_bytes());
+        }
+        let values = t
+            .flatten_all()?
+            .to_dtype(candle_core::DType::F32)?
+            .to_vec1::<f32>()?;
+        for v in values {
+            h.update(&v.to_le_bytes());
+        }
+    }
+    Ok(h.finalize())
+}
+
+/// Refuses a training state that does not belong to the weights `ckpt` holds (loaded into
+/// `varmap`; `ckpt_step` from its metadata): another step, or another run's weights.
+pub fn check_state_matches(
+    ckpt: &Path,
+    ckpt_step: u64,
+    state: &TrainerState,
+    state_path: &Path,
+    varmap: &candle_nn::VarMap,
+) -> Result<()> {
+    if ckpt_step != state.step {
+        bail!(
+            "{} holds the weights of step {ckpt_step} but {} the training state of step {}: they were not saved together (a run stopped while saving, or files copied from different runs); resuming would continue from mismatched files. Restart the run, or resume from a matching pair",
+            ckpt.display(),
+            state_path.display(),
+            state.step
+        );
+    }
+    if let Some(want) = state.weights_crc32 {
+        let got = weights_checksum(varmap)?;
+        if got != want {
+            bail!(
+                "{} (step {ckpt_step}) is not the checkpoint {} (step {}) was saved with: weights checksum {got:08x}, the state's {want:08x} (another run's files, or a changed checkpoint); resuming would continue from mismatched files",
+                ckpt.display(),
+                state_path.display(),
+                state.step
+            );
+        }
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

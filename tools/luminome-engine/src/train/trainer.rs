@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::optim::{clip_grad_norm, AdamW, AdamWConfig};
 use super::schedule::WarmupCosine;
-use super::state::{read_state, write_state, TrainerState};
+use super::state::{check_state_matches, read_state, weights_checksum, write_state, TrainerState};
 use super::task::TrainTask;
 use crate::checkpoint::{prepare_checkpoint, state_path, CheckpointMeta};
 
@@ -169,6 +169,7 @@ impl Trainer<'_> {
             evals_since_best: 0,
             optimizer_steps: 0,
             dev_loss_watch: None,
+            weights_crc32: None,
         };
         let mut log: Vec<LogRow> = Vec::new();
         if let Some(r) = resume {
@@ -423,19 +424,23 @@ impl Trainer<'_> {
         let mut meta = self.meta.clone();
         meta.step = state.step;
         meta.metrics = metrics.clone();
-        let mut files = Vec::new();
+        let mut files = prepare_checkpoint(dest, &meta, self.varmap)?;
         if let Some(opt) = opt {
-            files.push(write_state(&state_path(dest), state, opt)?);
+            let state = TrainerState {
+                weights_crc32: Some(weights_checksum(self.varmap)?),
+                ..state.clone()
+            };
+            files.push(write_state(&state_path(dest), &state, opt)?);
         }
-        files.extend(prepare_checkpoint(dest, &meta, self.varmap)?);
-        for f in files {
-            f.commit()?;
-        }
-        Ok(())
+        // Weights first, state last, and no signal in between: a SIGKILL there leaves new
+        // weights beside the old state, which resume refuses (check_state_matches).
+        luminome_io::temps::commit_section(|| files.into_iter().try_for_each(|f| f.commit()))
     }
 
     fn load_state(&self, ckpt: &Path, opt: &mut AdamW) -> Result<TrainerState> {
         let (state, tensors, sp) = read_state(ckpt, &self.varmap_device()?)?;
+        let ckpt_step = crate::checkpoint::read_checkpoint_meta(ckpt)?.step;
+        check_state_matches(ckpt, ckpt_step, &state, &sp, self.varmap)?;
         opt.load_state(&tensors, state.optimizer_steps, &sp)?;
         Ok(state)
     }
