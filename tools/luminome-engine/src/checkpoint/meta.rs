@@ -36,12 +36,26 @@ pub struct CheckpointMeta {
     pub table_columns: Option<Vec<String>>,
     /// Optimizer step the weights are from.
     pub step: u64,
-    /// Dev metrics at that step (when evaluated).
+    /// Dev metrics at that step (when evaluated). A metric that is undefined on the dev set
+    /// (e.g. AUROC without both classes) is NaN, which JSON writes as `null` and reads back as
+    /// NaN, so a checkpoint can always be read by the tool that wrote it.
+    #[serde(deserialize_with = "metrics_with_nan")]
     pub metrics: BTreeMap<String, f64>,
     pub sources: Vec<String>,
     pub tool: String,
     pub tool_version: String,
     pub command_line: String,
+}
+
+/// Metrics whose `null`s (NaN as serde_json writes it) read back as NaN.
+fn metrics_with_nan<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<BTreeMap<String, f64>, D::Error> {
+    let raw: BTreeMap<String, Option<f64>> = serde::Deserialize::deserialize(d)?;
+    Ok(raw
+        .into_iter()
+        .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
+        .collect())
 }
 
 impl CheckpointMeta {
@@ -212,6 +226,36 @@ fn parse_meta(path: &Path, md: &serde_json::Value) -> Result<CheckpointMeta> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A dev metric that is undefined (NaN: AUROC of a dev set with one class) is written as
+    /// JSON null and must read back, or the tool cannot open the checkpoint it just wrote.
+    #[test]
+    fn an_undefined_metric_round_trips_as_nan() {
+        let model = ModelConfig::from(crate::models::mlm::MlmConfig {
+            encoder: crate::backbones::EncoderConfig {
+                vocab_size: 10,
+                d_model: 8,
+                num_layers: 1,
+                num_heads: 2,
+                ffn_dim: 16,
+                dropout: 0.0,
+                max_length: 16,
+                position: crate::backbones::PositionEncoding::Learned,
+                layer_norm_eps: 1e-5,
+                pad_id: 0,
+                attention: Default::default(),
+            },
+        });
+        let tok = TokenizerInfo::nucleotide(true, true);
+        let mut meta = CheckpointMeta::new(model, InputSpec::Tokens(tok), vec![], "t", "");
+        meta.metrics.insert("dev_auroc".into(), f64::NAN);
+        meta.metrics.insert("dev_loss".into(), 0.5);
+        let text = serde_json::to_string(&meta).unwrap();
+        assert!(text.contains("\"dev_auroc\":null"), "{text}");
+        let back: CheckpointMeta = serde_json::from_str(&text).unwrap();
+        assert!(back.metrics["dev_auroc"].is_nan());
+        assert_eq!(back.metrics["dev_loss"], 0.5);
+    }
 
     /// A checkpoint trained on non-overlapping 3-mers refuses overlapping 3-mers (the same
     /// vocabulary, other ids for the same bases), naming both tokenizations and the fix.
