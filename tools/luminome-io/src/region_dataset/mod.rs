@@ -115,6 +115,49 @@ mod tests {
         assert!(ds.batch(&[2]).is_err());
     }
 
+    /// A NaN or ±inf feature, or an infinite expression, is refused on open by every tool
+    /// (train, predict, importance open datasets here), naming sample, slot and feature.
+    #[test]
+    fn non_finite_features_and_infinite_expression_are_refused_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = meta(3, &["motif", "accessibility"]);
+        for (bad_feature, expression, needle) in [
+            (f32::NAN, 1.0, "sample 0, region slot 1: feature motif is NaN"),
+            (f32::NEG_INFINITY, 1.0, "feature motif is -inf"),
+            (0.0, f64::INFINITY, "sample 0: expression inf is infinite"),
+        ] {
+            let out = dir.path().join("bad.safetensors");
+            let mut w =
+                RegionDatasetWriter::create(&out, &dir.path().join("bad.samples.tsv"), 3, 2, true)
+                    .unwrap();
+            let mut features: Vec<f32> = (0..6).map(|v| v as f32).collect();
+            features[2] = bad_feature;
+            if bad_feature == 0.0 {
+                features[2] = 2.0;
+            }
+            w.push(&RegionSample {
+                features: &features,
+                region_mask: &[1, 1, 0],
+                tss_index: Some(1),
+                tss_slot: 1,
+                region_index: &[3, 4, -1],
+                expression: Some(expression),
+                gene: "G",
+                gene_id: "ENSG1",
+                cell_type: "K562",
+                chrom: "chr1",
+                tss: 100,
+                strand: '+',
+                regions_used: 2,
+                tss_region: Some(4),
+            })
+            .unwrap();
+            w.finish(&m, "test", "0", "test").unwrap();
+            let e = format!("{:#}", RegionDataset::open(&out).err().expect("refused"));
+            assert!(e.contains(needle) && e.contains("bad.safetensors"), "{e}");
+        }
+    }
+
     #[test]
     fn the_feature_scale_is_read_back_and_raw_when_absent() {
         let dir = tempfile::tempdir().unwrap();

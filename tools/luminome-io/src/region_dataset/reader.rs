@@ -137,6 +137,7 @@ impl RegionDataset {
                 i + 1
             );
         }
+        ds.check_values()?;
         if let Some(t) = ds.file.tensor("tss_slot") {
             let mut slots = Vec::with_capacity(samples);
             for r in 0..samples {
@@ -155,6 +156,41 @@ impl RegionDataset {
             }
         }
         Ok(ds)
+    }
+
+    /// Every feature is a finite number, and every expression value is a number or NaN
+    /// (missing): checked once, whole, on open, so that no tool trains on, predicts from or
+    /// explains a NaN or ±inf. The first bad value is named by sample, slot and feature.
+    fn check_values(&self) -> Result<()> {
+        let (n, f) = (self.meta.n_regions, self.meta.feature_names.len());
+        let features = self.file.require("features")?;
+        let mut row = Vec::with_capacity(n * f);
+        for r in 0..self.samples {
+            row.clear();
+            features.extend_f32(r, &mut row);
+            if let Some(i) = row.iter().position(|v| !v.is_finite()) {
+                bail!(
+                    "{}: sample {r}, region slot {}: feature {} is {} (every feature must be a finite number; rebuild the dataset or fix its inputs)",
+                    self.path.display(),
+                    i / f,
+                    self.meta.feature_names[i % f],
+                    row[i]
+                );
+            }
+        }
+        if let Some(t) = self.file.tensor("expression") {
+            let mut values = Vec::with_capacity(self.samples);
+            for r in 0..self.samples {
+                t.extend_f32(r, &mut values);
+            }
+            if let Some((r, v)) = values.iter().enumerate().find(|(_, v)| v.is_infinite()) {
+                bail!(
+                    "{}: sample {r}: expression {v} is infinite (missing values are NaN)",
+                    self.path.display()
+                );
+            }
+        }
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
