@@ -366,3 +366,47 @@ fn the_llr_track_can_be_a_bigwig_with_the_reference_sizes() {
     }
     assert_eq!(from_bw, bg, "the bigWig holds the bedGraph's intervals");
 }
+
+/// A dataset moved with its VCF to another folder still finds the VCF it was built from (by
+/// its name beside the dataset); without it the error names every place tried and --variants.
+#[test]
+fn a_moved_dataset_finds_its_variants_file_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let built = dir.path().join("built");
+    std::fs::create_dir(&built).unwrap();
+    let (_vcf, ds) = inputs(&built, "complement");
+    let ckpt = dir.path().join("m.safetensors");
+    bistrand_checkpoint(&ckpt, Pairing::Complement);
+    let moved = dir.path().join("moved");
+    std::fs::rename(&built, &moved).unwrap();
+    let ds = moved.join(ds.file_name().unwrap());
+    let out = |n: &str| dir.path().join(n).display().to_string();
+    let run = |vcf: &str| {
+        predict(&[
+            "--checkpoint",
+            ckpt.to_str().unwrap(),
+            "--dataset",
+            ds.to_str().unwrap(),
+            "-o",
+            &out("s.tsv"),
+            "--vcf",
+            vcf,
+            "--threads",
+            "1",
+        ])
+    };
+    let o = run(&out("s.vcf"));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read_to_string(out("s.vcf"))
+        .unwrap()
+        .contains("rs1"));
+    std::fs::remove_file(moved.join("v.vcf")).unwrap();
+    let o = run(&out("t.vcf"));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("is not at") && e.contains("moved") && e.contains("give --variants"),
+        "{e}"
+    );
+    assert!(!std::path::Path::new(&out("t.vcf")).exists());
+}

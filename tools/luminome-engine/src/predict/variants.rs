@@ -119,12 +119,15 @@ fn reference_contigs(dataset: &PairDataset) -> Vec<(String, u64)> {
     }
 }
 
-/// The variants file the dataset was built from (its metadata's second source).
+/// The variants file the dataset was built from (its metadata's second source), as written
+/// when the dataset was made, which may be relative to another folder than today's: tried as
+/// stored (from the current folder), then from the dataset's folder, then by its file name in
+/// the dataset's folder; none existing is an error naming every try and `--variants`.
 fn variants_source(dataset: &PairDataset, extra: &ExtraOutputs) -> Result<PathBuf> {
     if let Some(v) = &extra.variants {
         return Ok(v.clone());
     }
-    dataset
+    let stored = dataset
         .meta()
         .sources
         .get(1)
@@ -134,7 +137,33 @@ fn variants_source(dataset: &PairDataset, extra: &ExtraOutputs) -> Result<PathBu
                 "{}: the dataset names no variants file; give --variants",
                 dataset.path().display()
             )
-        })
+        })?;
+    let folder = dataset
+        .path()
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let mut tries = vec![stored.clone()];
+    if stored.is_relative() {
+        tries.push(folder.join(&stored));
+    }
+    if let Some(name) = stored.file_name() {
+        tries.push(folder.join(name));
+    }
+    tries.dedup();
+    if let Some(found) = tries.iter().find(|p| p.is_file()) {
+        return Ok(found.clone());
+    }
+    bail!(
+        "{}: the variants file it was built from ({}) is not at {}; give --variants",
+        dataset.path().display(),
+        stored.display(),
+        tries
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" or ")
+    )
 }
 
 /// The TSV columns of a variant scorer after `record name`: the variant, its three scores (named
