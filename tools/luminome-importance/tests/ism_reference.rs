@@ -117,12 +117,12 @@ fn ism_matches_tangermeme_saturation_mutagenesis() {
 
         // hypothetical=True: Δf minus its mean over the four bases of each position.
         let mut hyp = got.clone();
-        for r in 0..3 {
+        for (r, seq) in seqs.iter().enumerate() {
             for p in 0..10 {
                 let at = |a: usize| r * 40 + a * 10 + p;
                 let mean = (0..4).map(|a| got[at(a)]).sum::<f32>() / 4.0;
                 for a in 0..4 {
-                    hyp[at(a)] = if p < seqs[r].len() {
+                    hyp[at(a)] = if p < seq.len() {
                         got[at(a)] - mean
                     } else {
                         0.0
