@@ -300,6 +300,35 @@ fn tss_accessibility_needs_accessibility_as_the_last_feature() {
     );
 }
 
+/// Rewrites a region dataset with sample `r`'s region_mask all zero (metadata kept).
+fn zero_region_mask(path: &Path, r: usize) {
+    let bytes = std::fs::read(path).unwrap();
+    let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let mut owned: Vec<(String, safetensors::Dtype, Vec<usize>, Vec<u8>)> = st
+        .tensors()
+        .into_iter()
+        .map(|(n, t)| (n, t.dtype(), t.shape().to_vec(), t.data().to_vec()))
+        .collect();
+    for (name, _, shape, data) in owned.iter_mut() {
+        if name == "region_mask" {
+            let n = shape[1];
+            data[r * n..(r + 1) * n].fill(0);
+        }
+    }
+    let views: Vec<(String, safetensors::tensor::TensorView)> = owned
+        .iter()
+        .map(|(n, d, s, b)| {
+            (
+                n.clone(),
+                safetensors::tensor::TensorView::new(*d, s.clone(), b).unwrap(),
+            )
+        })
+        .collect();
+    let out = safetensors::serialize(views, header.metadata().clone()).unwrap();
+    std::fs::write(path, out).unwrap();
+}
+
 fn refused(args: &[&str], out: &Path, needles: &[&str]) {
     let o = run(args);
     let e = stderr(&o);
@@ -380,6 +409,18 @@ fn bad_region_inputs_are_refused_with_the_sample() {
             }
         })
         .collect();
+    // Sample 3's mask emptied in the tensor: the table still counts its regions, and that
+    // disagreement is refused on its own (a sample with an empty mask is never trained on).
+    zero_region_mask(&empty, 3);
+    refused(
+        &["expression", "--train", empty.to_str().unwrap(), "-o", o],
+        &out,
+        &[
+            "empty.samples.tsv: line 5: sample 3 has regions_used",
+            "masks 0 region(s)",
+        ],
+    );
+    // With the table saying so too: an empty sample, refused unless left out.
     std::fs::write(&samples, edited.join("\n") + "\n").unwrap();
     refused(
         &["expression", "--train", empty.to_str().unwrap(), "-o", o],

@@ -320,6 +320,21 @@ impl RegionDataset {
                 self.samples
             );
         }
+        // The table's regions_used is what tools read to refuse empty samples: it must be the
+        // region_mask's count, or a sample whose mask is empty would be trained on.
+        let mask = self.file.require("region_mask")?;
+        for (r, row) in rows.iter().enumerate() {
+            let used = mask.row_bytes(r).iter().filter(|&&m| m != 0).count();
+            if used != row.regions_used {
+                bail!(
+                    "{}: line {}: sample {r} has regions_used {}, but {} masks {used} region(s) for it; the table and the dataset do not belong together (rebuild both with luminome-regions)",
+                    path.display(),
+                    r + 2,
+                    row.regions_used,
+                    self.path.display()
+                );
+            }
+        }
         Ok(rows)
     }
 }
