@@ -122,7 +122,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let m = meta(3, &["motif", "accessibility"]);
         for (bad_feature, expression, needle) in [
-            (f32::NAN, 1.0, "sample 0, region slot 1: feature motif is NaN"),
+            (
+                f32::NAN,
+                1.0,
+                "sample 0, region slot 1: feature motif is NaN",
+            ),
             (f32::NEG_INFINITY, 1.0, "feature motif is -inf"),
             (0.0, f64::INFINITY, "sample 0: expression inf is infinite"),
         ] {
