@@ -424,5 +424,10 @@ fn a_run_folder_holding_the_training_set_as_a_run_file_is_refused() {
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{e}");
     assert!(e.contains("would destroy the input"), "{e}");
+    // It reads as English: the input of this run, not "the input input".
+    assert!(
+        e.contains("is the input of this run, ") && !e.contains("input input"),
+        "{e}"
+    );
     assert_eq!(std::fs::read(&input).unwrap(), before);
 }

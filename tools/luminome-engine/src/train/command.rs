@@ -70,7 +70,7 @@ pub fn check_run_outputs(dir: &std::path::Path, extra: &[&str], sources: &[Strin
         outputs.iter().map(|p| ("-o", p.as_path())).collect();
     let inputs: Vec<(&str, &std::path::Path)> = sources
         .iter()
-        .map(|s| ("input", std::path::Path::new(s.as_str())))
+        .map(|s| ("of this run,", std::path::Path::new(s.as_str())))
         .collect();
     luminome_io::atomic::check_outputs_distinct(&outputs, &inputs)
 }
