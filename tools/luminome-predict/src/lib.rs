@@ -327,6 +327,18 @@ fn write_predictions(args: &PredictArgs, predictor: &mut dyn Predictor) -> Resul
         );
     }
     predictor.check_extra(&extra)?;
+    if predictor.is_empty() {
+        // An empty table and a metrics file of nothing would read as a finished prediction.
+        bail!(
+            "{}: no records to predict (the dataset is empty{})",
+            args.dataset.display(),
+            if args.subset.is_some() {
+                ", or --subset selects none of it"
+            } else {
+                ""
+            }
+        );
+    }
     let mut out = AtomicWriter::create(&args.output)?;
     let mut header = vec!["record".to_string(), "name".to_string()];
     header.extend(predictor.columns());
