@@ -248,6 +248,7 @@ fn parse_table_line(path: &Path, line: u64, text: &str) -> Result<Variant, Input
             format!("POS {:?} is not a 1-based position", cut(f[1])),
         )
     })?;
+    check_ref(f[3]).map_err(|e| InputError::line(path, line, e))?;
     Ok(Variant {
         line,
         chrom: f[0].to_string(),
@@ -257,6 +258,22 @@ fn parse_table_line(path: &Path, line: u64, text: &str) -> Result<Variant, Input
         alternates: f[4].split(',').map(str::to_string).collect(),
         info: Vec::new(),
     })
+}
+
+/// REF as VCF defines it: one or more of A, C, G, T, N (any case). `.` or a digit is not a
+/// variant with an unknown base but a malformed record, and is refused rather than counted.
+fn check_ref(reference: &str) -> Result<(), String> {
+    if reference.is_empty()
+        || !reference
+            .bytes()
+            .all(|b| matches!(b.to_ascii_uppercase(), b'A' | b'C' | b'G' | b'T' | b'N'))
+    {
+        return Err(format!(
+            "REF {:?} is not a run of A, C, G, T or N (a malformed record)",
+            cut(reference)
+        ));
+    }
+    Ok(())
 }
 
 /// A value quoted in a message, cut to a readable length.
@@ -289,6 +306,7 @@ fn convert(
         .map(|b| b.map(char::from))
         .collect::<Result<String, _>>()
         .map_err(|e| format!("unreadable REF: {e}"))?;
+    check_ref(&reference)?;
     let alternates = record
         .alternate_bases()
         .iter()
@@ -410,6 +428,42 @@ mod tests {
         let p = write(dir.path(), "short.tsv", "I\t3080\tgk1\n");
         let e = all(&p, &[]).unwrap_err().to_string();
         assert!(e.contains("line 1") && e.contains("5 columns"), "{e}");
+    }
+
+    #[test]
+    fn a_ref_that_is_not_bases_is_a_malformed_record_naming_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let head = "##fileformat=VCFv4.3\n##contig=<ID=I>\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n";
+        for bad in [".", "7", "AX"] {
+            let p = write(
+                dir.path(),
+                "r.vcf",
+                &format!("{head}I\t5\trs1\tA\tG\t.\t.\t.\nI\t9\trs2\t{bad}\tA\t.\t.\t.\n"),
+            );
+            match all(&p, &[]) {
+                Ok(v) => panic!("REF {bad:?} accepted: {} records", v.len()),
+                Err(e) => {
+                    let e = e.to_string();
+                    assert!(
+                        e.contains("r.vcf") && e.contains("line 5") && e.contains("REF"),
+                        "{bad}: {e}"
+                    );
+                }
+            }
+            let p = write(
+                dir.path(),
+                "r.tsv",
+                &format!("I 5 rs1 A G\nI 9 rs2 {bad} A\n"),
+            );
+            let e = all(&p, &[]).unwrap_err().to_string();
+            assert!(
+                e.contains("r.tsv") && e.contains("line 2") && e.contains("REF"),
+                "{bad}: {e}"
+            );
+        }
+        // Lower case and N are bases.
+        let p = write(dir.path(), "ok.tsv", "I 5 rs1 a G\nI 6 rs2 N A\n");
+        assert_eq!(all(&p, &[]).unwrap().len(), 2);
     }
 
     #[test]
