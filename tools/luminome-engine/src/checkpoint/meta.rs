@@ -227,13 +227,11 @@ fn parse_meta(path: &Path, md: &serde_json::Value) -> Result<CheckpointMeta> {
 mod tests {
     use super::*;
 
-    /// A dev metric that is undefined (NaN: AUROC of a dev set with one class) is written as
-    /// JSON null and must read back, or the tool cannot open the checkpoint it just wrote.
-    #[test]
-    fn an_undefined_metric_round_trips_as_nan() {
-        let model = ModelConfig::from(crate::models::mlm::MlmConfig {
+    /// A tiny masked-LM config (its metadata is what these tests read).
+    fn tiny_mlm(vocab_size: usize) -> ModelConfig {
+        ModelConfig::from(crate::models::mlm::MlmConfig {
             encoder: crate::backbones::EncoderConfig {
-                vocab_size: 10,
+                vocab_size,
                 d_model: 8,
                 num_layers: 1,
                 num_heads: 2,
@@ -245,7 +243,14 @@ mod tests {
                 pad_id: 0,
                 attention: Default::default(),
             },
-        });
+        })
+    }
+
+    /// A dev metric that is undefined (NaN: AUROC of a dev set with one class) is written as
+    /// JSON null and must read back, or the tool cannot open the checkpoint it just wrote.
+    #[test]
+    fn an_undefined_metric_round_trips_as_nan() {
+        let model = tiny_mlm(10);
         let tok = TokenizerInfo::nucleotide(true, true);
         let mut meta = CheckpointMeta::new(model, InputSpec::Tokens(tok), vec![], "t", "");
         meta.metrics.insert("dev_auroc".into(), f64::NAN);
@@ -262,21 +267,7 @@ mod tests {
     #[test]
     fn a_dataset_tokenized_otherwise_than_the_checkpoint_is_refused_naming_both() {
         let mine = TokenizerInfo::kmer(3, 3, true, true);
-        let model = ModelConfig::from(crate::models::mlm::MlmConfig {
-            encoder: crate::backbones::EncoderConfig {
-                vocab_size: mine.vocab_size(),
-                d_model: 8,
-                num_layers: 1,
-                num_heads: 2,
-                ffn_dim: 16,
-                dropout: 0.0,
-                max_length: 16,
-                position: crate::backbones::PositionEncoding::Learned,
-                layer_norm_eps: 1e-5,
-                pad_id: 0,
-                attention: Default::default(),
-            },
-        });
+        let model = tiny_mlm(mine.vocab_size());
         let meta = CheckpointMeta::new(model, InputSpec::Tokens(mine.clone()), vec![], "t", "");
         let (ck, ds) = (
             Path::new("genome.safetensors"),
