@@ -187,17 +187,13 @@ impl Predictor for ExpressionPredictor {
                 self.empty += 1;
             }
             values.push(p.map_or_else(|| "NA".into(), |v| v.to_string()));
-            if let Some(e) = &t.expression {
-                let y = e[i] as f64;
-                values.push(if y.is_nan() {
-                    "NA".into()
-                } else {
-                    e[i].to_string()
-                });
-                if let (Some(p), false) = (p, y.is_nan()) {
-                    self.scored.push((s.cell_type.clone(), y, f64::from(p)));
-                }
-            }
+            observed_column(
+                &mut values,
+                &mut self.scored,
+                t.expression.as_ref().map(|e| e[i]),
+                &s.cell_type,
+                p,
+            );
             out.push(PredictionRow {
                 record: r as u64,
                 name: s.gene.clone(),
@@ -242,6 +238,28 @@ pub fn metrics_by_cell_type(
         }
     }
     out
+}
+
+/// The `observed` column of an expression row (NA for a missing value) and, when both the
+/// prediction `p` and the value are there, the pair kept for the metrics.
+pub(crate) fn observed_column(
+    values: &mut Vec<String>,
+    scored: &mut Vec<(String, f64, f64)>,
+    observed: Option<f32>,
+    cell_type: &str,
+    p: Option<f32>,
+) {
+    let Some(y) = observed else {
+        return;
+    };
+    values.push(if y.is_nan() {
+        "NA".into()
+    } else {
+        y.to_string()
+    });
+    if let (Some(p), false) = (p, y.is_nan()) {
+        scored.push((cell_type.to_string(), f64::from(y), f64::from(p)));
+    }
 }
 
 impl PredictFamily for ExpressionConfig {

@@ -18,7 +18,7 @@ use candle_core::{Device, Tensor};
 use luminome_io::region_dataset::{RegionDataset, SampleRow};
 
 use super::{check_motif_count, tss_expression, GetRegion, Strand, TssSite};
-use crate::models::expression::predictor::metrics_by_cell_type;
+use crate::models::expression::predictor::{metrics_by_cell_type, observed_column};
 use crate::models::region::batch::read_slot;
 use crate::models::region::Subset;
 use crate::predict::{PredictionRow, Predictor};
@@ -175,17 +175,13 @@ impl Predictor for GetPredictor {
                 s.cell_type.clone(),
                 p.map_or_else(|| "NA".into(), |v| v.to_string()),
             ];
-            if let Some(e) = &b.expression {
-                let y = e[i] as f64;
-                values.push(if y.is_nan() {
-                    "NA".into()
-                } else {
-                    e[i].to_string()
-                });
-                if let (Some(p), false) = (p, y.is_nan()) {
-                    self.scored.push((s.cell_type.clone(), y, f64::from(p)));
-                }
-            }
+            observed_column(
+                &mut values,
+                &mut self.scored,
+                b.expression.as_ref().map(|e| e[i]),
+                &s.cell_type,
+                p,
+            );
             out.push(PredictionRow {
                 record: r as u64,
                 name: s.gene.clone(),
