@@ -54,6 +54,9 @@ Example (GUE core promoters from test-data; a DynamicGated model from luminome-t
   luminome-tokenize test-data/gue_prom_core_all/test.csv --max-length 72 -o prom_test.safetensors
   luminome-importance --checkpoint prom_gated/best.safetensors --dataset prom_test.safetensors \\
       --method ig --only-label 1 --records 200 -o prom_test.ig.tsv --npz prom_test.ig.npz
+  # in-silico mutagenesis: every base to every other base (--positions BED to mutate only some)
+  luminome-importance --checkpoint prom_gated/best.safetensors --dataset prom_test.safetensors \\
+      --method ism --only-label 1 --records 50 -o prom_test.ism.tsv --npz prom_test.ism.npz
   # genomic records (BED + reference): also a bedGraph track
   luminome-tokenize test-data/chr22_slice/intervals.bed --reference test-data/chr22_slice/chr22_slice.fa \\
       --max-length 72 --overflow window -o tss.safetensors

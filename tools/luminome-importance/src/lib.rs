@@ -393,19 +393,9 @@ where
         bar.inc(chunk.len() as u64);
     }
     bar.finish_and_clear();
-    let bedgraph = match (&args.bedgraph, &track) {
-        (Some(path), Some(t)) => {
-            Some(t.write(path, "luminome-importance ism", args.chrom_sizes.as_deref())?)
-        }
-        _ => None,
-    };
-    tsv.commit()?;
-    if let Some(b) = bedgraph {
-        b.commit()?;
-    }
-    if let Some(n) = npz {
-        n.commit()?;
-    }
+    commit_outputs(args, records.len(), tsv, track.as_ref(), || {
+        npz.map_or(Ok(()), |n| n.commit())
+    })?;
     if !args.runtime.quiet {
         eprintln!(
             "luminome-importance: {} records, method ism ({forward_rows} forward rows) → {} ({:.1}s)",
@@ -461,6 +451,39 @@ where
         );
     }
     Ok(only)
+}
+
+/// Writes the bedGraph (saying how many records had no coordinates) and moves the TSV, the
+/// track and the npz (`commit_npz`) to their final names, once everything is complete.
+fn commit_outputs(
+    args: &ImportanceArgs,
+    records: usize,
+    tsv: AtomicWriter,
+    track: Option<&GenomeTrack>,
+    commit_npz: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    let bedgraph = match (&args.bedgraph, track) {
+        (Some(path), Some(t)) => {
+            if !args.runtime.quiet && t.records_without_coords > 0 {
+                eprintln!(
+                    "luminome-importance: {} of {records} records have no genomic coordinates (coords '.') and are not in the bedGraph{}",
+                    t.records_without_coords,
+                    if t.records_placed == 0 { "; it holds only its track line" } else { "" }
+                );
+            }
+            Some(t.write(
+                path,
+                &format!("luminome-importance {}", args.method.name()),
+                args.chrom_sizes.as_deref(),
+            )?)
+        }
+        _ => None,
+    };
+    tsv.commit()?;
+    if let Some(b) = bedgraph {
+        b.commit()?;
+    }
+    commit_npz()
 }
 
 /// The index of the largest value (the first of ties).
@@ -541,32 +564,9 @@ where
         bar.inc(chunk.len() as u64);
     }
     bar.finish_and_clear();
-    let bedgraph = match (&args.bedgraph, &track) {
-        (Some(path), Some(t)) => {
-            if !args.runtime.quiet && t.records_without_coords > 0 {
-                eprintln!(
-                    "luminome-importance: {} of {} records have no genomic coordinates (coords '.') and are not in the bedGraph{}",
-                    t.records_without_coords,
-                    records.len(),
-                    if t.records_placed == 0 { "; it holds only its track line" } else { "" }
-                );
-            }
-            Some(t.write(
-                path,
-                &format!("luminome-importance {}", args.method.name()),
-                args.chrom_sizes.as_deref(),
-            )?)
-        }
-        _ => None,
-    };
-    // Everything is complete: move the outputs to their final names.
-    tsv.commit()?;
-    if let Some(b) = bedgraph {
-        b.commit()?;
-    }
-    if let Some(n) = npz {
-        n.commit()?;
-    }
+    commit_outputs(args, records.len(), tsv, track.as_ref(), || {
+        npz.map_or(Ok(()), |n| n.commit())
+    })?;
     if !args.runtime.quiet {
         eprintln!(
             "luminome-importance: {} records, method {:?} → {} ({:.1}s)",
