@@ -12,6 +12,10 @@
 #   snvs_small.*, snvs_large.*   every SNV at 40 / 2,000 sampled coding positions of C. elegans
 #                                chromosomes V and X (bench/bistrand/coding_snvs.py, seed 1), as
 #                                windows of 512 (luminome-mask-pairs --variants).
+#   plantcad_l20_shrunk/,        when CAD_CKPT (default /work/bench-data/plantcad_l20_random,
+#   snvs_cad_small.*,            bench/caduceus/make_random_checkpoint.py --size l20) exists: that
+#   snvs_cad_large.*             checkpoint shrunk by bench/gpu/regrow_checkpoint.py, and the SNVs
+#                                of the first 12 / all 2,000 positions in its vocabulary (--like).
 # BIN (default target/release) holds luminome-tokenize and luminome-mask-pairs (built if missing).
 set -euo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd)
@@ -35,4 +39,14 @@ for set in small:40 large:2000; do
     "$bin/luminome-mask-pairs" --quiet --reference "$tmp/celegans.fa" \
         --variants "$out/snvs_${set%%:*}.tsv" --window 512 -o "$out/snvs_${set%%:*}.pairs.safetensors"
 done
+cad=${CAD_CKPT:-/work/bench-data/plantcad_l20_random}
+if [[ -f $cad/model.safetensors ]]; then
+    python3 bench/gpu/regrow_checkpoint.py shrink "$cad" "$out/plantcad_l20_shrunk"
+    head -n 12 "$out/snvs_small.tsv" > "$out/snvs_cad_small.tsv"
+    cp "$out/snvs_large.tsv" "$out/snvs_cad_large.tsv"
+    for set in small large; do
+        "$bin/luminome-mask-pairs" --quiet --reference "$tmp/celegans.fa" --like "$cad" \
+            --variants "$out/snvs_cad_$set.tsv" --window 512 -o "$out/snvs_cad_$set.pairs.safetensors"
+    done
+fi
 ls -la "$out"

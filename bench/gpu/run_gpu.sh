@@ -13,7 +13,7 @@
 # OUT_DIR   receives one file per stage, summary.tsv and stages.log (each stage's start).
 #
 # Stages (STAGES, default "check bench train variants profile"; SIZES, default "small large", the
-# bench models; DEVICE, default cuda: cuda:N for another GPU, cpu for a dry run of the script
+# bench models, LARGE_BATCH the large one's batch (default 64); DEVICE, default cuda: cuda:N for another GPU, cpu for a dry run of the script
 # itself). Each command runs under a time limit (LIMIT seconds, default 120), so one that hangs
 # costs its limit, not the session; a command that fails or runs out is written in the summary
 # and the next one runs.
@@ -38,6 +38,11 @@
 #            device (wall time; VAR_CPU_TRAIN=0: on CUDA alone),
 #            then variant scoring (luminome-predict, log-likelihood ratios) of the same SNV
 #            windows on both (SNVs/s, largest LLR difference), and of a larger set on CUDA alone.
+#   caduceus zero-shot SNV scoring with a random checkpoint in PlantCaduceus_l20's published
+#            layout (20.9 M parameters; regrown from DATA_DIR/plantcad_l20_shrunk by
+#            bench/gpu/regrow_checkpoint.py): a few SNVs on both devices (SNVs/s, largest LLR
+#            difference) and 6,000 on the device alone, one strand (PlantCaduceus' own score)
+#            and both; CAD_BATCHES (default 64) the batch sizes tried on the device.
 #   profile  where CUDA training steps of the benchmark model spend their time: ncu's kernel
 #            durations (one metric, clocks left alone) over the first PROFILE_LAUNCHES kernels
 #            of bench_step (a few steps), when ncu can read the GPU's counters there.
@@ -122,7 +127,8 @@ if [[ " $stages " == *" bench "* ]]; then
     fi
     for size in ${SIZES:-small large}; do
         if [[ $size == large ]]; then
-            sizes=(BENCH_D=512 BENCH_LAYERS=8 BENCH_HEADS=8 BENCH_FFN=2048 BENCH_LEN=512 BENCH_BATCH=64)
+            sizes=(BENCH_D=512 BENCH_LAYERS=8 BENCH_HEADS=8 BENCH_FFN=2048 BENCH_LEN=512
+                BENCH_BATCH="${LARGE_BATCH:-64}")
         else
             sizes=()
         fi
@@ -176,10 +182,16 @@ def cols(path):
     with open(path) as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
     keys = [k for k in rows[0] if k.startswith(sys.argv[3])]
-    return [[float(r[k]) for k in keys] for r in rows], keys
+    return [[num(r[k]) for k in keys] for r in rows], keys
+def num(x):
+    try:
+        return float(x)
+    except ValueError:  # NA: a column the run did not compute (llr_rc of one strand)
+        return None
 a, keys = cols(sys.argv[1])
 b, _ = cols(sys.argv[2])
-diff = max(abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb))
+diff = max((abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb)
+            if x is not None and y is not None), default=float("nan"))
 print(f"{sys.argv[4]}\t{len(a)} records against {len(b)}; columns {','.join(keys)}; max |device - cpu| {diff:.2e}")
 EOF
 }
@@ -254,6 +266,37 @@ if [[ " $stages " == *" variants "* ]]; then
     done
     compare_columns "$out/variants_small.$device.tsv" "$out/variants_small.cpu.tsv" llr \
         "variants LLR" >> "$summary"
+fi
+
+if [[ " $stages " == *" caduceus "* ]]; then
+    # The random PlantCaduceus_l20-sized checkpoint, regrown from the shrunk copy that travelled.
+    cad=$out/plantcad_l20
+    stage "caduceus: regrow the l20 checkpoint"
+    limited python3 bench/gpu/regrow_checkpoint.py regrow "$data/plantcad_l20_shrunk" "$cad"
+    for set in small large; do
+        snvs=$(awk -F'\t' '{n += split($5, a, ",")} END {print n}' "$data/snvs_cad_$set.tsv")
+        for strands in forward both; do
+            for dev in "$device" cpu; do
+                [[ $set == large && $dev == cpu ]] && continue
+                for batch in ${CAD_BATCHES:-64}; do
+                    [[ $dev == cpu && $batch != "${CAD_BATCHES%% *}" ]] && continue
+                    stage "caduceus: score $snvs SNVs ($set, $strands, batch $batch) on $dev"
+                    scores=$out/caduceus_$set.$strands.$dev.b$batch.tsv
+                    secs=$(seconds "$bin/luminome-predict" --checkpoint "$cad" \
+                        --dataset "$data/snvs_cad_$set.pairs.safetensors" --strands "$strands" \
+                        --batch-size "$batch" --device "$dev" --threads "$threads" --quiet \
+                        -o "$scores")
+                    printf 'caduceus score %s %s on %s batch %s\t%s SNVs in %s s whole process = %s SNVs/s\n' \
+                        "$set" "$strands" "$dev" "$batch" "$snvs" "$secs" \
+                        "$(awk -v n="$snvs" -v s="$secs" 'BEGIN { printf "%.1f", n / s }')" >> "$summary"
+                done
+            done
+            b=${CAD_BATCHES%% *}
+            b=${b:-64}
+            [[ $set == small ]] && compare_columns "$out/caduceus_small.$strands.$device.b$b.tsv" \
+                "$out/caduceus_small.$strands.cpu.b$b.tsv" llr "caduceus LLR $strands" >> "$summary"
+        done
+    done
 fi
 
 if [[ " $stages " == *" profile "* ]]; then

@@ -17,6 +17,6 @@ echo "run_gpu.sh exit status $rc" >> "$out/log.txt"
 cp "$work/results/summary.tsv" "$out/" 2> /dev/null
 tar -C "$work" -czf "$out/results.tar.gz" --exclude='bistrand_*/*.safetensors' \
     --exclude='train_*/last*.safetensors' --exclude='train_mlm_*/best.safetensors' \
-    --exclude='train_classify_cpu/best.safetensors' results
+    --exclude='train_classify_cpu/best.safetensors' --exclude='plantcad_l20' results
 ls -la "$out"
 exit $rc
