@@ -303,11 +303,7 @@ fn tsv_bedgraph_and_npz_place_scores_on_tokens_bases_and_the_genome() {
     assert_eq!(at(&contrib, 1, 1, 2), score("1", "2"));
     // Past the 5 bases of record 1: all zero.
     assert!((0..4).all(|b| at(&onehot, 1, b, 7) == 0.0 && at(&contrib, 1, b, 7) == 0.0));
-    let has_numpy = Command::new("python3")
-        .args(["-c", "import numpy"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
+    let has_numpy = luminome_io::python_probe::python_can_import("numpy", "numpy.load of the npz");
     if has_numpy {
         let script = "import numpy as np, sys\n\
             d = np.load(sys.argv[1])\n\
@@ -320,8 +316,6 @@ fn tsv_bedgraph_and_npz_place_scores_on_tokens_bases_and_the_genome() {
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    } else {
-        eprintln!("note: numpy not importable; skipping the numpy.load check");
     }
 }
 

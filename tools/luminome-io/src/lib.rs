@@ -19,6 +19,7 @@ pub mod motif;
 pub mod npz;
 pub mod pair_dataset;
 pub mod panics;
+pub mod python_probe;
 pub mod reference;
 pub mod region_dataset;
 pub mod retrieval_pairs;

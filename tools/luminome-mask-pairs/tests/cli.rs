@@ -233,13 +233,8 @@ fn paired_fasta_files_and_paired_records_give_the_same_pairs() {
 
 #[test]
 fn outputs_open_in_python() {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import numpy, safetensors"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!("skipped: python3 with numpy and safetensors is not available");
+    if !luminome_io::python_probe::python_can_import("numpy, safetensors", "outputs_open_in_python")
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -64,11 +64,7 @@ fn pairs_are_written_with_groups_ids_and_counts() {
 }
 
 fn python_has(modules: &str) -> bool {
-    Command::new("python3")
-        .args(["-c", &format!("import {modules}")])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    luminome_io::python_probe::python_can_import(modules, "reading the pairs from Python")
 }
 
 #[test]

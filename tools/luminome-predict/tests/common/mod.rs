@@ -129,13 +129,9 @@ pub fn write_mlm_checkpoint(dest: &Path) {
     save_checkpoint(dest, &meta, &built.varmap).unwrap();
 }
 
-/// Whether `python3 -c "import <modules>"` works.
+/// Whether `python3 -c "import <modules>"` works (one `skipped:` line when not).
 pub fn python_has(modules: &str) -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", &format!("import {modules}")])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
+    luminome_io::python_probe::python_can_import(modules, "reading the outputs from Python")
 }
 
 /// Files in a folder (to check that a failed run left nothing behind).
