@@ -31,6 +31,20 @@ pub fn detect(magic: &[u8]) -> Compression {
     }
 }
 
+/// A lower-cased file name without its compression suffix (`.gz`, `.bgz`, `.zst`, `.zstd`,
+/// `.bz2`), so that the format a name implies (`genes.gtf.bz2` → GTF) does not depend on how
+/// the file is compressed: every format [`open`] reads, and no other.
+pub fn format_name(path: &Path) -> String {
+    let mut name = path.to_string_lossy().to_ascii_lowercase();
+    for suffix in [".gz", ".bgz", ".zst", ".zstd", ".bz2"] {
+        if let Some(stem) = name.strip_suffix(suffix) {
+            name.truncate(stem.len());
+            break;
+        }
+    }
+    name
+}
+
 /// Whether `path` names standard input (`-`).
 pub fn is_stdin(path: &Path) -> bool {
     path.as_os_str() == "-"

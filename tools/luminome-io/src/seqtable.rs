@@ -51,8 +51,7 @@ pub struct SeqTableReader {
 /// The delimiter a table's name implies: `.tsv`/`.txt`/`.tab` (optionally compressed) → tab,
 /// anything else → comma.
 pub fn delimiter_for(path: &Path) -> u8 {
-    let name = path.to_string_lossy().to_ascii_lowercase();
-    let name = name.trim_end_matches(".gz").trim_end_matches(".zst");
+    let name = crate::compress::format_name(path);
     if name.ends_with(".tsv") || name.ends_with(".txt") || name.ends_with(".tab") {
         b'\t'
     } else {

@@ -41,12 +41,7 @@ pub enum TssFormat {
 impl TssFormat {
     /// From the file name: `.gtf`, `.gff`/`.gff3` (optionally compressed); anything else is BED/TSV.
     pub fn from_path(path: &Path) -> Self {
-        let name = path.to_string_lossy().to_ascii_lowercase();
-        let stem = name
-            .trim_end_matches(".gz")
-            .trim_end_matches(".bgz")
-            .trim_end_matches(".zst")
-            .to_string();
+        let stem = crate::compress::format_name(path);
         if stem.ends_with(".gtf") {
             TssFormat::Gtf
         } else if stem.ends_with(".gff") || stem.ends_with(".gff3") {
@@ -324,6 +319,31 @@ mod tests {
         let p = dir.path().join(name);
         std::fs::write(&p, text).unwrap();
         (dir, p)
+    }
+
+    #[test]
+    fn the_format_does_not_depend_on_the_compression() {
+        use std::io::Write;
+        let text = "chr1\tx\tgene\t11\t20\t.\t-\t.\tgene_id \"G1\";\n";
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("genes.GTF.bz2");
+        let mut w = bzip2::write::BzEncoder::new(
+            std::fs::File::create(&p).unwrap(),
+            bzip2::Compression::fast(),
+        );
+        w.write_all(text.as_bytes()).unwrap();
+        w.finish().unwrap();
+        assert_eq!(TssFormat::from_path(&p), TssFormat::Gtf);
+        let g = read_tss(&p, TssFormat::from_path(&p), "gene", BedTssMode::FivePrime).unwrap();
+        assert_eq!((g[0].id.as_str(), g[0].tss), ("G1", 19));
+        for (name, format) in [
+            ("a.gff3.zst", TssFormat::Gff3),
+            ("a.gff.bgz", TssFormat::Gff3),
+            ("a.gtf.gz", TssFormat::Gtf),
+            ("a.bed.bz2", TssFormat::Bed),
+        ] {
+            assert_eq!(TssFormat::from_path(Path::new(name)), format, "{name}");
+        }
     }
 
     #[test]

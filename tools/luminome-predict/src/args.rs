@@ -130,7 +130,7 @@ pub struct PredictArgs {
 
     /// Expression models trained with --holdout: predict only this part of their split
     /// (all, train, dev, test).
-    #[arg(long, value_enum)]
+    #[arg(help_heading = "Model options", long, value_enum)]
     pub subset: Option<luminome_engine::models::region::Subset>,
 
     /// The variants file --vcf copies records from [default: the one the dataset was built from].
@@ -149,27 +149,27 @@ pub struct PredictArgs {
     pub embeddings: Option<PathBuf>,
 
     /// Dual encoders: pairs per batch of the in-batch metrics.
-    #[arg(long, default_value_t = 64)]
+    #[arg(help_heading = "Model options", long, default_value_t = 64)]
     pub in_batch_size: usize,
 
     /// Dual encoders on a token dataset: which encoder embeds it [default: passage].
-    #[arg(long, value_enum)]
+    #[arg(help_heading = "Model options", long, value_enum)]
     pub side: Option<EmbedSide>,
 
     /// Published models (Caduceus, PlantCaduceus): score each variant window and its reverse
     /// complement and average the two LLRs (both), or the window as given, as PlantCaduceus'
     /// zero-shot script does (forward) [default: both].
-    #[arg(long, value_enum)]
+    #[arg(help_heading = "Model options", long, value_enum)]
     pub strands: Option<luminome_engine::models::caduceus::predictor::Strands>,
 
     /// GET checkpoints without a config.json (a .ckpt/.pth/.pt, or a bare safetensors file):
     /// the attention heads, which the tensors do not record [default: 12, the published
     /// models']. With a config.json it must agree with its num_heads.
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Model options", long, value_name = "N")]
     pub get_heads: Option<usize>,
 
     /// Records per forward pass.
-    #[arg(long, default_value_t = 64)]
+    #[arg(help_heading = "Model options", long, default_value_t = 64)]
     pub batch_size: usize,
 
     #[command(flatten)]

@@ -169,8 +169,6 @@ fn predictions_tsv_has_probabilities_from_the_reference_logits_and_metrics_that_
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    } else {
-        eprintln!("note: pandas not importable; skipping the pandas read check");
     }
 }
 
@@ -426,4 +424,25 @@ fn an_ensemble_refuses_a_member_that_is_not_a_classifier_or_has_other_classes() 
         );
     }
     assert_eq!(std::fs::read(&swapped).unwrap(), bytes);
+}
+
+/// `--help` starts with what a run needs (inputs, then outputs); model options follow.
+#[test]
+fn help_lists_inputs_and_outputs_before_the_model_options() {
+    let o = Command::new(env!("CARGO_BIN_EXE_luminome-predict"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(o.stdout).unwrap();
+    let at = |h: &str| {
+        help.find(&format!("\n{h}:\n"))
+            .unwrap_or_else(|| panic!("{h}"))
+    };
+    assert!(at("Inputs") < at("Outputs") && at("Outputs") < at("Model options"));
+    let before_inputs = &help[..at("Inputs")];
+    assert_eq!(
+        before_inputs.matches("\n  -").count() + before_inputs.matches("\n      --").count(),
+        2,
+        "{before_inputs}"
+    );
 }

@@ -151,17 +151,26 @@ pub struct Args {
         required_unless_present = "reuse_regions"
     )]
     pub motifs: Option<PathBuf>,
+    /// Output dataset (safetensors).
+    #[arg(help_heading = "Outputs", short, long)]
+    pub output: PathBuf,
+    /// Samples table (default: OUTPUT with .samples.tsv).
+    #[arg(help_heading = "Outputs", long)]
+    pub samples_output: Option<PathBuf>,
+    /// Per-region table (default: OUTPUT with .regions.tsv).
+    #[arg(help_heading = "Outputs", long)]
+    pub regions_output: Option<PathBuf>,
     /// Motif file format, when sniffing is not wanted: meme, jaspar, transfac, homer.
-    #[arg(long, value_parser = parse_motif_format)]
+    #[arg(help_heading = "Motif options", long, value_parser = parse_motif_format)]
     pub motif_format: Option<MotifFormat>,
     /// Motif → cluster table (CSV/TSV with a header), collapsing motif columns into clusters.
     #[arg(help_heading = "Inputs", long)]
     pub motif_clusters: Option<PathBuf>,
     /// Column of the cluster table holding motif names.
-    #[arg(long, default_value = "Motif")]
+    #[arg(help_heading = "Motif options", long, default_value = "Motif")]
     pub cluster_motif_column: String,
     /// Column of the cluster table holding cluster names.
-    #[arg(long, default_value = "Name")]
+    #[arg(help_heading = "Motif options", long, default_value = "Name")]
     pub cluster_name_column: String,
     /// Gene TSS: GTF, GFF3 or a BED-like table (chrom start end name score strand ...).
     #[arg(help_heading = "Inputs", long, required_unless_present = "tile_step")]
@@ -169,18 +178,32 @@ pub struct Args {
     /// Instead of genes: windows tiled along every reference sequence, centred every this many
     /// bp (for masked-region pretraining, which needs no expression); tiles without any region
     /// in their window are left out (counted).
-    #[arg(long, conflicts_with_all = ["genes", "gene_type", "expression", "expression_matrix"])]
+    #[arg(help_heading = "Gene and expression options", long, conflicts_with_all = ["genes", "gene_type", "expression", "expression_matrix"])]
     pub tile_step: Option<u64>,
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(
+        help_heading = "Gene and expression options",
+        long,
+        value_enum,
+        default_value = "auto"
+    )]
     genes_format: GenesFormatArg,
     /// GTF/GFF3 feature type whose 5' end is the TSS.
-    #[arg(long, default_value = "gene")]
+    #[arg(
+        help_heading = "Gene and expression options",
+        long,
+        default_value = "gene"
+    )]
     pub tss_feature: String,
     /// For a BED gene table: where the TSS is.
-    #[arg(long, value_enum, default_value = "five-prime")]
+    #[arg(
+        help_heading = "Gene and expression options",
+        long,
+        value_enum,
+        default_value = "five-prime"
+    )]
     bed_tss: BedTssArg,
     /// Keep only genes of these types (gene_type / gene_biotype); repeatable.
-    #[arg(long)]
+    #[arg(help_heading = "Gene and expression options", long)]
     pub gene_type: Vec<String>,
     /// Expression per cell type: CELLTYPE=PATH, or CELLTYPE=PATH:COLUMN to read that column
     /// (header name or 1-based index) of a table with one column per cell type. Joined on gene
@@ -192,89 +215,141 @@ pub struct Args {
     #[arg(help_heading = "Inputs", long, conflicts_with = "expression")]
     pub expression_matrix: Option<PathBuf>,
     /// Expression table gene column (header name or 1-based index).
-    #[arg(long, default_value = "1")]
+    #[arg(
+        help_heading = "Gene and expression options",
+        long,
+        default_value = "1"
+    )]
     pub expression_gene_column: String,
     /// Expression table value column (header name, 1-based index or "last").
-    #[arg(long, default_value = "last")]
+    #[arg(
+        help_heading = "Gene and expression options",
+        long,
+        default_value = "last"
+    )]
     pub expression_value_column: String,
-    #[arg(long, value_enum, default_value = "log1p")]
+    #[arg(
+        help_heading = "Gene and expression options",
+        long,
+        value_enum,
+        default_value = "log1p"
+    )]
     expression_transform: TransformArg,
     /// A gene name on several rows of an expression table: error, or sum / max / first.
-    #[arg(long, value_enum, default_value = "error")]
+    #[arg(
+        help_heading = "Gene and expression options",
+        long,
+        value_enum,
+        default_value = "error"
+    )]
     expression_duplicates: DupArg,
     /// Keep (gene, cell type) pairs without an expression value, with NaN (default: leave them out).
-    #[arg(long)]
+    #[arg(help_heading = "Gene and expression options", long)]
     pub keep_missing_expression: bool,
     /// Window around each TSS, bp (centred).
-    #[arg(long, default_value_t = 2_000_000)]
+    #[arg(help_heading = "Region options", long, default_value_t = 2_000_000)]
     pub window: u64,
     /// Regions per gene (N); fewer are padded and masked.
-    #[arg(long, default_value_t = 200)]
+    #[arg(help_heading = "Region options", long, default_value_t = 200)]
     pub n_regions: usize,
     /// How the N regions are chosen.
-    #[arg(long, value_enum, default_value = "distance")]
+    #[arg(
+        help_heading = "Region options",
+        long,
+        value_enum,
+        default_value = "distance"
+    )]
     select: SelectArg,
     /// Hit p-value threshold (per position and strand).
-    #[arg(long, default_value_t = 1e-4, conflicts_with = "score_threshold")]
+    #[arg(
+        help_heading = "Motif options",
+        long,
+        default_value_t = 1e-4,
+        conflicts_with = "score_threshold"
+    )]
     pub pvalue: f64,
     /// Hit log2-odds score threshold instead of a p-value.
-    #[arg(long)]
+    #[arg(help_heading = "Motif options", long)]
     pub score_threshold: Option<f64>,
     /// How hits become one value per (region, motif).
-    #[arg(long, value_enum, default_value = "sum")]
+    #[arg(
+        help_heading = "Motif options",
+        long,
+        value_enum,
+        default_value = "sum"
+    )]
     aggregation: AggArg,
     /// Pseudocount added to each motif position (spread by the background, as FIMO).
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(help_heading = "Motif options", long, default_value_t = 0.1)]
     pub pseudocount: f64,
     /// Background base frequencies for log-odds and p-values.
-    #[arg(long, value_enum, default_value = "uniform")]
+    #[arg(
+        help_heading = "Motif options",
+        long,
+        value_enum,
+        default_value = "uniform"
+    )]
     background: BgArg,
     /// Accessibility normalisation.
-    #[arg(long, value_enum, default_value = "logcpm")]
+    #[arg(
+        help_heading = "Accessibility options",
+        long,
+        value_enum,
+        default_value = "logcpm"
+    )]
     normalisation: NormArg,
     /// How the written features are scaled: raw, or as published GET checkpoints expect them
     /// (get, get-quantitative; docs/regions.md). The regions table keeps raw values either way.
-    #[arg(long, value_enum, default_value = "raw")]
+    #[arg(
+        help_heading = "Motif options",
+        long,
+        value_enum,
+        default_value = "raw"
+    )]
     feature_scale: ScaleArg,
     /// Peaks wider than this (bp) are reported and left out.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(help_heading = "Region options", long, default_value_t = 10_000)]
     pub max_region_width: u64,
     /// Merge peaks closer than this (bp); 0 merges overlapping/touching peaks only.
-    #[arg(long, default_value_t = 0)]
+    #[arg(help_heading = "Region options", long, default_value_t = 0)]
     pub merge_gap: u64,
     /// Peak calling: signal threshold as a multiple of the chromosome's mean per-base signal.
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(help_heading = "Region options", long, default_value_t = 3.0)]
     pub call_fold: f64,
     /// Peak calling: join runs closer than this (bp).
-    #[arg(long, default_value_t = 100)]
+    #[arg(help_heading = "Region options", long, default_value_t = 100)]
     pub call_merge_gap: u64,
     /// Peak calling: drop runs shorter than this (bp).
-    #[arg(long, default_value_t = 150)]
+    #[arg(help_heading = "Region options", long, default_value_t = 150)]
     pub call_min_width: u64,
     /// Map accessibility files' chromosome names onto the reference's.
-    #[arg(long, value_enum, default_value = "exact")]
+    #[arg(
+        help_heading = "Accessibility options",
+        long,
+        value_enum,
+        default_value = "exact"
+    )]
     acc_chrom_names: RenameArg,
     /// Fragments files: count Tn5 insertions or whole fragments.
-    #[arg(long, value_enum, default_value = "insertions")]
+    #[arg(
+        help_heading = "Accessibility options",
+        long,
+        value_enum,
+        default_value = "insertions"
+    )]
     fragment_mode: FragArg,
     /// BAM: minimum mapping quality.
-    #[arg(long, default_value_t = 30)]
+    #[arg(help_heading = "Accessibility options", long, default_value_t = 30)]
     pub min_mapq: u8,
     /// BAM: keep reads flagged as duplicates.
-    #[arg(long)]
+    #[arg(help_heading = "Accessibility options", long)]
     pub keep_duplicates: bool,
-    /// Output dataset (safetensors).
-    #[arg(help_heading = "Outputs", short, long)]
-    pub output: PathBuf,
-    /// Samples table (default: OUTPUT with .samples.tsv).
-    #[arg(help_heading = "Outputs", long)]
-    pub samples_output: Option<PathBuf>,
-    /// Per-region table (default: OUTPUT with .regions.tsv).
-    #[arg(help_heading = "Outputs", long)]
-    pub regions_output: Option<PathBuf>,
     /// Threads (default: all cores).
     #[arg(help_heading = "Runtime", long)]
     pub threads: Option<usize>,
+    /// No progress or summary on stderr (errors still print).
+    #[arg(help_heading = "Runtime", short, long)]
+    pub quiet: bool,
 }
 
 /// `CELLTYPE=PATH` or `CELLTYPE=PATH:COLUMN`: a value that names an existing file is a path

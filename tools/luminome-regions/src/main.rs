@@ -7,6 +7,7 @@ use luminome_regions::pipeline;
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
     luminome_cli::set_threads(args.threads);
+    pipeline::QUIET.store(args.quiet, std::sync::atomic::Ordering::Relaxed);
     luminome_cli::run_main("luminome-regions", || {
         let cfg = args.into_config(luminome_cli::command_line())?;
         pipeline::run(&cfg)?;

@@ -115,8 +115,13 @@ pub struct Summary {
     pub scan_seconds: f64,
 }
 
+/// Set by `-q/--quiet`: [`log`] prints nothing.
+pub static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 pub(crate) fn log(msg: impl AsRef<str>) {
-    eprintln!("luminome-regions: {}", msg.as_ref());
+    if !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("luminome-regions: {}", msg.as_ref());
+    }
 }
 
 /// Default side outputs next to the dataset: `X.safetensors` → `X.samples.tsv`, `X.regions.tsv`.

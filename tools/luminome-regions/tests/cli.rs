@@ -11,6 +11,13 @@ fn builds_the_dataset_with_consistent_shapes_masks_and_tss_indices() {
     let out = dir.path().join("d.safetensors");
     let o = run(&base_args(), &out);
     assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("luminome-regions:"), "{}", stderr(&o));
+    // -q: the same dataset, nothing on stderr.
+    let quiet_out = dir.path().join("q.safetensors");
+    let q = run(&[base_args(), vec!["-q".into()]].concat(), &quiet_out);
+    assert!(q.status.success() && q.stderr.is_empty(), "{}", stderr(&q));
+    let table = |name: &str| std::fs::read(dir.path().join(name)).unwrap();
+    assert_eq!(table("d.regions.tsv"), table("q.regions.tsv"));
     let tf = TensorFile::open(&out).unwrap();
     assert_eq!(tf.metadata()["kind"], "luminome.region_dataset");
     assert_eq!(tf.metadata()["format_version"], "1");
@@ -227,15 +234,10 @@ fn peaks_are_called_from_coverage_when_none_are_given() {
 
 #[test]
 fn python_can_open_the_outputs() {
-    let ok = Command::new("python3")
-        .args(["-c", "import numpy, safetensors.numpy"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!(
-            "note: python3 with numpy + safetensors not available; skipping the Python check"
-        );
+    if !luminome_io::python_probe::python_can_import(
+        "numpy, safetensors.numpy",
+        "python_can_open_the_outputs",
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -499,4 +501,26 @@ fn tiles_along_the_reference_make_pretraining_windows() {
     }
     let meta: serde_json::Value = serde_json::from_str(&tf.metadata()["luminome"]).unwrap();
     assert_eq!(meta["genes"], "tiles every 10000 bp");
+}
+
+/// `--help` starts with what a run needs (inputs, then outputs); the ~30 tuning flags follow.
+#[test]
+fn help_lists_inputs_and_outputs_before_the_tuning_options() {
+    let o = Command::new(env!("CARGO_BIN_EXE_luminome-regions"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(o.stdout).unwrap();
+    let at = |h: &str| {
+        help.find(&format!("\n{h}:\n"))
+            .unwrap_or_else(|| panic!("{h}"))
+    };
+    assert!(at("Inputs") < at("Outputs") && at("Outputs") < at("Motif options"));
+    // Nothing but --help and --version before the inputs.
+    let before_inputs = &help[..at("Inputs")];
+    assert_eq!(
+        before_inputs.matches("\n  -").count() + before_inputs.matches("\n      --").count(),
+        2,
+        "{before_inputs}"
+    );
 }

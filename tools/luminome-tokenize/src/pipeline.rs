@@ -106,12 +106,7 @@ fn too_many_n(job: &TokenizeJob, unit: &Unit) -> bool {
 }
 
 fn detect_format(path: &std::path::Path) -> InputFormat {
-    let name = path.to_string_lossy().to_ascii_lowercase();
-    let name = name
-        .trim_end_matches(".gz")
-        .trim_end_matches(".bgz")
-        .trim_end_matches(".zst")
-        .trim_end_matches(".bz2");
+    let name = luminome_io::compress::format_name(path);
     if [".csv", ".tsv", ".txt", ".tab"]
         .iter()
         .any(|e| name.ends_with(e))
@@ -258,9 +253,16 @@ fn tokenize_unit(
     row_length: Option<usize>,
 ) -> Result<Vec<Row>> {
     let mut rows = Vec::with_capacity(2);
+    // Bases cut before tokenizing (--overflow truncate with --max-length or --window keeps a
+    // record's first bases): counted as truncated, as rows whose tokens were cut are.
+    let bases_cut = job.overflow == Overflow::Truncate
+        && unit.window_offset == 0
+        && unit.seq_length != luminome_io::token_dataset::UNKNOWN_LENGTH
+        && (unit.bases.len() as u64) < unit.seq_length;
     if job.rc != RcMode::Only {
         let (ids, soft, truncated) =
             encode_row(job, &unit.bases, &unit.soft, row_length, &unit.origin)?;
+        let truncated = truncated || bases_cut;
         rows.push(Row {
             ids,
             soft,
@@ -273,6 +275,7 @@ fn tokenize_unit(
         let (mut rb, mut rs) = (Vec::new(), Vec::new());
         bases::reverse_complement(&unit.bases, &unit.soft, &mut rb, &mut rs);
         let (ids, soft, truncated) = encode_row(job, &rb, &rs, row_length, &unit.origin)?;
+        let truncated = truncated || bases_cut;
         let strand = if unit.strand == '-' { '+' } else { '-' };
         rows.push(Row {
             ids,
@@ -453,7 +456,11 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
             line += &format!("; changed to N: {}", summary.changed.summary());
         }
         if summary.truncated > 0 {
-            line += &format!("; {} rows truncated", summary.truncated);
+            line += &format!(
+                "; {} rows truncated to their first bases (--overflow window tokenizes all of \
+                 a long record, --overflow error refuses it)",
+                summary.truncated
+            );
         }
         if summary.n_skipped > 0 {
             line += &format!(

@@ -325,14 +325,8 @@ fn shards_open_as_one_dataset() {
 
 #[test]
 fn outputs_open_in_python() {
-    let check = Command::new("python3")
-        .args(["-c", "import numpy, safetensors"])
-        .output();
-    if !matches!(check, Ok(ref o) if o.status.success()) {
-        if std::env::var_os("LUMINOME_REQUIRE_PYTHON").is_some() {
-            panic!("numpy and safetensors must be importable (LUMINOME_REQUIRE_PYTHON is set)");
-        }
-        eprintln!("skipped: python3 with numpy + safetensors not available");
+    if !luminome_io::python_probe::python_can_import("numpy, safetensors", "outputs_open_in_python")
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -499,4 +493,25 @@ fn stdin_is_read_once_and_outputs_are_checked_against_their_format() {
         assert!(e.contains(want), "{e}");
     }
     assert!(!dir.path().join("out.npz").exists());
+}
+
+/// A record longer than --max-length keeps only its first bases under the default
+/// `--overflow truncate`: the summary says how many rows were cut and what keeps all of them.
+#[test]
+fn cutting_a_long_record_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let fa = dir.path().join("long.fa");
+    let long = "ACGT".repeat(50);
+    std::fs::write(&fa, format!(">long\n{long}\n>short\nACGTACGT\n")).unwrap();
+    let out = dir.path().join("t.safetensors");
+    let args = [fa.to_str().unwrap(), "--max-length", "34", "-o"];
+    let log = run_ok(&[&args[..], &[out.to_str().unwrap()]].concat());
+    assert!(
+        log.contains("1 rows truncated to their first bases") && log.contains("--overflow window"),
+        "{log}"
+    );
+    assert_eq!(decode(&TokenDataset::open(&out).unwrap(), 0), long[..32]);
+    // Windows keep every base: nothing is reported as cut.
+    let log = run_ok(&[&args[..], &[out.to_str().unwrap(), "--overflow", "window"]].concat());
+    assert!(!log.contains("truncated"), "{log}");
 }

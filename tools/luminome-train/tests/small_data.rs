@@ -42,6 +42,18 @@ fn a_small_training_set_gets_the_small_data_defaults_unless_flags_say_otherwise(
             && e.contains("small-data defaults --backbone cnn --rc-augment --rc-average --lr 1e-3"),
         "{e}"
     );
+    // The log ends with the run folder, what it holds, and the command that uses it.
+    let last = e.lines().last().unwrap();
+    let dir = d.path("auto");
+    assert!(
+        last.starts_with(&format!(
+            "outputs in {dir}/: best.config.json, best.safetensors"
+        )) && last.contains("metrics.tsv")
+            && last.ends_with(&format!(
+                "next: luminome-predict --checkpoint {dir}/best.safetensors --dataset DATA -o OUT"
+            )),
+        "{last}"
+    );
     let meta = luminome_engine::checkpoint::read_checkpoint_meta(
         &d.root.join("auto").join("last.safetensors"),
     )

@@ -161,6 +161,27 @@ fn preview(v: &[String]) -> String {
     s
 }
 
+/// What a file that is not safetensors most likely is, from its first 8 bytes (safetensors starts
+/// with its header's length, a small little-endian number).
+fn what_the_file_starts_as(first: &[u8; 8]) -> String {
+    match first {
+        [b'P', b'K', 3, 4, ..] => "a zip archive: a PyTorch .pt/.bin/.ckpt file?".into(),
+        [0x80, 2..=5, ..] => "a Python pickle: a PyTorch file?".into(),
+        [0x1f, 0x8b, ..] => "gzip-compressed: decompress it first".into(),
+        [0x89, b'H', b'D', b'F', ..] => "an HDF5 file (Keras?)".into(),
+        _ if first
+            .iter()
+            .all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace()) =>
+        {
+            format!(
+                "it starts with the text {:?}",
+                String::from_utf8_lossy(first)
+            )
+        }
+        _ => "its first 8 bytes are not a safetensors header length".into(),
+    }
+}
+
 /// Reads only a checkpoint's metadata.
 pub fn read_checkpoint_meta(path: &Path) -> Result<CheckpointMeta> {
     let f = std::fs::File::open(path)
@@ -173,8 +194,10 @@ pub fn read_checkpoint_meta(path: &Path) -> Result<CheckpointMeta> {
     let n = u64::from_le_bytes(len);
     if n > 100_000_000 {
         bail!(
-            "{}: not a safetensors file (header length {n})",
-            path.display()
+            "{}: not a safetensors checkpoint ({}); --checkpoint takes a luminome-train output \
+             (best.safetensors, last.safetensors) or a published model's folder",
+            path.display(),
+            what_the_file_starts_as(&len)
         );
     }
     let mut header = vec![0u8; n as usize];
@@ -226,6 +249,34 @@ fn parse_meta(path: &Path, md: &serde_json::Value) -> Result<CheckpointMeta> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_that_is_not_safetensors_is_named_for_what_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        for (bytes, says) in [
+            (
+                &b"sequence,label\nACGT,1\n"[..],
+                "starts with the text \"sequence\"",
+            ),
+            (
+                &b"PK\x03\x04\x14\x00\x00\x00\x08\x00"[..],
+                "PyTorch .pt/.bin/.ckpt",
+            ),
+            (
+                &[0x80, 2, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9][..],
+                "pickle",
+            ),
+        ] {
+            let p = dir.path().join("model.pt");
+            std::fs::write(&p, bytes).unwrap();
+            let e = format!("{:#}", read_checkpoint_meta(&p).unwrap_err());
+            assert!(
+                e.contains("not a safetensors checkpoint") && e.contains(says),
+                "{e}"
+            );
+            assert!(!e.contains("header length"), "{e}");
+        }
+    }
 
     /// A tiny masked-LM config (its metadata is what these tests read).
     fn tiny_mlm(vocab_size: usize) -> ModelConfig {

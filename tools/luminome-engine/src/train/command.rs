@@ -150,5 +150,38 @@ fn run_on_pool<C: TrainCommand + Sync>(cmd: &C, command_line: &str) -> Result<()
             }
         );
     }
-    setup.task.after_training(&trainer.paths, quiet)
+    setup.task.after_training(&trainer.paths, quiet)?;
+    if !quiet {
+        eprintln!("{}", where_and_next(C::NAME, &t.output, s.paused));
+    }
+    Ok(())
+}
+
+/// The run's last log line: the folder and the files it holds, and the command that uses them.
+fn where_and_next(family: &str, dir: &std::path::Path, paused: bool) -> String {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let d = dir.display();
+    let next = if paused {
+        format!("luminome-train {family} ... --resume {d}/last.safetensors")
+    } else {
+        match family {
+            "mlm" => format!("luminome-train classify --init {d}/best.safetensors ..."),
+            "region-pretrain" => {
+                format!("luminome-train expression --init {d}/best.safetensors ...")
+            }
+            _ => {
+                format!("luminome-predict --checkpoint {d}/best.safetensors --dataset DATA -o OUT")
+            }
+        }
+    };
+    format!("outputs in {d}/: {}; next: {next}", files.join(", "))
 }

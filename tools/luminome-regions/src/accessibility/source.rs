@@ -69,7 +69,7 @@ impl AccessibilitySource {
             Some(k) => k,
             None => {
                 let lower = path.to_ascii_lowercase();
-                let base = lower.trim_end_matches(".gz");
+                let base = luminome_io::compress::format_name(std::path::Path::new(&lower));
                 if lower.ends_with(".bw") || lower.ends_with(".bigwig") {
                     SourceKind::BigWig
                 } else if lower.ends_with(".bam") {
