@@ -191,3 +191,14 @@ fn classifier_runs_report_the_kmer_floor_beside_their_metrics() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!d.root.join("nofloor/kmer_floor.tsv").exists());
 }
+
+/// `--help` states the penalty grid the code searches.
+#[test]
+fn help_states_the_penalty_grid_that_is_used() {
+    let o = bin().args(["kmer-linear", "--help"]).output().unwrap();
+    let help = String::from_utf8(o.stdout).unwrap();
+    let grid = luminome_engine::models::kmer_linear::select::DEFAULT_L2_GRID;
+    let (first, last) = (grid[0], grid[grid.len() - 1]);
+    assert_eq!((first, grid[1], grid[2], grid[3], last), (10.0, 3.0, 1.0, 0.3, 1e-4));
+    assert!(help.contains("[default: 10, 3, 1, 0.3, ..., 1e-4"), "{help}");
+}

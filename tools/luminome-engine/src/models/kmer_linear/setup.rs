@@ -70,7 +70,8 @@ pub struct KmerLinearArgs {
     /// Also choose the upper k on dev (KMIN..=KMAX tried).
     #[arg(long)]
     pub select_k: bool,
-    /// L2 penalties tried, comma-separated [default: 1e-1, 3e-2, ..., 1e-6].
+    /// L2 penalties tried, comma-separated, strongest first [default: 10, 3, 1, 0.3, ..., 1e-4:
+    /// half-decades; a k's path stops after 3 penalties in a row that do not improve on dev].
     #[arg(long, value_delimiter = ',')]
     pub l2: Option<Vec<f64>>,
     /// L-BFGS iterations per penalty at most.
