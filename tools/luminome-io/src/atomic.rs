@@ -291,13 +291,17 @@ impl AtomicFile {
 }
 
 /// A buffered text/bytes writer over an [`AtomicFile`], or over standard output when created
-/// for `-` (text outputs a user pipes on: there the output is written as it comes).
+/// for `-` (text outputs a user pipes on: there the output is written as it comes). A destination
+/// named `*.gz` is written gzip-compressed (`-o scores.tsv.gz`).
 pub struct AtomicWriter {
     inner: WriterInner,
 }
 
 enum WriterInner {
     File(BufWriter<AtomicFile>),
+    /// A destination named `*.gz`: gzip (no name or time in its header, so the bytes depend on
+    /// the content alone).
+    Gzip(flate2::write::GzEncoder<BufWriter<AtomicFile>>),
     Stdout(BufWriter<std::io::Stdout>),
 }
 
@@ -312,10 +316,22 @@ impl Write for AtomicFile {
 
 impl AtomicWriter {
     pub fn create(dest: impl AsRef<Path>) -> Result<Self> {
+        let gzip = dest
+            .as_ref()
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("gz"));
         let inner = if is_stdout(dest.as_ref()) {
             WriterInner::Stdout(BufWriter::with_capacity(1 << 16, std::io::stdout()))
         } else {
-            WriterInner::File(BufWriter::with_capacity(1 << 20, AtomicFile::create(dest)?))
+            let file = BufWriter::with_capacity(1 << 20, AtomicFile::create(dest)?);
+            if gzip {
+                WriterInner::Gzip(flate2::write::GzEncoder::new(
+                    file,
+                    flate2::Compression::default(),
+                ))
+            } else {
+                WriterInner::File(file)
+            }
         };
         Ok(Self { inner })
     }
@@ -328,6 +344,13 @@ impl AtomicWriter {
                     .map_err(|e| anyhow::anyhow!("cannot flush output: {}", e.error()))?;
                 file.commit()
             }
+            WriterInner::Gzip(gz) => {
+                let w = gz.finish().context("cannot finish the gzip output")?;
+                let file = w
+                    .into_inner()
+                    .map_err(|e| anyhow::anyhow!("cannot flush output: {}", e.error()))?;
+                file.commit()
+            }
             WriterInner::Stdout(mut w) => w.flush().context("cannot write to standard output"),
         }
     }
@@ -335,6 +358,7 @@ impl AtomicWriter {
     fn writer(&mut self) -> &mut dyn Write {
         match &mut self.inner {
             WriterInner::File(w) => w,
+            WriterInner::Gzip(w) => w,
             WriterInner::Stdout(w) => w,
         }
     }
@@ -372,6 +396,35 @@ impl Commit for AtomicWriter {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_gz_name_gets_gzip_with_the_same_bytes_every_time() {
+        use std::io::{Read, Write};
+        let dir = tempfile::tempdir().unwrap();
+        let text = "record\tscore\n0\t1.5\n".repeat(100);
+        let write = |name: &str| {
+            let dest = dir.path().join(name);
+            let mut w = super::AtomicWriter::create(&dest).unwrap();
+            w.write_all(text.as_bytes()).unwrap();
+            w.commit().unwrap();
+            std::fs::read(dest).unwrap()
+        };
+        let (gz, again, plain) = (write("a.tsv.gz"), write("b.tsv.GZ"), write("c.tsv"));
+        assert_eq!(&gz[..2], &[0x1f, 0x8b]);
+        let mut back = String::new();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_string(&mut back)
+            .unwrap();
+        assert_eq!(
+            (back.as_str(), plain.as_slice()),
+            (text.as_str(), text.as_bytes())
+        );
+        assert_eq!(gz, again, "no name or time in the gzip header");
+        assert!(!dir.path().read_dir().unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains(crate::temps::SUFFIX)));
+    }
     use super::*;
 
     #[test]

@@ -171,13 +171,30 @@ impl Sink {
     }
 }
 
+/// Header lines saying what wrote a file (`##KEY=VALUE`, after the input's own), as bcftools
+/// adds `##bcftools_viewVersion` and `##bcftools_viewCommand`. No date: the same command on the
+/// same inputs writes the same bytes.
+pub fn add_provenance(header: &mut vcf::Header, provenance: &[(String, String)]) -> Result<()> {
+    for (key, value) in provenance {
+        let key = key
+            .parse()
+            .map_err(|e| anyhow::anyhow!("VCF header key {key:?}: {e}"))?;
+        header
+            .insert(key, vcf::header::record::Value::from(value.as_str()))
+            .map_err(|e| anyhow::anyhow!("VCF header line ##{value}: {e}"))?;
+    }
+    Ok(())
+}
+
 /// Writes `source`'s records with the scores added to `dest` (uncommitted). `contigs`: the
-/// reference's sequences, declared in the header of a VCF made from a table.
+/// reference's sequences, declared in the header of a VCF made from a table; `provenance`: the
+/// `##source`/command lines of the tool writing it ([`add_provenance`]).
 pub fn write_scored_vcf(
     source: &Path,
     dest: &Path,
     scores: &VariantScores,
     contigs: &[(String, u64)],
+    provenance: &[(String, String)],
 ) -> Result<AtomicFile> {
     let context = || format!("cannot write the scored VCF {}", dest.display());
     let (mut reader, _) = crate::compress::open(source, 1)?;
@@ -190,6 +207,7 @@ pub fn write_scored_vcf(
             .read_header()
             .with_context(|| format!("{}: unreadable header", source.display()))?;
         add_definitions(&mut header, scores);
+        add_provenance(&mut header, provenance)?;
         sink.header(&header).with_context(context)?;
         for (i, record) in r.record_bufs(&header).enumerate() {
             let mut record = record
@@ -207,6 +225,7 @@ pub fn write_scored_vcf(
         let first_line = raw.lines().count() as u64 + 1;
         let read_header = header.clone();
         add_definitions(&mut header, scores);
+        add_provenance(&mut header, provenance)?;
         sink.header(&header).with_context(context)?;
         for (i, record) in r.record_bufs(&read_header).enumerate() {
             let line = first_line + i as u64;
@@ -225,6 +244,7 @@ pub fn write_scored_vcf(
             header.contigs_mut().insert(name.clone(), contig);
         }
         add_definitions(&mut header, scores);
+        add_provenance(&mut header, provenance)?;
         sink.header(&header).with_context(context)?;
         drop(reader);
         let mut table = VariantReader::open(source, 1, &[])?;
@@ -295,7 +315,7 @@ mod tests {
         s.ref_match.insert(4, true);
         for dest in ["out.vcf", "out.vcf.gz"] {
             let dest = dir.path().join(dest);
-            write_scored_vcf(&src, &dest, &s, &[])
+            write_scored_vcf(&src, &dest, &s, &[], &[])
                 .unwrap()
                 .commit()
                 .unwrap();
@@ -326,7 +346,7 @@ mod tests {
         let src = dir.path().join("in.tsv");
         std::fs::write(&src, "# c\n\n\n\nI\t3\tgk1\tA\tT\n\nI\t4\tgk2\tC\tG\n").unwrap();
         let dest = dir.path().join("out.vcf");
-        write_scored_vcf(&src, &dest, &scores(), &[("I".into(), 100)])
+        write_scored_vcf(&src, &dest, &scores(), &[("I".into(), 100)], &[])
             .unwrap()
             .commit()
             .unwrap();

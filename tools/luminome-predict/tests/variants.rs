@@ -149,6 +149,17 @@ fn variants_are_scored_into_a_tsv_a_vcf_and_a_bedgraph() {
         .unwrap();
     assert!(text.contains("##INFO=<ID=LLR,Number=A,Type=Float"));
     assert!(text.contains("##INFO=<ID=LLR_B,Number=A,Type=Float"));
+    // What wrote it, as bcftools says so: the tool, its version and the command.
+    assert!(text.contains("\n##source=luminome-predict\n"), "{text}");
+    assert!(text.contains("\n##luminome_predictVersion="), "{text}");
+    let command = text
+        .lines()
+        .find_map(|l| l.strip_prefix("##luminome_predictCommand="))
+        .unwrap();
+    assert!(
+        command.contains("--vcf") && command.contains("s.vcf.gz"),
+        "{command}"
+    );
     let records: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(records.len(), 4);
     assert!(

@@ -199,6 +199,12 @@ fn help_states_the_penalty_grid_that_is_used() {
     let help = String::from_utf8(o.stdout).unwrap();
     let grid = luminome_engine::models::kmer_linear::select::DEFAULT_L2_GRID;
     let (first, last) = (grid[0], grid[grid.len() - 1]);
-    assert_eq!((first, grid[1], grid[2], grid[3], last), (10.0, 3.0, 1.0, 0.3, 1e-4));
-    assert!(help.contains("[default: 10, 3, 1, 0.3, ..., 1e-4"), "{help}");
+    assert_eq!(
+        (first, grid[1], grid[2], grid[3], last),
+        (10.0, 3.0, 1.0, 0.3, 1e-4)
+    );
+    assert!(
+        help.contains("[default: 10, 3, 1, 0.3, ..., 1e-4"),
+        "{help}"
+    );
 }

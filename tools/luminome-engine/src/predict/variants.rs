@@ -81,6 +81,17 @@ impl VariantOutputs {
                 dest,
                 &self.scores,
                 &reference_contigs(dataset),
+                &[
+                    ("source".into(), "luminome-predict".into()),
+                    (
+                        "luminome_predictVersion".into(),
+                        env!("CARGO_PKG_VERSION").into(),
+                    ),
+                    (
+                        "luminome_predictCommand".into(),
+                        luminome_cli::command_line(),
+                    ),
+                ],
             )?));
         }
         if let Some(dest) = &extra.bedgraph {
