@@ -431,3 +431,98 @@ fn a_run_folder_holding_the_training_set_as_a_run_file_is_refused() {
     );
     assert_eq!(std::fs::read(&input).unwrap(), before);
 }
+
+/// `src` with byte `at` of tensor `name` set to `value` (metadata kept).
+fn with_byte(src: &Path, dest: &Path, name: &str, at: usize, value: u8) {
+    let bytes = std::fs::read(src).unwrap();
+    let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let metadata: std::collections::BTreeMap<String, String> = header
+        .metadata()
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let changed: Vec<u8> = {
+        let mut d = st.tensor(name).unwrap().data().to_vec();
+        d[at] = value;
+        d
+    };
+    let tensors: Vec<(String, safetensors::tensor::TensorView)> = st
+        .tensors()
+        .into_iter()
+        .map(|(n, t)| {
+            if n != name {
+                return (n, t);
+            }
+            let v = safetensors::tensor::TensorView::new(t.dtype(), t.shape().to_vec(), &changed);
+            (n, v.unwrap())
+        })
+        .collect();
+    luminome_io::tensorfile::write_tensors(dest, &tensors, &metadata)
+        .unwrap()
+        .commit()
+        .unwrap();
+}
+
+/// A bad value anywhere in a paired dataset is refused on open, before any training, naming the
+/// file, record and position — not only when a drawn batch happens to hold it.
+#[test]
+fn a_paired_dataset_with_a_bad_value_anywhere_is_refused_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.safetensors");
+    let seqs: Vec<Vec<u8>> = (0..40).map(|i| b"ACGTTGCAAC".repeat(2 + i % 3)).collect();
+    luminome_engine::testing::write_pair_dataset(&good, &seqs, 0.15, 1).unwrap();
+    // Record 37 (row length 40), position 5.
+    let at = 37 * 40 + 5;
+    for (tensor, value, says) in [
+        (
+            "ids_b",
+            200u8,
+            "ids_b holds 200, a token id outside the vocabulary",
+        ),
+        (
+            "labels_a",
+            99u8,
+            "labels_a holds 99, a label that is neither -100 nor a token id",
+        ),
+        (
+            "attention_mask",
+            7u8,
+            "attention_mask holds 7, a mask flag other than 0 or 1",
+        ),
+    ] {
+        let bad = dir.path().join(format!("bad_{tensor}.safetensors"));
+        with_byte(&good, &bad, tensor, at, value);
+        std::fs::copy(
+            dir.path().join("good.index.tsv"),
+            dir.path().join(format!("bad_{tensor}.index.tsv")),
+        )
+        .unwrap();
+        let out = dir.path().join("out");
+        let o = run(&[
+            "bistrand",
+            "--train",
+            bad.to_str().unwrap(),
+            "--d-model",
+            "16",
+            "--layers",
+            "1",
+            "--steps",
+            "1",
+            "--batch-size",
+            "2",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{tensor}: {e}");
+        assert!(
+            e.contains(&format!(
+                "bad_{tensor}.safetensors: record 37, position 5: {says}"
+            )),
+            "{e}"
+        );
+        assert!(!out.exists());
+    }
+}

@@ -79,13 +79,75 @@ impl PairDataset {
                 );
             }
         }
-        Ok(Self {
+        let dataset = Self {
             path: path.to_path_buf(),
             file,
             meta,
             records: shape[0],
             length: shape[1],
-        })
+        };
+        dataset.validate()?;
+        Ok(dataset)
+    }
+
+    /// Every record's values, once on open, so that no tool trains or scores on part of a bad
+    /// file before finding the rest: token ids within the vocabulary, labels −100 or a token id,
+    /// the two masks 0 or 1. The first bad value is named by record and position.
+    fn validate(&self) -> Result<()> {
+        let vocab = self.meta.tokenizer.vocab_size();
+        let ok_id = |v: u8| (v as usize) < vocab;
+        let ok_label = |v: u8| v as i8 as i64 == super::IGNORE_INDEX || (v as i8 >= 0 && ok_id(v));
+        let ok_flag = |v: u8| v <= 1;
+        let checks: [(&str, &dyn Fn(u8) -> bool, String); 6] = [
+            (
+                "ids_a",
+                &ok_id,
+                format!("a token id outside the vocabulary of {vocab} tokens"),
+            ),
+            (
+                "ids_b",
+                &ok_id,
+                format!("a token id outside the vocabulary of {vocab} tokens"),
+            ),
+            (
+                "labels_a",
+                &ok_label,
+                format!("a label that is neither -100 nor a token id below {vocab}"),
+            ),
+            (
+                "labels_b",
+                &ok_label,
+                format!("a label that is neither -100 nor a token id below {vocab}"),
+            ),
+            (
+                "mask_positions",
+                &ok_flag,
+                "a mask flag other than 0 or 1".into(),
+            ),
+            (
+                "attention_mask",
+                &ok_flag,
+                "a mask flag other than 0 or 1".into(),
+            ),
+        ];
+        for (name, ok, what) in checks {
+            let t = self.file.require(name)?;
+            for r in 0..self.records {
+                let row = t.row_bytes(r);
+                if let Some(i) = row.iter().position(|&v| !ok(v)) {
+                    let v = if name.starts_with("labels") {
+                        (row[i] as i8).to_string()
+                    } else {
+                        row[i].to_string()
+                    };
+                    bail!(
+                        "{}: record {r}, position {i}: {name} holds {v}, {what}",
+                        self.path.display()
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -138,21 +200,9 @@ impl PairDataset {
                     self.records
                 );
             }
-            let (from_a, from_b) = (b.ids_a.len(), b.ids_b.len());
+            // Values were checked on open (`validate`).
             ia.extend_u32(r, &mut b.ids_a);
             ib.extend_u32(r, &mut b.ids_b);
-            let vocab = self.meta.tokenizer.vocab_size() as u32;
-            if let Some(&id) = b.ids_a[from_a..]
-                .iter()
-                .chain(&b.ids_b[from_b..])
-                .find(|&&id| id >= vocab)
-            {
-                bail!(
-                    "{}: record {r}: token id {} is outside the vocabulary of {vocab} tokens",
-                    self.path.display(),
-                    id as i32
-                );
-            }
             la.extend_i64(r, &mut b.labels_a);
             lb.extend_i64(r, &mut b.labels_b);
             b.mask_positions.extend_from_slice(mp.row_bytes(r));
