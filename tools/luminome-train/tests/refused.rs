@@ -264,7 +264,15 @@ fn a_diverging_run_stops_on_nan_with_a_clear_message() {
         ],
     ));
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("NaN"), "{}", stderr(&o));
+    // Stopped before its first checkpoint: the message names the folder, and the run leaves
+    // nothing (it was a metrics.tsv alone in a folder this run created).
+    let e = stderr(&o);
+    let out = d.path("out");
+    assert!(
+        e.contains("NaN") && e.contains(&format!("nothing was written to {out}")),
+        "{e}"
+    );
+    assert!(!Path::new(&out).exists(), "{e}");
 }
 
 #[test]

@@ -216,8 +216,7 @@ impl Trainer<'_> {
                 let loss = task.train_loss(records, mix(cfg.seed, state.step, micro as u64 + 1))?;
                 let value = loss.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?;
                 if !value.is_finite() {
-                    self.write_log(&header, &log)?;
-                    bail!("{}", self.nan_message(state.step + 1, "loss"));
+                    return Err(self.stop_on_nan(&header, &log, state.step + 1, "loss"));
                 }
                 loss_sum += value;
                 examples += records.len();
@@ -234,8 +233,7 @@ impl Trainer<'_> {
             }
             let grad_norm = clip_grad_norm(&mut acc, cfg.clip_norm)?;
             if !grad_norm.is_finite() {
-                self.write_log(&header, &log)?;
-                bail!("{}", self.nan_message(state.step + 1, "gradient norm"));
+                return Err(self.stop_on_nan(&header, &log, state.step + 1, "gradient norm"));
             }
             let lr = schedule.lr(state.step + 1);
             opt.step(&acc, lr)?;
@@ -363,18 +361,28 @@ impl Trainer<'_> {
         })
     }
 
-    fn nan_message(&self, step: u64, what: &str) -> String {
+    /// The error of a run the NaN guard stops, after leaving the run folder as it says: with a
+    /// checkpoint written, that checkpoint and the log up to it (the curve that diverged);
+    /// without one, nothing at all — a log alone is not a run, and the folder this run created
+    /// is removed with the other leftovers on exit.
+    fn stop_on_nan(&self, header: &str, log: &[LogRow], step: u64, what: &str) -> anyhow::Error {
         let last = self.paths.last();
+        let dir = self.paths.dir.display();
         let kept = match crate::checkpoint::read_checkpoint_meta(&last) {
-            Ok(m) => format!(
-                "the last good checkpoint is {} (step {})",
-                last.display(),
-                m.step
-            ),
-            Err(_) => "no checkpoint had been written yet".to_string(),
+            Ok(m) => match self.write_log(header, log) {
+                Ok(()) => format!(
+                    "left in {dir}: the last good checkpoint {} (step {}) and metrics.tsv up to \
+                     the last evaluation",
+                    last.display(),
+                    m.step
+                ),
+                Err(e) => return e,
+            },
+            Err(_) => format!("before any checkpoint, so nothing was written to {dir}"),
         };
-        format!(
-            "training stopped: the {what} became NaN or infinite at step {step}; {kept}. Try a lower --lr, stronger --clip-norm or a longer --warmup"
+        anyhow::anyhow!(
+            "training stopped: the {what} became NaN or infinite at step {step}, {kept}. Try a \
+             lower --lr, stronger --clip-norm or a longer --warmup"
         )
     }
 
