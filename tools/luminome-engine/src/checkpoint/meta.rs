@@ -194,7 +194,7 @@ pub fn read_checkpoint_meta(path: &Path) -> Result<CheckpointMeta> {
     let n = u64::from_le_bytes(len);
     if n > 100_000_000 {
         bail!(
-            "{}: not a safetensors checkpoint ({}); --checkpoint takes a luminome-train output \
+            "{}: not a safetensors checkpoint ({}); a checkpoint is a luminome-train output \
              (best.safetensors, last.safetensors) or a published model's folder",
             path.display(),
             what_the_file_starts_as(&len)
