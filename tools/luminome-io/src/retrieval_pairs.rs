@@ -309,13 +309,60 @@ impl RetrievalPairs {
         if n == 0 {
             bail!("{}: the dataset holds no pairs", path.display());
         }
-        Ok(Self {
+        let pairs = Self {
             path: path.to_path_buf(),
             file,
             meta,
             len: n,
             groups,
-        })
+        };
+        pairs.validate()?;
+        Ok(pairs)
+    }
+
+    /// Every row of both sides, once on open: token ids within the vocabulary, mask flags 0/1,
+    /// and at least one token that stands for sequence or text under the mask — a side with none
+    /// would be embedded as the zero vector (mean pooling over nothing) and still rank.
+    fn validate(&self) -> Result<()> {
+        let tok = &self.meta.tokenizer;
+        let vocab = tok.vocab_size();
+        for (ids, mask, side) in [
+            ("query_ids", "query_mask", "query"),
+            ("passage_ids", "passage_mask", "passage"),
+        ] {
+            let (t, m) = (self.file.require(ids)?, self.file.require(mask)?);
+            let mut row = Vec::new();
+            for r in 0..self.len {
+                row.clear();
+                t.extend_u32(r, &mut row);
+                let flags = m.row_bytes(r);
+                if let Some(i) = row.iter().position(|&id| id as usize >= vocab) {
+                    bail!(
+                        "{}: pair {r}, position {i}: {ids} holds {}, a token id outside the vocabulary of {vocab} tokens",
+                        self.path.display(),
+                        row[i] as i32
+                    );
+                }
+                if let Some(i) = flags.iter().position(|&f| f > 1) {
+                    bail!(
+                        "{}: pair {r}, position {i}: {mask} holds {}, a mask flag other than 0 or 1",
+                        self.path.display(),
+                        flags[i]
+                    );
+                }
+                if !row
+                    .iter()
+                    .zip(flags)
+                    .any(|(&id, &f)| f == 1 && !tok.is_boundary(id))
+                {
+                    bail!(
+                        "{}: pair {r}: the {side} has no tokens under its mask (only padding, [CLS] or [SEP]): it would be embedded as zeros",
+                        self.path.display()
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -473,6 +520,37 @@ mod tests {
                 ..row("q3", "p1", 4)
             }
         );
+    }
+
+    #[test]
+    fn a_side_without_tokens_or_with_an_id_outside_the_vocabulary_is_refused_on_open() {
+        let tok = TokenizerInfo::nucleotide(true, true);
+        let row = |line| RetrievalIndexRow {
+            record: 0,
+            query_id: format!("q{line}"),
+            passage_id: format!("p{line}"),
+            line,
+        };
+        for (query, says) in [
+            (
+                &[1u32, 2][..],
+                "pair 1: the query has no tokens under its mask",
+            ),
+            (
+                &[1, 5, 40, 2][..],
+                "pair 1, position 2: query_ids holds 40, a token id outside",
+            ),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let dest = dir.path().join("p.safetensors");
+            let mut w = RetrievalPairsWriter::create(dest.clone(), &tok).unwrap();
+            w.push(&[1, 5, 6, 2], &[1, 7, 8, 2], [0, 0], row(2))
+                .unwrap();
+            w.push(query, &[1, 6, 6, 2], [1, 1], row(3)).unwrap();
+            w.finish(meta(&tok)).unwrap();
+            let e = RetrievalPairs::open(&dest).err().unwrap().to_string();
+            assert!(e.contains("p.safetensors: ") && e.contains(says), "{e}");
+        }
     }
 
     #[test]
