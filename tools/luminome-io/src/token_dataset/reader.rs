@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 
 use super::index::{index_path_for, read_index, shard_path, IndexRow};
 use super::meta::{TokenDatasetMeta, TokenizerInfo, TOKEN_DATASET_KIND, TOKEN_DATASET_VERSION};
-use crate::tensorfile::TensorFile;
+use crate::tensorfile::{ElemType, TensorFile};
 
 /// A batch of records read from a token dataset, row-major `[batch, max_length]`.
 #[derive(Debug, Clone, Default)]
@@ -103,6 +103,7 @@ impl TokenDataset {
                     );
                 }
             }
+            validate_shard(&tf, &f, &m.tokenizer)?;
             if *max_length.get_or_insert(l) != l {
                 bail!("{}: shards have different row lengths", f.display());
             }
@@ -180,21 +181,10 @@ impl TokenDataset {
             }
             let (s, row) = self.locate(r);
             let shard = &self.shards[s];
-            let before = b.input_ids.len();
+            // Ids, masks and their types were checked on open (`validate_shard`).
             shard
                 .require("input_ids")?
                 .extend_u32(row, &mut b.input_ids);
-            // An id past the vocabulary (a negative one read from a signed tensor, say) has no
-            // embedding: refuse it here rather than let a model read garbage or fail without a
-            // file name.
-            let vocab = self.meta.tokenizer.vocab_size() as u32;
-            if let Some(&id) = b.input_ids[before..].iter().find(|&&id| id >= vocab) {
-                bail!(
-                    "{}: record {r}: token id {} is outside the vocabulary of {vocab} tokens",
-                    self.path.display(),
-                    id as i32
-                );
-            }
             b.attention_mask
                 .extend_from_slice(shard.require("attention_mask")?.row_bytes(row));
             if let Some(sm) = b.soft_mask.as_mut() {
@@ -211,6 +201,63 @@ impl TokenDataset {
     pub fn read_index(&self) -> Result<Vec<IndexRow>> {
         read_index(&index_path_for(&self.path))
     }
+}
+
+/// A shard's values, once on open (its shapes are checked by the caller): integer token ids
+/// within the vocabulary, u8 masks of 0/1 (a float mask was read as 4 bytes a flag and failed
+/// deep in the model), integer labels. The first bad value is named by record and position.
+fn validate_shard(tf: &TensorFile, f: &Path, tok: &TokenizerInfo) -> Result<()> {
+    let is_int = |e: ElemType| !matches!(e, ElemType::F32);
+    let ids = tf.require("input_ids")?;
+    if !is_int(ids.elem) {
+        bail!(
+            "{}: input_ids are {:?}; token ids are integers",
+            f.display(),
+            ids.elem
+        );
+    }
+    if let Some(t) = tf.tensor("labels") {
+        if !is_int(t.elem) {
+            bail!(
+                "{}: labels are {:?}; class labels are integers",
+                f.display(),
+                t.elem
+            );
+        }
+    }
+    for name in ["attention_mask", "soft_mask"] {
+        let Some(t) = tf.tensor(name) else { continue };
+        if t.elem != ElemType::U8 {
+            bail!(
+                "{}: {name} is {:?}; masks are u8 flags (0 or 1), as luminome-tokenize writes them",
+                f.display(),
+                t.elem
+            );
+        }
+        for r in 0..t.shape[0] {
+            if let Some(i) = t.row_bytes(r).iter().position(|&v| v > 1) {
+                bail!(
+                    "{}: record {r}, position {i}: {name} holds {}, not 0 or 1",
+                    f.display(),
+                    t.row_bytes(r)[i]
+                );
+            }
+        }
+    }
+    let vocab = tok.vocab_size() as u64;
+    let mut row = Vec::new();
+    for r in 0..ids.shape[0] {
+        row.clear();
+        ids.extend_i64(r, &mut row);
+        if let Some(i) = row.iter().position(|&id| id < 0 || id as u64 >= vocab) {
+            bail!(
+                "{}: record {r}, position {i}: token id {} is outside the vocabulary of {vocab} tokens",
+                f.display(),
+                row[i]
+            );
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -288,11 +335,36 @@ mod tests {
             dir.path().join("bad.index.tsv"),
         )
         .unwrap();
-        let ds = TokenDataset::open(&bad).unwrap();
-        assert!(ds.batch(&[0]).is_ok());
-        let e = ds.batch(&[1]).unwrap_err().to_string();
+        // Refused on open, before any batch: every record is checked once.
+        let e = TokenDataset::open(&bad).err().unwrap().to_string();
         assert!(
-            e.contains("bad.safetensors: record 1: token id -1 is outside the vocabulary of 10"),
+            e.contains(
+                "bad.safetensors: record 1, position 1: token id -1 is outside the vocabulary of 10"
+            ),
+            "{e}"
+        );
+        // A float attention mask: named as such (it failed deep in the model).
+        let fmask: Vec<u8> = [1f32; 8].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let ok_ids: Vec<u8> = [1i64, 5, 6, 2, 1, 7, 6, 2]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let views = vec![
+            (
+                "input_ids".to_string(),
+                safetensors::tensor::TensorView::new(safetensors::Dtype::I64, vec![2, 4], &ok_ids)
+                    .unwrap(),
+            ),
+            (
+                "attention_mask".to_string(),
+                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![2, 4], &fmask)
+                    .unwrap(),
+            ),
+        ];
+        safetensors::serialize_to_file(views, meta.metadata().clone(), &bad).unwrap();
+        let e = TokenDataset::open(&bad).err().unwrap().to_string();
+        assert!(
+            e.contains("bad.safetensors: attention_mask is F32; masks are u8 flags"),
             "{e}"
         );
     }
