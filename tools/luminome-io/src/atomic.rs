@@ -301,7 +301,7 @@ enum WriterInner {
     File(BufWriter<AtomicFile>),
     /// A destination named `*.gz`: gzip (no name or time in its header, so the bytes depend on
     /// the content alone).
-    Gzip(flate2::write::GzEncoder<BufWriter<AtomicFile>>),
+    Gzip(Box<flate2::write::GzEncoder<BufWriter<AtomicFile>>>),
     Stdout(BufWriter<std::io::Stdout>),
 }
 
@@ -325,10 +325,10 @@ impl AtomicWriter {
         } else {
             let file = BufWriter::with_capacity(1 << 20, AtomicFile::create(dest)?);
             if gzip {
-                WriterInner::Gzip(flate2::write::GzEncoder::new(
+                WriterInner::Gzip(Box::new(flate2::write::GzEncoder::new(
                     file,
                     flate2::Compression::default(),
-                ))
+                )))
             } else {
                 WriterInner::File(file)
             }
@@ -358,7 +358,7 @@ impl AtomicWriter {
     fn writer(&mut self) -> &mut dyn Write {
         match &mut self.inner {
             WriterInner::File(w) => w,
-            WriterInner::Gzip(w) => w,
+            WriterInner::Gzip(w) => w.as_mut(),
             WriterInner::Stdout(w) => w,
         }
     }

@@ -98,7 +98,8 @@ impl PairDataset {
         let ok_id = |v: u8| (v as usize) < vocab;
         let ok_label = |v: u8| v as i8 as i64 == super::IGNORE_INDEX || (v as i8 >= 0 && ok_id(v));
         let ok_flag = |v: u8| v <= 1;
-        let checks: [(&str, &dyn Fn(u8) -> bool, String); 6] = [
+        type Check<'a> = (&'a str, &'a dyn Fn(u8) -> bool, String);
+        let checks: [Check; 6] = [
             (
                 "ids_a",
                 &ok_id,

@@ -103,7 +103,7 @@ impl TokenDataset {
                     );
                 }
             }
-            validate_shard(&tf, &f, &m.tokenizer)?;
+            validate_shard(&tf, f, &m.tokenizer)?;
             if *max_length.get_or_insert(l) != l {
                 bail!("{}: shards have different row lengths", f.display());
             }
