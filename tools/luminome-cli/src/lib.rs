@@ -319,3 +319,19 @@ mod tests {
         assert!(err.contains("does not exist"), "{err}");
     }
 }
+
+/// The sections of a `--help` text in order (`Inputs:`, `Outputs:`, …), each with the number of
+/// flags listed under it: the binaries' tests check that what a run needs comes first.
+pub fn help_sections(help: &str) -> Vec<(String, usize)> {
+    let mut sections: Vec<(String, usize)> = Vec::new();
+    for line in help.lines() {
+        if let Some(name) = line.strip_suffix(':').filter(|_| !line.starts_with(' ')) {
+            sections.push((name.to_string(), 0));
+        } else if line.starts_with("  -") || line.starts_with("      --") {
+            if let Some(last) = sections.last_mut() {
+                last.1 += 1;
+            }
+        }
+    }
+    sections
+}

@@ -335,8 +335,14 @@ fn training_flags_out_of_range_are_refused_by_name_before_anything_is_written() 
     }
 }
 
-/// `src` with tensor `name` cut to its first `rows` rows (metadata kept).
-fn with_short_tensor(src: &Path, dest: &Path, name: &str, rows: usize) {
+/// `src` with tensor `name`'s shape and bytes replaced by `change` (metadata and the other
+/// tensors kept).
+fn rewrite_tensor(
+    src: &Path,
+    dest: &Path,
+    name: &str,
+    change: impl Fn(&[usize], &[u8]) -> (Vec<usize>, Vec<u8>),
+) {
     let bytes = std::fs::read(src).unwrap();
     let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
     let metadata: std::collections::BTreeMap<String, String> = header
@@ -346,6 +352,8 @@ fn with_short_tensor(src: &Path, dest: &Path, name: &str, rows: usize) {
         .into_iter()
         .collect();
     let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let t = st.tensor(name).unwrap();
+    let (shape, data) = change(t.shape(), t.data());
     let tensors: Vec<(String, safetensors::tensor::TensorView)> = st
         .tensors()
         .into_iter()
@@ -353,20 +361,24 @@ fn with_short_tensor(src: &Path, dest: &Path, name: &str, rows: usize) {
             if n != name {
                 return (n, t);
             }
-            let mut shape = t.shape().to_vec();
-            let row: usize = shape[1..].iter().product::<usize>() * t.dtype().bitsize() / 8;
-            shape[0] = rows;
-            let data = &t.data()[..rows * row];
-            (
-                n,
-                safetensors::tensor::TensorView::new(t.dtype(), shape, data).unwrap(),
-            )
+            let v = safetensors::tensor::TensorView::new(t.dtype(), shape.clone(), &data);
+            (n, v.unwrap())
         })
         .collect();
     luminome_io::tensorfile::write_tensors(dest, &tensors, &metadata)
         .unwrap()
         .commit()
         .unwrap();
+}
+
+/// `src` with tensor `name` cut to its first `rows` rows.
+fn with_short_tensor(src: &Path, dest: &Path, name: &str, rows: usize) {
+    rewrite_tensor(src, dest, name, |shape, data| {
+        let row = data.len() / shape[0];
+        let mut shape = shape.to_vec();
+        shape[0] = rows;
+        (shape, data[..rows * row].to_vec())
+    });
 }
 
 #[test]
@@ -440,37 +452,13 @@ fn a_run_folder_holding_the_training_set_as_a_run_file_is_refused() {
     assert_eq!(std::fs::read(&input).unwrap(), before);
 }
 
-/// `src` with byte `at` of tensor `name` set to `value` (metadata kept).
+/// `src` with byte `at` of tensor `name` set to `value`.
 fn with_byte(src: &Path, dest: &Path, name: &str, at: usize, value: u8) {
-    let bytes = std::fs::read(src).unwrap();
-    let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
-    let metadata: std::collections::BTreeMap<String, String> = header
-        .metadata()
-        .clone()
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
-    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-    let changed: Vec<u8> = {
-        let mut d = st.tensor(name).unwrap().data().to_vec();
-        d[at] = value;
-        d
-    };
-    let tensors: Vec<(String, safetensors::tensor::TensorView)> = st
-        .tensors()
-        .into_iter()
-        .map(|(n, t)| {
-            if n != name {
-                return (n, t);
-            }
-            let v = safetensors::tensor::TensorView::new(t.dtype(), t.shape().to_vec(), &changed);
-            (n, v.unwrap())
-        })
-        .collect();
-    luminome_io::tensorfile::write_tensors(dest, &tensors, &metadata)
-        .unwrap()
-        .commit()
-        .unwrap();
+    rewrite_tensor(src, dest, name, |shape, data| {
+        let mut data = data.to_vec();
+        data[at] = value;
+        (shape.to_vec(), data)
+    });
 }
 
 /// A bad value anywhere in a paired dataset is refused on open, before any training, naming the
