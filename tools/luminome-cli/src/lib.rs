@@ -219,6 +219,39 @@ pub fn keep_freed_memory() {
 }
 
 /// The purge delay mimalloc uses now (ms; −1 = never purge).
+/// The sections of a `--help` text in order (`Inputs:`, `Outputs:`, …), each with the number of
+/// flags listed under it.
+pub fn help_sections(help: &str) -> Vec<(String, usize)> {
+    let mut sections: Vec<(String, usize)> = Vec::new();
+    for line in help.lines() {
+        if let Some(name) = line.strip_suffix(':').filter(|_| !line.starts_with(' ')) {
+            sections.push((name.to_string(), 0));
+        } else if line.starts_with("  -") || line.starts_with("      --") {
+            if let Some(last) = sections.last_mut() {
+                last.1 += 1;
+            }
+        }
+    }
+    sections
+}
+
+/// For the binaries' tests: `BINARY --help` lists `first` as its first sections, the leading
+/// `Options` holding nothing but --help and --version (what a run needs comes first).
+pub fn assert_help_starts_with(binary: &str, first: &[&str]) {
+    let o = std::process::Command::new(binary)
+        .arg("--help")
+        .output()
+        .expect("the binary runs");
+    let sections = help_sections(&String::from_utf8_lossy(&o.stdout));
+    let names: Vec<&str> = sections.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names[..first.len().min(names.len())],
+        *first,
+        "{binary} --help"
+    );
+    assert_eq!(sections[0], ("Options".to_string(), 2), "{binary} --help");
+}
+
 #[cfg(test)]
 fn purge_delay_ms() -> i64 {
     // SAFETY: reads one integer option.
@@ -318,20 +351,4 @@ mod tests {
             .to_string();
         assert!(err.contains("does not exist"), "{err}");
     }
-}
-
-/// The sections of a `--help` text in order (`Inputs:`, `Outputs:`, …), each with the number of
-/// flags listed under it: the binaries' tests check that what a run needs comes first.
-pub fn help_sections(help: &str) -> Vec<(String, usize)> {
-    let mut sections: Vec<(String, usize)> = Vec::new();
-    for line in help.lines() {
-        if let Some(name) = line.strip_suffix(':').filter(|_| !line.starts_with(' ')) {
-            sections.push((name.to_string(), 0));
-        } else if line.starts_with("  -") || line.starts_with("      --") {
-            if let Some(last) = sections.last_mut() {
-                last.1 += 1;
-            }
-        }
-    }
-    sections
 }

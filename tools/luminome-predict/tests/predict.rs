@@ -429,18 +429,8 @@ fn an_ensemble_refuses_a_member_that_is_not_a_classifier_or_has_other_classes() 
 /// `--help` starts with what a run needs (inputs, then outputs); model options follow.
 #[test]
 fn help_lists_inputs_and_outputs_before_the_model_options() {
-    let o = Command::new(env!("CARGO_BIN_EXE_luminome-predict"))
-        .arg("--help")
-        .output()
-        .unwrap();
-    let sections = luminome_cli::help_sections(&String::from_utf8(o.stdout).unwrap());
-    let names: Vec<&str> = sections.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(
-        names[..4],
-        ["Options", "Inputs", "Outputs", "Model options"]
-    );
-    assert_eq!(
-        sections[0].1, 2,
-        "only --help and --version before the inputs"
+    luminome_cli::assert_help_starts_with(
+        env!("CARGO_BIN_EXE_luminome-predict"),
+        &["Options", "Inputs", "Outputs", "Model options"],
     );
 }

@@ -403,15 +403,8 @@ fn a_dataset_with_fewer_labels_or_mask_rows_than_records_is_refused_on_open() {
             "-o",
             out.to_str().unwrap(),
         ]);
-        let e = stderr(&o);
-        assert_eq!(o.status.code(), Some(1), "{tensor}: {e}");
-        assert!(
-            e.contains(&format!(
-                "short_{tensor}.safetensors: {tensor} has shape [10"
-            )),
-            "{e}"
-        );
-        assert!(!out.exists());
+        let says = format!("short_{tensor}.safetensors: {tensor} has shape [10");
+        assert_refused_before_any_output(&o, &out, &says);
     }
 }
 
@@ -511,14 +504,15 @@ fn a_paired_dataset_with_a_bad_value_anywhere_is_refused_on_open() {
             "-o",
             out.to_str().unwrap(),
         ]);
-        let e = stderr(&o);
-        assert_eq!(o.status.code(), Some(1), "{tensor}: {e}");
-        assert!(
-            e.contains(&format!(
-                "bad_{tensor}.safetensors: record 37, position 5: {says}"
-            )),
-            "{e}"
-        );
-        assert!(!out.exists());
+        let says = format!("bad_{tensor}.safetensors: record 37, position 5: {says}");
+        assert_refused_before_any_output(&o, &out, &says);
     }
+}
+
+/// Exit status 1, `says` in the message, and no run folder.
+fn assert_refused_before_any_output(o: &std::process::Output, out: &Path, says: &str) {
+    let e = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains(says), "{says}\n{e}");
+    assert!(!out.exists(), "{e}");
 }
