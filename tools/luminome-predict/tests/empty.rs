@@ -1,7 +1,7 @@
 //! A dataset with no records is refused before anything is written: an empty predictions table
 //! and a metrics file of nothing would read as a finished run.
 
-use std::process::Command;
+mod common;
 
 use luminome_engine::models::expression::ExpressionHead;
 
@@ -24,19 +24,16 @@ fn a_dataset_without_records_is_refused_and_nothing_is_written() {
     )
     .unwrap();
     let (out, metrics) = (dir.path().join("p.tsv"), dir.path().join("m.tsv"));
-    let o = Command::new(env!("CARGO_BIN_EXE_luminome-predict"))
-        .args([
-            "--checkpoint",
-            ckpt.to_str().unwrap(),
-            "--dataset",
-            ds.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--metrics",
-            metrics.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let o = common::predict(&[
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--dataset",
+        ds.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--metrics",
+        metrics.to_str().unwrap(),
+    ]);
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{e}");
     assert!(

@@ -3,10 +3,10 @@
 //! that do not fit.
 
 mod common;
+use common::predict;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use candle_core::Device;
 use luminome_engine::checkpoint::save_checkpoint;
@@ -17,13 +17,6 @@ use luminome_engine::testing::{
 use luminome_engine::ModelConfig;
 use luminome_io::region_dataset::read_samples;
 use luminome_metrics::RegressionMetrics;
-
-fn predict(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_luminome-predict"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn tsv(path: &Path) -> Vec<HashMap<String, String>> {
     luminome_engine::testing::tsv_rows(path)

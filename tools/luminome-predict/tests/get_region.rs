@@ -2,9 +2,11 @@
 //! luminome-regions dataset through luminome-predict: the predictions are the library's GET
 //! outputs at each gene's read slot and strand, and what is refused.
 
+mod common;
+use common::predict;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use candle_core::{Device, Tensor};
 use luminome_engine::models::get_region::{tss_expression, GetRegion, Strand, TssSite};
@@ -16,14 +18,6 @@ fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../luminome-engine/tests/fixtures/get_region")
         .join(name)
-}
-
-fn predict(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_luminome-predict"))
-        .args(args)
-        .env("HF_HUB_OFFLINE", "1")
-        .output()
-        .unwrap()
 }
 
 fn read_tsv(path: &Path) -> Vec<HashMap<String, String>> {

@@ -14,13 +14,6 @@ use luminome_metrics::ClassificationMetrics;
 
 type ClassifierInput = luminome_engine::models::classifier::ClassifierInput<ClassifierConfig>;
 
-fn predict(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_luminome-predict"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 /// Runs predict with `checkpoints` on `ds`, writing `out` and `metrics`, then `extra` flags.
 fn predict_with_metrics(
     checkpoints: &[&Path],

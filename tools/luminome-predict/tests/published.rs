@@ -3,6 +3,9 @@
 //! (tests/fixtures/caduceus/variants/expected_llr.tsv, bench/reference/caduceus/
 //! make_variant_scores.py), and what is refused.
 
+mod common;
+use common::predict;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,14 +14,6 @@ use clap::Parser;
 
 fn caduceus_fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../luminome-engine/tests/fixtures/caduceus")
-}
-
-fn predict(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_luminome-predict"))
-        .args(args)
-        .env("HF_HUB_OFFLINE", "1")
-        .output()
-        .unwrap()
 }
 
 fn mask_pairs(args: &[&str]) -> anyhow::Result<()> {

@@ -14,13 +14,6 @@ use luminome_engine::testing::{
     ecoli_retrieval_task, write_dual_checkpoint, write_retrieval_pairs,
 };
 
-fn predict(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_luminome-predict"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }

@@ -4,7 +4,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use candle_core::Device;
 use clap::Parser;
@@ -15,13 +14,6 @@ use luminome_engine::models::bistrand::{BiStrandConfig, PairInput};
 use luminome_engine::{BuiltModel, ModelConfig};
 use luminome_io::pair_dataset::Pairing;
 use luminome_io::token_dataset::TokenizerInfo;
-
-fn predict(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_luminome-predict"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn mask_pairs(args: &[&str]) {
     let mut all = vec!["luminome-mask-pairs", "--quiet"];

@@ -129,6 +129,15 @@ pub fn write_mlm_checkpoint(dest: &Path) {
     save_checkpoint(dest, &meta, &built.varmap).unwrap();
 }
 
+/// Runs luminome-predict with `args` (offline: a test never reaches the Hub).
+pub fn predict(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_luminome-predict"))
+        .args(args)
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .unwrap()
+}
+
 /// Whether `python3 -c "import <modules>"` works (one `skipped:` line when not).
 pub fn python_has(modules: &str) -> bool {
     luminome_io::python_probe::python_can_import(modules, "reading the outputs from Python")
