@@ -337,22 +337,17 @@ impl AtomicWriter {
     }
 
     pub fn commit(self) -> Result<()> {
-        match self.inner {
-            WriterInner::File(w) => {
-                let file = w
-                    .into_inner()
-                    .map_err(|e| anyhow::anyhow!("cannot flush output: {}", e.error()))?;
-                file.commit()
+        let buffered = match self.inner {
+            WriterInner::File(w) => w,
+            WriterInner::Gzip(gz) => gz.finish().context("cannot finish the gzip output")?,
+            WriterInner::Stdout(mut w) => {
+                return w.flush().context("cannot write to standard output")
             }
-            WriterInner::Gzip(gz) => {
-                let w = gz.finish().context("cannot finish the gzip output")?;
-                let file = w
-                    .into_inner()
-                    .map_err(|e| anyhow::anyhow!("cannot flush output: {}", e.error()))?;
-                file.commit()
-            }
-            WriterInner::Stdout(mut w) => w.flush().context("cannot write to standard output"),
-        }
+        };
+        let file = buffered
+            .into_inner()
+            .map_err(|e| anyhow::anyhow!("cannot flush output: {}", e.error()))?;
+        file.commit()
     }
 
     fn writer(&mut self) -> &mut dyn Write {

@@ -75,11 +75,19 @@ impl<'a> TensorRef<'a> {
                     .map(|c| i32::from_le_bytes(c.try_into().unwrap()) as i64),
             ),
             ElemType::I8 => out.extend(b.iter().map(|&v| v as i8 as i64)),
-            _ => {
-                let mut tmp = Vec::new();
-                self.extend_u32(row, &mut tmp);
-                out.extend(tmp.into_iter().map(|v| v as i64));
-            }
+            ElemType::U8 => out.extend(b.iter().map(|&v| v as i64)),
+            ElemType::U16 => out.extend(
+                b.chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]]) as i64),
+            ),
+            ElemType::U32 => out.extend(
+                b.chunks_exact(4)
+                    .map(|c| u32::from_le_bytes(c.try_into().unwrap()) as i64),
+            ),
+            ElemType::F32 => out.extend(
+                b.chunks_exact(4)
+                    .map(|c| f32::from_le_bytes(c.try_into().unwrap()) as i64),
+            ),
         }
     }
 
