@@ -331,6 +331,12 @@ impl RetrievalPairs {
             ("passage_ids", "passage_mask", "passage"),
         ] {
             let (t, m) = (self.file.require(ids)?, self.file.require(mask)?);
+            if let Some((r, i, v)) = m.first_bad_byte(|f| f <= 1) {
+                bail!(
+                    "{}: pair {r}, position {i}: {mask} holds {v}, a mask flag other than 0 or 1",
+                    self.path.display()
+                );
+            }
             let mut row = Vec::new();
             for r in 0..self.len {
                 row.clear();
@@ -341,13 +347,6 @@ impl RetrievalPairs {
                         "{}: pair {r}, position {i}: {ids} holds {}, a token id outside the vocabulary of {vocab} tokens",
                         self.path.display(),
                         row[i] as i32
-                    );
-                }
-                if let Some(i) = flags.iter().position(|&f| f > 1) {
-                    bail!(
-                        "{}: pair {r}, position {i}: {mask} holds {}, a mask flag other than 0 or 1",
-                        self.path.display(),
-                        flags[i]
                     );
                 }
                 if !row

@@ -132,20 +132,16 @@ impl PairDataset {
             ),
         ];
         for (name, ok, what) in checks {
-            let t = self.file.require(name)?;
-            for r in 0..self.records {
-                let row = t.row_bytes(r);
-                if let Some(i) = row.iter().position(|&v| !ok(v)) {
-                    let v = if name.starts_with("labels") {
-                        (row[i] as i8).to_string()
-                    } else {
-                        row[i].to_string()
-                    };
-                    bail!(
-                        "{}: record {r}, position {i}: {name} holds {v}, {what}",
-                        self.path.display()
-                    );
-                }
+            if let Some((r, i, v)) = self.file.require(name)?.first_bad_byte(ok) {
+                let v = if name.starts_with("labels") {
+                    (v as i8).to_string()
+                } else {
+                    v.to_string()
+                };
+                bail!(
+                    "{}: record {r}, position {i}: {name} holds {v}, {what}",
+                    self.path.display()
+                );
             }
         }
         Ok(())

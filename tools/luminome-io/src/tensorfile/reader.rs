@@ -32,6 +32,14 @@ impl<'a> TensorRef<'a> {
         self.shape.iter().skip(1).product()
     }
 
+    /// The first byte-sized element that `ok` refuses, as (row, position in the row, byte), over
+    /// the whole tensor: the value checks datasets make on open.
+    pub fn first_bad_byte(&self, ok: impl Fn(u8) -> bool) -> Option<(usize, usize, u8)> {
+        let n = self.row_len().max(1);
+        let i = self.bytes.iter().position(|&v| !ok(v))?;
+        Some((i / n, i % n, self.bytes[i]))
+    }
+
     pub fn row_bytes(&self, row: usize) -> &'a [u8] {
         let n = self.row_len() * self.elem.size();
         &self.bytes[row * n..(row + 1) * n]

@@ -234,14 +234,11 @@ fn validate_shard(tf: &TensorFile, f: &Path, tok: &TokenizerInfo) -> Result<()> 
                 t.elem
             );
         }
-        for r in 0..t.shape[0] {
-            if let Some(i) = t.row_bytes(r).iter().position(|&v| v > 1) {
-                bail!(
-                    "{}: record {r}, position {i}: {name} holds {}, not 0 or 1",
-                    f.display(),
-                    t.row_bytes(r)[i]
-                );
-            }
+        if let Some((r, i, v)) = t.first_bad_byte(|v| v <= 1) {
+            bail!(
+                "{}: record {r}, position {i}: {name} holds {v}, not 0 or 1",
+                f.display()
+            );
         }
     }
     let vocab = tok.vocab_size() as u64;
