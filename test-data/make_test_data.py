@@ -125,6 +125,19 @@ def make_gue():
         write_text(o("gue_prom_core_all", f"{split}.csv"), "".join(lines))
         c1 = sum(ln.rstrip("\n").endswith(",1") for ln in lines[1:])
         print(f"gue {split}: {n} rows, label1={c1} label0={n - c1}")
+        if split == "train":
+            write_gue_fasta(lines[1:])
+
+
+def write_gue_fasta(rows):
+    """The train rows again as two FASTA files, one per class: how labelled sequences often
+    arrive (README "Start here": luminome-tokenize promoters.fa non_promoters.fa --label 1,0 --split)."""
+    by_label = {"1": [], "0": []}
+    for i, ln in enumerate(rows, start=1):
+        seq, label = ln.rstrip("\n").rsplit(",", 1)
+        by_label[label].append(f">train_row{i}\n{seq}\n")
+    write_text(o("gue_prom_core_all", "promoters.fa"), "".join(by_label["1"]))
+    write_text(o("gue_prom_core_all", "non_promoters.fa"), "".join(by_label["0"]))
 
 
 # ---------------------------------------------------------------- 2-5. chr22 slice

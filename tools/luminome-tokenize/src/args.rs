@@ -7,7 +7,8 @@ use clap::Parser;
 use luminome_io::seqtable::SeqTableOptions;
 
 use crate::bases::NonAcgtPolicy;
-use crate::pipeline::{InputFormat, Overflow, RcMode, Summary, TokenizeJob};
+use crate::pipeline::{InputFormat, JobInput, Overflow, RcMode, Summary, TokenizeJob};
+use crate::split::{split_output, SplitPlan};
 use luminome_io::token_dataset::TokenizerScheme;
 
 use crate::scheme::{KmerMode, Scheme};
@@ -24,6 +25,9 @@ Examples:
   # a chromosome in 512-base windows every 256 bases, 6-mers, with soft-mask flags
   luminome-tokenize chr22.fa.gz --scheme kmer -k 6 --window 512 --stride 256 --overflow window \\
       --soft-mask -o chr22_6mer.safetensors
+
+  # one FASTA per class, labelled and split 80/10/10 by record (stratified, --seed)
+  luminome-tokenize promoters.fa non_promoters.fa --label 1,0 --split 0.8,0.1,0.1 -o prom.safetensors
 
   # peaks, centred to 200 bp, strand-aware, plus reverse complements
   luminome-tokenize peaks.narrowPeak --reference chr22.fa --width 200 --rc both -o peaks.safetensors
@@ -47,9 +51,11 @@ half-open, seq_length, window_offset, window_length, strand). In Python:
 #[derive(Debug, Parser)]
 #[command(name = "luminome-tokenize", version, about, after_help = EXAMPLES)]
 pub struct Args {
-    /// Input: FASTA/FASTQ (plain, gzip, BGZF, zstd, bzip2), CSV/TSV table, or BED/narrowPeak (with --reference).
-    #[arg(help_heading = "Inputs")]
-    pub input: PathBuf,
+    /// Input: FASTA/FASTQ (plain, gzip, BGZF, zstd, bzip2), CSV/TSV table, or BED/narrowPeak (with
+    /// --reference). Several are read in order into one dataset (e.g. positives.fa negatives.fa
+    /// --label 1,0).
+    #[arg(help_heading = "Inputs", value_name = "INPUT", required = true, num_args = 1..)]
+    pub inputs: Vec<PathBuf>,
 
     /// Output token dataset (.safetensors); the record index is written beside it.
     #[arg(help_heading = "Outputs", short, long)]
@@ -159,9 +165,19 @@ pub struct Args {
     #[arg(long)]
     pub text: bool,
 
-    /// FASTA/FASTQ/BED input: give every record this integer label.
-    #[arg(long)]
-    pub label: Option<i64>,
+    /// FASTA/FASTQ/BED input: give every record this integer label; with several inputs, one
+    /// label each, in order (--label 1,0), or one for all.
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    pub label: Vec<i64>,
+
+    /// Share whole records out into OUTPUT stem + .train/.dev[/.test].safetensors by these
+    /// fractions (e.g. 0.8,0.1,0.1), stratified by label, shuffled with --seed.
+    #[arg(help_heading = "Outputs", long, value_name = "TRAIN,DEV[,TEST]")]
+    pub split: Option<String>,
+
+    /// Seed of --split's shuffle.
+    #[arg(help_heading = "Outputs", long, default_value_t = 1)]
+    pub seed: u64,
 
     /// Reference FASTA for BED input (indexed with .fai, or indexable).
     #[arg(help_heading = "Inputs", long)]
@@ -230,7 +246,7 @@ impl Args {
             );
         }
         Ok(TokenizeJob {
-            input: self.input.clone(),
+            inputs: self.job_inputs()?,
             format: self.format,
             output: self.output.clone(),
             scheme,
@@ -248,7 +264,7 @@ impl Args {
                 cut: Cut::Whole,
                 policy: self.non_acgt,
                 threads,
-                constant_label: self.label,
+                constant_label: None,
                 table: SeqTableOptions {
                     sequence_column: self.sequence_column.clone(),
                     label_column: (!self.no_labels).then(|| self.label_column.clone()),
@@ -260,10 +276,64 @@ impl Args {
                 width: self.width,
             },
             shard_records: self.shard_records,
+            split: self
+                .split
+                .as_deref()
+                .map(|s| SplitPlan::parse(s, self.seed))
+                .transpose()?,
             threads,
             command_line: luminome_cli::command_line(),
             quiet: self.quiet,
         })
+    }
+}
+
+impl Args {
+    /// Each input with its --label: none, one for all, or one per input in order.
+    fn job_inputs(&self) -> Result<Vec<JobInput>> {
+        let n = self.inputs.len();
+        let label = |k: usize| {
+            match self.label.len() {
+            0 => Ok(None),
+            1 => Ok(Some(self.label[0])),
+            m if m == n => Ok(Some(self.label[k])),
+            m => anyhow::bail!(
+                "--label gives {m} labels for {n} inputs: give one for all, or one per input in order"
+            ),
+        }
+        };
+        (0..n)
+            .map(|k| {
+                Ok(JobInput {
+                    path: self.inputs[k].clone(),
+                    label: label(k)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Every path the run writes: the dataset(s) and their indexes.
+    fn output_paths(&self) -> Result<Vec<(String, PathBuf)>> {
+        let datasets = match &self.split {
+            Some(s) => SplitPlan::parse(s, self.seed)?
+                .names()
+                .iter()
+                .map(|n| {
+                    (
+                        format!("the {n} split of -o"),
+                        split_output(&self.output, n),
+                    )
+                })
+                .collect(),
+            None => vec![("-o".to_string(), self.output.clone())],
+        };
+        let mut all = Vec::new();
+        for (what, path) in datasets {
+            let index = luminome_io::token_dataset::index_path_for(&path);
+            all.push((what.clone(), path));
+            all.push((format!("the index of {what}"), index));
+        }
+        Ok(all)
     }
 }
 
@@ -310,18 +380,20 @@ fn like_scheme(like: &std::path::Path) -> Result<(Scheme, Option<String>, bool, 
 
 /// Parses nothing: runs the job for already-parsed arguments.
 pub fn run(args: &Args) -> Result<Summary> {
-    let index = luminome_io::token_dataset::index_path_for(&args.output);
-    let mut inputs = vec![("the input", args.input.as_path())];
+    let mut inputs: Vec<(&str, &std::path::Path)> = args
+        .inputs
+        .iter()
+        .map(|p| ("the input", p.as_path()))
+        .collect();
     if let Some(r) = &args.reference {
         inputs.push(("--reference", r.as_path()));
     }
-    luminome_io::atomic::check_outputs_distinct(
-        &[
-            ("-o", args.output.as_path()),
-            ("the index of -o", index.as_path()),
-        ],
-        &inputs,
-    )?;
+    let outputs = args.output_paths()?;
+    let outputs: Vec<(&str, &std::path::Path)> = outputs
+        .iter()
+        .map(|(w, p)| (w.as_str(), p.as_path()))
+        .collect();
+    luminome_io::atomic::check_outputs_distinct(&outputs, &inputs)?;
     luminome_io::atomic::check_extension(
         "-o",
         &args.output,
@@ -329,6 +401,9 @@ pub fn run(args: &Args) -> Result<Summary> {
     )?;
     let job = args.job()?;
     if args.format == InputFormat::Pairs {
+        if job.inputs.len() > 1 || job.split.is_some() {
+            anyhow::bail!("--format pairs reads one table, without --split");
+        }
         return crate::pairs::run(
             &job,
             &crate::pairs::PairsOptions {

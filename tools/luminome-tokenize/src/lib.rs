@@ -13,3 +13,4 @@ pub mod pairs;
 pub mod pipeline;
 pub mod scheme;
 pub mod source;
+pub mod split;

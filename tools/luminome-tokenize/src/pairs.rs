@@ -132,7 +132,7 @@ pub fn run(job: &TokenizeJob, opts: &PairsOptions) -> Result<Summary> {
             bail!("--max-length {l} leaves no room for sequence tokens");
         }
     }
-    let path = &job.input;
+    let path = &job.inputs[0].path;
     let (inner, _) = luminome_io::compress::open(path, 1)?;
     let mut reader = csv::ReaderBuilder::new()
         .delimiter(luminome_io::seqtable::delimiter_for(path))

@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use crate::bases::{self, ChangeCounts};
 use crate::scheme::Scheme;
 use crate::source::{self, Cut, Message, SourceOptions, Unit};
+use crate::split::{split_output, SplitPlan};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum InputFormat {
@@ -60,9 +61,17 @@ impl RcMode {
     }
 }
 
+/// One input file and the label its FASTA/FASTQ/BED records get (tables carry their own).
+#[derive(Debug, Clone)]
+pub struct JobInput {
+    pub path: PathBuf,
+    pub label: Option<i64>,
+}
+
 /// Everything a tokenize run needs, independent of the command line.
 pub struct TokenizeJob {
-    pub input: PathBuf,
+    /// Read in order into one dataset (or, with [`TokenizeJob::split`], shared out).
+    pub inputs: Vec<JobInput>,
     pub format: InputFormat,
     pub output: PathBuf,
     pub scheme: Scheme,
@@ -79,6 +88,8 @@ pub struct TokenizeJob {
     pub max_n: Option<f64>,
     pub source: SourceOptions,
     pub shard_records: Option<u64>,
+    /// `--split`: whole records shared out into train/dev[/test] datasets beside `output`.
+    pub split: Option<SplitPlan>,
     pub threads: usize,
     pub command_line: String,
     pub quiet: bool,
@@ -95,6 +106,8 @@ pub struct Summary {
     pub truncated: u64,
     /// Units (records or windows) dropped by --max-n.
     pub n_skipped: u64,
+    /// With `--split`: rows written to each split, in [`SplitPlan::names`] order.
+    pub split_rows: Vec<(String, u64)>,
 }
 
 /// True when `--max-n` drops this unit: more than the allowed fraction of its bases are N.
@@ -288,58 +301,212 @@ fn tokenize_unit(
     Ok(rows)
 }
 
+/// The format of each input (`--format auto`: from its name).
+fn input_formats(job: &TokenizeJob) -> Result<Vec<InputFormat>> {
+    let mut formats = Vec::with_capacity(job.inputs.len());
+    for input in &job.inputs {
+        let format = match job.format {
+            InputFormat::Auto => detect_format(&input.path),
+            f => f,
+        };
+        match format {
+            InputFormat::Pairs => bail!("internal: pair tables are tokenized by crate::pairs::run"),
+            InputFormat::Bed if job.source.reference.is_none() => {
+                bail!("BED input {} needs --reference FASTA", input.path.display())
+            }
+            _ => formats.push(format),
+        }
+    }
+    Ok(formats)
+}
+
+/// Whether the dataset has labels: every input must agree (a table through its label column,
+/// a FASTA/BED file through its --label).
+fn inputs_have_labels(job: &TokenizeJob, formats: &[InputFormat]) -> Result<bool> {
+    let labelled = |k: usize| match formats[k] {
+        InputFormat::Table => job.source.table.label_column.is_some(),
+        _ => job.inputs[k].label.is_some(),
+    };
+    let first = labelled(0);
+    if let Some(k) = (1..formats.len()).find(|&k| labelled(k) != first) {
+        let (with, without) = if first { (0, k) } else { (k, 0) };
+        bail!(
+            "{} has labels and {} has none: give every FASTA/BED input a --label (one per input, in order), or none",
+            job.inputs[with].path.display(),
+            job.inputs[without].path.display()
+        );
+    }
+    Ok(first)
+}
+
+fn read_input(
+    path: &std::path::Path,
+    format: InputFormat,
+    opts: &SourceOptions,
+    changes: &mut ChangeCounts,
+    sink: &mut source::Sink<'_>,
+) -> Result<u64> {
+    match format {
+        InputFormat::Table => source::read_table(path, opts, changes, sink),
+        InputFormat::Bed => source::read_bed(path, opts, changes, sink),
+        _ => source::read_fastx(path, opts, changes, sink),
+    }
+}
+
+/// `--split`'s first pass: every record's label, in input order, cutting no bases.
+fn record_labels(job: &TokenizeJob, formats: &[InputFormat]) -> Result<Vec<Option<i64>>> {
+    let mut labels = Vec::new();
+    for (input, &format) in job.inputs.iter().zip(formats) {
+        crate::split::check_rereadable(&input.path)?;
+        let opts = SourceOptions {
+            cut: Cut::Truncate(0),
+            constant_label: input.label,
+            ..job.source.clone()
+        };
+        let mut sink = |m: Message| {
+            if let Message::Units(units) = m {
+                labels.extend(units.iter().map(|u| u.label));
+            }
+            Ok(())
+        };
+        read_input(
+            &input.path,
+            format,
+            &opts,
+            &mut ChangeCounts::default(),
+            &mut sink,
+        )?;
+    }
+    Ok(labels)
+}
+
+/// The datasets a run writes: one, or one per split with each record's split.
+struct Outputs {
+    writers: Vec<TokenDatasetWriter>,
+    paths: Vec<PathBuf>,
+    names: Vec<String>,
+    assignment: Option<Vec<u8>>,
+}
+
+impl Outputs {
+    fn open(job: &TokenizeJob, formats: &[InputFormat], row_length: Option<usize>) -> Result<Self> {
+        let has_labels = inputs_have_labels(job, formats)?;
+        let mut sources: Vec<String> = job
+            .inputs
+            .iter()
+            .map(|i| i.path.display().to_string())
+            .collect();
+        if let (true, Some(r)) = (formats.contains(&InputFormat::Bed), &job.source.reference) {
+            sources.push(r.display().to_string());
+        }
+        let (names, assignment) = match &job.split {
+            Some(plan) => {
+                let names = plan.names().iter().map(|n| n.to_string()).collect();
+                (names, Some(plan.assign(&record_labels(job, formats)?)))
+            }
+            None => (vec![String::new()], None),
+        };
+        let paths: Vec<PathBuf> = match &job.split {
+            Some(_) => names.iter().map(|n| split_output(&job.output, n)).collect(),
+            None => vec![job.output.clone()],
+        };
+        let writers = paths
+            .iter()
+            .map(|dest| {
+                TokenDatasetWriter::new(TokenDatasetWriterOptions {
+                    dest: dest.clone(),
+                    tokenizer: job
+                        .scheme
+                        .info(job.add_cls, job.add_sep, job.hf_json.clone()),
+                    max_length: row_length,
+                    has_labels,
+                    has_soft_mask: job.soft_mask,
+                    shard_records: job.shard_records,
+                    rc: job.rc.name().into(),
+                    sources: sources.clone(),
+                    tool: "luminome-tokenize".into(),
+                    tool_version: env!("CARGO_PKG_VERSION").into(),
+                    command_line: job.command_line.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Outputs {
+            writers,
+            paths,
+            names,
+            assignment,
+        })
+    }
+
+    /// The writer of a unit's record.
+    fn writer_for(&mut self, unit: &Unit) -> Result<&mut TokenDatasetWriter> {
+        let k = match &self.assignment {
+            Some(a) => *a.get(unit.record as usize).with_context(|| {
+                format!(
+                    "{}: the input changed while it was read (more records than on the first pass)",
+                    unit.origin
+                )
+            })? as usize,
+            None => 0,
+        };
+        Ok(&mut self.writers[k])
+    }
+
+    fn rows(&self) -> u64 {
+        self.writers.iter().map(|w| w.len()).sum()
+    }
+
+    /// Commits every dataset, once none of them is empty.
+    fn finish(self, records: u64) -> Result<Vec<(String, u64)>> {
+        if self.assignment.is_some() {
+            if let Some(k) = self.writers.iter().position(|w| w.is_empty()) {
+                bail!(
+                    "--split: the {} split got no rows ({records} records in all); give it a larger fraction, or more records",
+                    self.names[k]
+                );
+            }
+        }
+        let rows: Vec<(String, u64)> = self
+            .names
+            .iter()
+            .cloned()
+            .zip(self.writers.iter().map(|w| w.len()))
+            .collect();
+        for w in self.writers {
+            w.finish()?;
+        }
+        Ok(if self.assignment.is_some() {
+            rows
+        } else {
+            Vec::new()
+        })
+    }
+}
+
+fn progress_bar(quiet: bool) -> indicatif::ProgressBar {
+    if quiet {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar =
+        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {elapsed} {human_pos} rows {msg}")
+            .expect("valid template"),
+    );
+    bar
+}
+
 /// Runs a tokenize job to completion; on error nothing is left at the output paths.
 pub fn run(job: &TokenizeJob) -> Result<Summary> {
     let start = Instant::now();
     let framing = framing(job)?;
-    let format = match job.format {
-        InputFormat::Auto => detect_format(&job.input),
-        f => f,
-    };
-    if format == InputFormat::Pairs {
-        bail!("internal: pair tables are tokenized by crate::pairs::run");
-    }
-    if format == InputFormat::Bed && job.source.reference.is_none() {
-        bail!("BED input {} needs --reference FASTA", job.input.display());
-    }
-    let has_labels = match format {
-        InputFormat::Table => job.source.table.label_column.is_some(),
-        _ => job.source.constant_label.is_some(),
-    };
-    let mut sources = vec![job.input.display().to_string()];
-    if let (InputFormat::Bed, Some(r)) = (format, &job.source.reference) {
-        sources.push(r.display().to_string());
-    }
-    let mut writer = TokenDatasetWriter::new(TokenDatasetWriterOptions {
-        dest: job.output.clone(),
-        tokenizer: job
-            .scheme
-            .info(job.add_cls, job.add_sep, job.hf_json.clone()),
-        max_length: framing.row_length,
-        has_labels,
-        has_soft_mask: job.soft_mask,
-        shard_records: job.shard_records,
-        rc: job.rc.name().into(),
-        sources,
-        tool: "luminome-tokenize".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        command_line: job.command_line.clone(),
-    })?;
+    let formats = input_formats(job)?;
+    let mut outputs = Outputs::open(job, &formats, framing.row_length)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(job.threads.max(1))
         .build()
         .context("cannot start the worker threads")?;
-    let progress = if job.quiet {
-        indicatif::ProgressBar::hidden()
-    } else {
-        let bar =
-            indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {elapsed} {human_pos} rows {msg}")
-                .expect("valid template"),
-        );
-        bar
-    };
+    let progress = progress_bar(job.quiet);
     let mut summary = Summary {
         row_length: framing.row_length,
         ..Default::default()
@@ -351,77 +518,55 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
 
     let (tx, rx) = mpsc::sync_channel::<Message>(4);
     let reader_result = std::thread::scope(|scope| -> Result<Result<(u64, ChangeCounts)>> {
-        let input = job.input.clone();
+        let formats = &formats;
         let reader = std::thread::Builder::new()
             .name("lum-reader".into())
             .spawn_scoped(scope, move || -> Result<(u64, ChangeCounts)> {
                 let mut changes = ChangeCounts::default();
-                let mut sink = |m: Message| tx.send(m).map_err(|_| anyhow::anyhow!("stopped"));
-                let n = match format {
-                    InputFormat::Table => {
-                        source::read_table(&input, &source_opts, &mut changes, &mut sink)?
-                    }
-                    InputFormat::Bed => {
-                        source::read_bed(&input, &source_opts, &mut changes, &mut sink)?
-                    }
-                    _ => source::read_fastx(&input, &source_opts, &mut changes, &mut sink)?,
-                };
-                Ok((n, changes))
+                let mut records = 0u64;
+                for (input, &format) in job.inputs.iter().zip(formats) {
+                    // Records are numbered across inputs, as --split's first pass numbered them.
+                    let first = records;
+                    let mut sink = |m: Message| {
+                        let m = match m {
+                            Message::Units(mut units) => {
+                                units.iter_mut().for_each(|u| u.record += first);
+                                Message::Units(units)
+                            }
+                            end => end,
+                        };
+                        tx.send(m).map_err(|_| anyhow::anyhow!("stopped"))
+                    };
+                    let opts = SourceOptions {
+                        constant_label: input.label,
+                        ..source_opts.clone()
+                    };
+                    records += read_input(&input.path, format, &opts, &mut changes, &mut sink)?;
+                }
+                Ok((records, changes))
             })
             .context("cannot start the reading thread")?;
         let consumed = (|| -> Result<()> {
             for message in rx.iter() {
                 match message {
-                    Message::Units(mut units) => {
-                        // --max-n: drop gap windows once, here, before any tokenizing.
-                        let before = units.len();
-                        units.retain(|u| !too_many_n(job, u));
-                        summary.n_skipped += (before - units.len()) as u64;
-                        let rows: Vec<Row> = if job.threads > 2 {
-                            pool.install(|| {
-                                units
-                                    .par_iter()
-                                    .enumerate()
-                                    .map(|(i, u)| tokenize_unit(job, u, i, framing.row_length))
-                                    .collect::<Result<Vec<_>>>()
-                            })?
-                            .into_iter()
-                            .flatten()
-                            .collect()
-                        } else {
-                            let mut rows = Vec::with_capacity(units.len());
-                            for (i, u) in units.iter().enumerate() {
-                                rows.extend(tokenize_unit(job, u, i, framing.row_length)?);
-                            }
-                            rows
-                        };
-                        for row in rows {
-                            let u = &units[row.unit_index];
-                            summary.bases += u.bases.len() as u64;
-                            summary.truncated += u64::from(row.truncated);
-                            let coords = match &u.coords {
-                                Some((c, s, e)) => format!("{c}:{s}-{e}({})", row.strand),
-                                None => ".".into(),
-                            };
-                            writer.push(TokenRow {
-                                ids: &row.ids,
-                                soft_mask: job.soft_mask.then_some(row.soft.as_slice()),
-                                label: u.label,
-                                index: IndexRow {
-                                    record: 0,
-                                    shard: 0,
-                                    name: u.name.to_string(),
-                                    coords,
-                                    seq_length: u.seq_length,
-                                    window_offset: u.window_offset,
-                                    window_length: u.bases.len() as u64,
-                                    strand: row.strand,
-                                },
-                            })?;
-                        }
-                        progress.set_position(writer.len());
+                    Message::Units(units) => {
+                        write_units(
+                            job,
+                            &pool,
+                            units,
+                            framing.row_length,
+                            &mut outputs,
+                            &mut summary,
+                        )?;
+                        progress.set_position(outputs.rows());
                     }
-                    Message::EndRecord(len) => writer.end_record(len)?,
+                    // Rows of a streamed record all went to one dataset; the others hold
+                    // none pending, for which ending a record does nothing.
+                    Message::EndRecord(len) => {
+                        for w in &mut outputs.writers {
+                            w.end_record(len)?;
+                        }
+                    }
                 }
             }
             Ok(())
@@ -437,39 +582,121 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
     let (records, changes) = reader_result?;
     progress.finish_and_clear();
     summary.input_records = records;
-    summary.rows = writer.len();
+    summary.rows = outputs.rows();
     summary.changed = changes;
-    writer.finish()?;
+    let paths = outputs.paths.clone();
+    summary.split_rows = outputs.finish(records)?;
     if !job.quiet {
-        let mut line = format!(
-            "luminome-tokenize: {} records → {} rows{} → {} ({:.1}s)",
-            summary.input_records,
-            summary.rows,
-            summary
-                .row_length
-                .map(|l| format!(" of {l} tokens"))
-                .unwrap_or_default(),
-            job.output.display(),
-            start.elapsed().as_secs_f64()
-        );
-        if summary.changed.total() > 0 {
-            line += &format!("; changed to N: {}", summary.changed.summary());
-        }
-        if summary.truncated > 0 {
-            line += &format!(
-                "; {} rows truncated to their first bases (--overflow window tokenizes all of \
-                 a long record, --overflow error refuses it)",
-                summary.truncated
-            );
-        }
-        if summary.n_skipped > 0 {
-            line += &format!(
-                "; {} windows/records skipped with more than {} N (--max-n)",
-                summary.n_skipped,
-                job.max_n.unwrap_or(0.0)
-            );
-        }
-        eprintln!("{line}");
+        eprintln!("{}", summary_line(job, &summary, &paths, start));
     }
     Ok(summary)
+}
+
+/// Tokenizes a batch of units (in parallel with `--threads` > 2) and writes their rows in order.
+fn write_units(
+    job: &TokenizeJob,
+    pool: &rayon::ThreadPool,
+    mut units: Vec<Unit>,
+    row_length: Option<usize>,
+    outputs: &mut Outputs,
+    summary: &mut Summary,
+) -> Result<()> {
+    // --max-n: drop gap windows once, here, before any tokenizing.
+    let before = units.len();
+    units.retain(|u| !too_many_n(job, u));
+    summary.n_skipped += (before - units.len()) as u64;
+    let rows: Vec<Row> = if job.threads > 2 {
+        pool.install(|| {
+            units
+                .par_iter()
+                .enumerate()
+                .map(|(i, u)| tokenize_unit(job, u, i, row_length))
+                .collect::<Result<Vec<_>>>()
+        })?
+        .into_iter()
+        .flatten()
+        .collect()
+    } else {
+        let mut rows = Vec::with_capacity(units.len());
+        for (i, u) in units.iter().enumerate() {
+            rows.extend(tokenize_unit(job, u, i, row_length)?);
+        }
+        rows
+    };
+    for row in rows {
+        let u = &units[row.unit_index];
+        summary.bases += u.bases.len() as u64;
+        summary.truncated += u64::from(row.truncated);
+        let coords = match &u.coords {
+            Some((c, s, e)) => format!("{c}:{s}-{e}({})", row.strand),
+            None => ".".into(),
+        };
+        outputs.writer_for(u)?.push(TokenRow {
+            ids: &row.ids,
+            soft_mask: job.soft_mask.then_some(row.soft.as_slice()),
+            label: u.label,
+            index: IndexRow {
+                record: 0,
+                shard: 0,
+                name: u.name.to_string(),
+                coords,
+                seq_length: u.seq_length,
+                window_offset: u.window_offset,
+                window_length: u.bases.len() as u64,
+                strand: row.strand,
+            },
+        })?;
+    }
+    Ok(())
+}
+
+/// The run's one summary line on stderr.
+fn summary_line(job: &TokenizeJob, summary: &Summary, paths: &[PathBuf], start: Instant) -> String {
+    let tokens = summary
+        .row_length
+        .map(|l| format!(" of {l} tokens"))
+        .unwrap_or_default();
+    let mut line = match &job.split {
+        None => format!(
+            "luminome-tokenize: {} records → {} rows{tokens} → {}",
+            summary.input_records,
+            summary.rows,
+            job.output.display()
+        ),
+        Some(plan) => {
+            let counts: Vec<String> = summary
+                .split_rows
+                .iter()
+                .map(|(_, n)| n.to_string())
+                .collect();
+            let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            format!(
+                "luminome-tokenize: {} records → {} rows{tokens} ({}, whole records stratified by label, --seed {}) → {}",
+                summary.input_records,
+                counts.join(" / "),
+                plan.names().join(" / "),
+                plan.seed,
+                shown.join(", ")
+            )
+        }
+    };
+    line += &format!(" ({:.1}s)", start.elapsed().as_secs_f64());
+    if summary.changed.total() > 0 {
+        line += &format!("; changed to N: {}", summary.changed.summary());
+    }
+    if summary.truncated > 0 {
+        line += &format!(
+            "; {} rows truncated to their first bases (--overflow window tokenizes all of \
+             a long record, --overflow error refuses it)",
+            summary.truncated
+        );
+    }
+    if summary.n_skipped > 0 {
+        line += &format!(
+            "; {} windows/records skipped with more than {} N (--max-n)",
+            summary.n_skipped,
+            job.max_n.unwrap_or(0.0)
+        );
+    }
+    line
 }

@@ -33,6 +33,8 @@ pub struct Unit {
     pub window_offset: u64,
     /// Where the unit came from, for error messages: file and location text.
     pub origin: Arc<str>,
+    /// The record's number, from 0 in its input (the run numbers on across inputs).
+    pub record: u64,
 }
 
 /// How records are cut to length, in bases.
@@ -187,6 +189,7 @@ pub fn read_table(
             seq_length,
             window_offset: offset,
             origin: origin.clone(),
+            record: n - 1,
         };
         cut_in_memory(&b, &s, opts.cut, &origin, &make, &mut batch)?;
         if batch.len() >= BATCH {
@@ -300,6 +303,7 @@ pub fn read_bed(
                 seq_length,
                 window_offset: offset,
                 origin: origin.clone(),
+                record: n - 1,
             }
         };
         cut_in_memory(&b, &s, opts.cut, &origin, &make, &mut batch)?;
@@ -346,6 +350,7 @@ pub fn read_fastx(
             seq_length,
             window_offset: offset,
             origin: origin.clone(),
+            record: n - 1,
         };
         match opts.cut {
             Cut::Windows { size, stride } => {
