@@ -6,7 +6,8 @@ reftrace parses every .nf and .config file (a syntax error fails the run) and th
 applies these rules. They hold each tool's module to the nf-core conventions the
 pipeline relies on: one process per modules/local/luminome/<tool>/main.nf, tagged
 with meta.id, a resource label, ext.args (never meta.args), a stub block, versions on
-the `versions` topic, pinned Docker and Singularity containers, a conda environment,
+the `versions` topic, pinned Docker and Singularity containers (the Singularity image an
+https:// URL: nf-core tools refuse oras://), a conda environment,
 task.accelerator for GPUs, a reference FASTA only as `tuple val(meta2), path(fasta),
 path(fai)`, and an nf-test beside it (tests/main.nf.test).
 """
@@ -39,8 +40,23 @@ FORBIDDEN_TEXT = [
 # A reference FASTA comes in its own nf-core tuple, with its index.
 REFERENCE_TUPLE = re.compile(r"tuple\s+val\(meta\d+\),\s*path\(fasta\),\s*path\(fai\)")
 # Image references inside a container directive (a plain name, or the names of a ternary,
-# nested ones included: reftrace gives the inner ternary back as text).
-IMAGE = re.compile(r"(?:oras://|docker://)?[a-z0-9][a-z0-9.-]*(?:/[a-z0-9._-]+)+(?::[A-Za-z0-9._-]+)?")
+# nested ones included: reftrace gives the inner ternary back as text): an https:// URL of a
+# Singularity image file, or a registry image name (oras:// and docker:// ones included, so that
+# they are seen and refused or checked).
+IMAGE = re.compile(
+    r"https://[^\s'\"]+"
+    r"|(?:oras://|docker://)?[a-z0-9][a-z0-9.-]*(?:/[a-z0-9._-]+)+(?::[A-Za-z0-9._-]+)?")
+# A version in an image file's name (luminome_0.1.0.sif, or depot-style tool:1.2--build).
+FILE_VERSION = re.compile(r"\d+\.\d+")
+
+
+def pinned(name: str) -> bool:
+    """An https:// image names a version in its file name; a registry image has a tag, not latest."""
+    last = name.rsplit("/", 1)[-1]
+    if name.startswith("https://"):
+        return bool(FILE_VERSION.search(last)) and "latest" not in last
+    tag = last.rsplit(":", 1)[-1] if ":" in last else ""
+    return bool(tag) and tag != "latest"
 
 
 def is_module(module: Module) -> bool:
@@ -105,14 +121,19 @@ def pinned_container_and_conda(module: Module, results: LintResults):
             if not names:
                 results.errors.append(LintError(container.line, f"container {texts!r} names no image"))
             for name in names:
-                tag = name.rsplit(":", 1)[-1] if ":" in name.split("/")[-1] else ""
-                if not tag or tag == "latest":
+                if not pinned(name):
                     results.errors.append(LintError(
                         container.line, f"container {name!r} needs a pinned version tag"))
+                if name.startswith("oras://"):
+                    results.errors.append(LintError(
+                        container.line,
+                        f"container {name!r}: nf-core tools refuse oras:// Singularity images; "
+                        "name the https:// URL of the .sif"))
             if is_module(module) and not container.simple_name and not any(
-                    name.startswith("oras://") for name in names):
+                    name.startswith("https://") for name in names):
                 results.errors.append(LintError(
-                    container.line, "container needs a Singularity image (oras://) beside the Docker one"))
+                    container.line,
+                    "container needs a Singularity image (an https:// URL) beside the Docker one"))
             if is_module(module) and container.simple_name:
                 results.errors.append(LintError(
                     container.line,

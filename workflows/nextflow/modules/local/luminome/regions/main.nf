@@ -4,7 +4,7 @@ process LUMINOME_REGIONS {
 
     conda "${moduleDir}/environment.yml"
     container "${ workflow.containerEngine in ['singularity', 'apptainer'] && !task.ext.singularity_pull_docker_container ?
-        'oras://ghcr.io/luminome/luminome-sif:0.1.0' :
+        'https://github.com/luminome/luminome/releases/download/v0.1.0/luminome_0.1.0.sif' :
         'ghcr.io/luminome/luminome:0.1.0' }"
 
     input:
