@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Static checks for containers/ (docker, apptainer and conda-build do not run on the CI
-# machine): hadolint on the Dockerfiles, shellcheck on the build scripts, the conda recipe
-# template renders with what bioconda asks for and tests every binary the workspace builds,
-# render_recipe.py fills a release's version and sha256, and scripts/check-versions.sh.
+# Static checks for containers/ and the release (docker, apptainer and conda-build do not run on
+# the CI machine): hadolint on the Dockerfiles, shellcheck on the build scripts, the Apptainer
+# definition copies what the Dockerfiles copy and has a %test (run here with the workspace's
+# binaries when they are on PATH), the conda recipe template renders with what bioconda asks for
+# and tests every binary the workspace builds, render_recipe.py fills a release's version and
+# sha256, and scripts/check-versions.sh.
 # Needs hadolint, shellcheck, jinja2 and pyyaml (workflows/requirements-ci.txt).
 set -euo pipefail
 
@@ -15,6 +17,103 @@ hadolint --config containers/.hadolint.yaml containers/Dockerfile containers/Doc
 echo "== shellcheck"
 shellcheck containers/binary-crates.sh containers/install-binaries.sh containers/conda/build.sh containers/ci.sh \
     scripts/check-versions.sh
+
+echo "== luminome.def: the files the Dockerfiles copy, their base images and build script, a %test"
+# Apptainer is not installable on the CI machine (no package; it needs user namespaces or root);
+# the release workflow builds the .def. These checks keep it from drifting from the Dockerfiles.
+python3 - <<'PY'
+import re
+import shlex
+from pathlib import Path
+
+
+def dockerfile_context_copies(path):
+    """Sources of every COPY/ADD from the build context (not --from=), ARG defaults, FROM images."""
+    text = re.sub(r"\\\n", " ", Path(path).read_text())
+    sources, args, bases = set(), {}, []
+    for line in text.splitlines():
+        words = shlex.split(line, comments=True) if line.strip() else []
+        if not words:
+            continue
+        keyword = words[0].upper()
+        if keyword == "ARG" and "=" in words[1]:
+            name, value = words[1].split("=", 1)
+            args.setdefault(name, value)
+        elif keyword == "FROM":
+            bases.append(re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], words[1]))
+        elif keyword in ("COPY", "ADD"):
+            operands = [w for w in words[1:] if not w.startswith("--")]
+            if not any(w.startswith("--from") for w in words[1:]):
+                sources.update(operands[:-1])
+    return sources, bases
+
+
+def definition_stages(path):
+    """Each stage of an Apptainer definition: its header keywords and its %sections' lines."""
+    stages = []
+    section = None
+    for raw in Path(path).read_text().splitlines():
+        line = raw.split("#", 1)[0].rstrip() if not raw.lstrip().startswith("#") else ""
+        if not line.strip():
+            continue
+        if line.startswith("Bootstrap:"):
+            stages.append({"header": {}, "sections": {}})
+            section = None
+        if line.startswith("%"):
+            section = line.strip()
+            stages[-1]["sections"][section] = []
+        elif section is None:
+            key, value = line.split(":", 1)
+            stages[-1]["header"][key.strip()] = value.strip()
+        else:
+            stages[-1]["sections"][section].append(line.strip())
+    return stages
+
+
+copies, bases = dockerfile_context_copies("containers/Dockerfile")
+cuda_copies, _ = dockerfile_context_copies("containers/Dockerfile.cuda")
+assert copies == cuda_copies, f"Dockerfile copies {sorted(copies)}, Dockerfile.cuda {sorted(cuda_copies)}"
+for source in copies:
+    assert Path(source).exists(), f"the Dockerfile copies {source}, which does not exist"
+
+stages = definition_stages("containers/luminome.def")
+assert len(stages) == 2, f"luminome.def: expected a build and a runtime stage, got {len(stages)}"
+build, runtime = stages
+assert [build["header"].get("From"), runtime["header"].get("From")] == bases, (
+    f"luminome.def builds from {build['header'].get('From')} and runs on {runtime['header'].get('From')}; "
+    f"the Dockerfile from {bases}")
+files = [line.split() for line in build["sections"].get("%files", [])]
+def_sources = {entry[0] for entry in files}
+missing, extra = sorted(copies - def_sources), sorted(def_sources - copies)
+assert not missing and not extra, (
+    f"luminome.def %files differs from the Dockerfile's COPY: missing {missing}, not in the Dockerfile {extra}")
+for entry in files:
+    assert len(entry) == 2 and entry[1] == f"/src/{entry[0]}", f"luminome.def %files: {entry} is not copied to /src/{entry[0]}"
+assert "containers/install-binaries.sh /opt/luminome" in build["sections"].get("%post", []), \
+    "luminome.def must build with containers/install-binaries.sh /opt/luminome, as the Dockerfiles do"
+test = "\n".join(runtime["sections"].get("%test", []))
+assert test, "luminome.def has no %test in its runtime stage"
+for needed in ("/usr/local/bin/luminome-*", "--version", "luminome-tokenize"):
+    assert needed in test, f"luminome.def %test does not run {needed}"
+print(f"luminome.def: copies {sorted(copies)} like the Dockerfiles, from {bases}, with a %test")
+PY
+if command -v luminome-tokenize >/dev/null; then
+    # The %test as the image runs it, on the workspace's binaries: a folder of links to them (the
+    # executables only; a cargo target folder also holds luminome-*.d files) for /usr/local/bin.
+    bin_dir="$(dirname "$(command -v luminome-tokenize)")"
+    test_bin="$(mktemp -d)"
+    for tool in "$bin_dir"/luminome-*; do
+        if [[ -f "$tool" && -x "$tool" ]]; then
+            ln -s "$tool" "$test_bin/"
+        fi
+    done
+    sed -n '/^%test/,/^%/{/^%/d;p}' containers/luminome.def | sed "s#/usr/local/bin/luminome-#$test_bin/luminome-#" \
+        | PATH="$test_bin:$PATH" sh -eu >/dev/null
+    rm -rf "$test_bin"
+    echo "luminome.def %test passes with the binaries in $bin_dir"
+else
+    echo "luminome.def %test not run: no luminome-tokenize on PATH (build the workspace first)"
+fi
 
 echo "== binaries to package"
 mapfile -t crates < <(containers/binary-crates.sh)
