@@ -4,8 +4,9 @@
 # definition copies what the Dockerfiles copy and has a %test (run here with the workspace's
 # binaries when they are on PATH), the conda recipe template renders with what bioconda asks for
 # and tests every binary the workspace builds, render_recipe.py fills a release's version and
-# sha256, and scripts/check-versions.sh.
-# Needs hadolint, shellcheck, jinja2 and pyyaml (workflows/requirements-ci.txt).
+# sha256, actionlint on the GitHub Actions workflows (.github/workflows, the release), and
+# scripts/check-versions.sh.
+# Needs hadolint, shellcheck, actionlint, jinja2 and pyyaml (workflows/requirements-ci.txt).
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -114,6 +115,24 @@ if command -v luminome-tokenize >/dev/null; then
 else
     echo "luminome.def %test not run: no luminome-tokenize on PATH (build the workspace first)"
 fi
+
+echo "== actionlint $(actionlint -version | head -1) (with shellcheck on run: blocks)"
+actionlint -shellcheck "$(command -v shellcheck)" .github/workflows/*.yml
+python3 - .github/workflows/*.yml <<'PY'
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+# The workflows build with the images' toolchain.
+rust = re.search(r"^ARG RUST_VERSION=(\S+)$", Path("containers/Dockerfile").read_text(), re.MULTILINE)[1]
+for path in sys.argv[1:]:
+    workflow = yaml.safe_load(Path(path).read_text())
+    found = (workflow.get("env") or {}).get("RUST_VERSION")
+    assert found in (None, rust), f"{path}: RUST_VERSION {found} != containers/Dockerfile's {rust}"
+print(f"workflows: Rust {rust}, as containers/Dockerfile")
+PY
 
 echo "== binaries to package"
 mapfile -t crates < <(containers/binary-crates.sh)
