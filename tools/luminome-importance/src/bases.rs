@@ -1,7 +1,7 @@
 //! From token scores to bases: the bases each token covers, per-base scores (k-mers spread back
 //! as the mean over covering tokens), the one-hot of each base, and genomic positions.
 
-use luminome_io::token_dataset::TokenizerInfo;
+use luminome_io::token_dataset::{IndexRow, Interval, TokenizerInfo};
 
 /// One scored token of a record.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,7 +94,7 @@ pub fn row_bases_from_tokens(
     bases
 }
 
-/// A record's window on the genome, from index coordinates `chr:start-end(strand)`.
+/// A record's window on the genome, from its index row (`chrom start end` and the strand).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GenomicWindow {
     pub chrom: String,
@@ -105,25 +105,25 @@ pub struct GenomicWindow {
 }
 
 impl GenomicWindow {
-    /// Parses `chr:start-end(+)` / `chr:start-end(-)` (0-based half-open); `None` for `.` or
-    /// anything else without coordinates. Chromosome names may contain ':'.
-    pub fn parse(coords: &str) -> Option<Self> {
-        let (rest, strand) = coords.strip_suffix(')')?.rsplit_once('(')?;
-        let (chrom, range) = rest.rsplit_once(':')?;
-        let (start, end) = range.split_once('-')?;
-        let (start, end): (u64, u64) = (start.parse().ok()?, end.parse().ok()?);
-        if chrom.is_empty() || start >= end {
+    /// The window of an index row; `None` for a row without coordinates (a table row) or an
+    /// empty interval.
+    pub fn of_index(row: &IndexRow) -> Option<Self> {
+        Self::new(row.interval.as_ref()?, row.strand)
+    }
+
+    fn new(interval: &Interval, strand: char) -> Option<Self> {
+        if interval.chrom.is_empty() || interval.start >= interval.end {
             return None;
         }
         let minus = match strand {
-            "+" | "." => false,
-            "-" => true,
+            '+' | '.' => false,
+            '-' => true,
             _ => return None,
         };
         Some(Self {
-            chrom: chrom.to_string(),
-            start,
-            end,
+            chrom: interval.chrom.clone(),
+            start: interval.start,
+            end: interval.end,
             minus,
         })
     }
@@ -146,6 +146,12 @@ impl GenomicWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The window of a version 1 index's `chr:start-end(strand)`.
+    fn window(coords: &str) -> Option<GenomicWindow> {
+        let strand = if coords.ends_with("(-)") { '-' } else { '+' };
+        GenomicWindow::new(&Interval::parse_v1(coords)?, strand)
+    }
 
     fn kmer_tokenizer() -> TokenizerInfo {
         // 3-mers, overlapping; ids 5.. are k-mers of the test.
@@ -193,7 +199,7 @@ mod tests {
 
     #[test]
     fn coordinates_parse_and_minus_rows_map_back_from_the_window_end() {
-        let w = GenomicWindow::parse("chr1:100-110(-)").unwrap();
+        let w = window("chr1:100-110(-)").unwrap();
         assert_eq!(
             (w.chrom.as_str(), w.start, w.end, w.minus),
             ("chr1", 100, 110, true)
@@ -202,12 +208,12 @@ mod tests {
         assert_eq!(w.position(0), Some(109));
         assert_eq!(w.position(9), Some(100));
         assert_eq!(w.position(10), None);
-        let p = GenomicWindow::parse("HLA-A*01:01:5-8(+)").unwrap();
+        let p = window("HLA-A*01:01:5-8(+)").unwrap();
         assert_eq!(
             (p.chrom.as_str(), p.position(0), p.position(2)),
             ("HLA-A*01:01", Some(5), Some(7))
         );
-        assert_eq!(GenomicWindow::parse("."), None);
-        assert_eq!(GenomicWindow::parse("chr1:5-5(+)"), None);
+        assert_eq!(window("."), None);
+        assert_eq!(window("chr1:5-5(+)"), None);
     }
 }

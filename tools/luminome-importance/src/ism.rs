@@ -325,10 +325,14 @@ impl Positions {
         })
     }
 
-    /// Which bases of a record's row (`coords` as the dataset index has them, `n` bases) lie
-    /// in an interval; `None` when the record has no coordinates.
-    pub fn of_row(&self, coords: &str, n: usize) -> Option<Vec<bool>> {
-        let w = crate::bases::GenomicWindow::parse(coords)?;
+    /// Which bases of a record's row (its index row, `n` bases) lie in an interval; `None` when
+    /// the record has no coordinates.
+    pub fn of_row(
+        &self,
+        row: &luminome_io::token_dataset::IndexRow,
+        n: usize,
+    ) -> Option<Vec<bool>> {
+        let w = crate::bases::GenomicWindow::of_index(row)?;
         Some(
             (0..n)
                 .map(|o| w.position(o).is_some_and(|p| self.contains(&w.chrom, p)))
@@ -368,6 +372,20 @@ mod tests {
         (0..mask.len()).filter(|&i| mask[i]).collect()
     }
 
+    /// An index row of a version 1 index's `chr:start-end(strand)`.
+    fn row(coords: &str) -> luminome_io::token_dataset::IndexRow {
+        luminome_io::token_dataset::IndexRow {
+            record: 0,
+            shard: 0,
+            name: "r".into(),
+            interval: luminome_io::token_dataset::Interval::parse_v1(coords),
+            seq_length: 10,
+            window_offset: 0,
+            window_length: 10,
+            strand: if coords.ends_with("(-)") { '-' } else { '+' },
+        }
+    }
+
     #[test]
     fn positions_map_intervals_onto_both_strands_of_a_row() {
         let dir = tempfile::tempdir().unwrap();
@@ -376,16 +394,16 @@ mod tests {
         let p = Positions::read(&bed).unwrap();
         // chr1:100-110, + strand: bases 102..105 (the two intervals merged) are offsets 2..5.
         assert_eq!(
-            set(&p.of_row("chr1:100-110(+)", 10).unwrap()),
+            set(&p.of_row(&row("chr1:100-110(+)"), 10).unwrap()),
             vec![2, 3, 4]
         );
         // The minus-strand row reads the window backwards: offset o is base 109 − o.
         assert_eq!(
-            set(&p.of_row("chr1:100-110(-)", 10).unwrap()),
+            set(&p.of_row(&row("chr1:100-110(-)"), 10).unwrap()),
             vec![5, 6, 7]
         );
-        assert!(p.of_row(".", 10).is_none());
-        assert!(set(&p.of_row("chr3:0-5(+)", 5).unwrap()).is_empty());
+        assert!(p.of_row(&row("."), 10).is_none());
+        assert!(set(&p.of_row(&row("chr3:0-5(+)"), 5).unwrap()).is_empty());
     }
 
     #[test]

@@ -384,7 +384,7 @@ where
                 let scores: Vec<Option<f32>> = (0..result.delta.len())
                     .map(|p| result.mutated[p].then(|| result.score(p, args.ism_score)))
                     .collect();
-                t.add(&index.coords, &scores);
+                t.add(index, &scores);
             }
             if let Some(n) = npz.as_mut() {
                 n.push(index.record, &result, args.ism_score)?;
@@ -423,7 +423,7 @@ where
     let mut only = std::collections::HashMap::new();
     records.retain(|&r| {
         let index = &input.index[r];
-        match positions.of_row(&index.coords, index.window_length as usize) {
+        match positions.of_row(index, index.window_length as usize) {
             None => {
                 no_coords += 1;
                 false
@@ -466,7 +466,7 @@ fn commit_outputs(
         (Some(path), Some(t)) => {
             if !args.runtime.quiet && t.records_without_coords > 0 {
                 eprintln!(
-                    "luminome-importance: {} of {records} records have no genomic coordinates (coords '.') and are not in the bedGraph{}",
+                    "luminome-importance: {} of {records} records have no genomic coordinates (chrom '.' in the index) and are not in the bedGraph{}",
                     t.records_without_coords,
                     if t.records_placed == 0 { "; it holds only its track line" } else { "" }
                 );
@@ -555,7 +555,7 @@ where
             write_tsv_record(&mut tsv, &tok, index.record, &index.name, &tokens)?;
             let n_bases = row_bases(&tokens);
             if let Some(t) = track.as_mut() {
-                t.add(&index.coords, &base_scores(&tokens, n_bases));
+                t.add(index, &base_scores(&tokens, n_bases));
             }
             if let Some(n) = npz.as_mut() {
                 n.push(&tok, index.record, &tokens, n_bases)?;

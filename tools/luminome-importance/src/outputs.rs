@@ -52,8 +52,8 @@ pub struct GenomeTrack {
 }
 
 impl GenomeTrack {
-    pub fn add(&mut self, coords: &str, per_base: &[Option<f32>]) {
-        let Some(w) = GenomicWindow::parse(coords) else {
+    pub fn add(&mut self, row: &luminome_io::token_dataset::IndexRow, per_base: &[Option<f32>]) {
+        let Some(w) = GenomicWindow::of_index(row) else {
             self.records_without_coords += 1;
             return;
         };

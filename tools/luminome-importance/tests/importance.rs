@@ -58,7 +58,7 @@ fn write_dataset(dest: &Path, recs: &[(&str, Option<i64>, &str)], max_length: us
                 record: i as u64,
                 shard: 0,
                 name: format!("seq{i}"),
-                coords: coords.to_string(),
+                interval: luminome_io::token_dataset::Interval::parse_v1(coords),
                 seq_length: seq.len() as u64,
                 window_offset: 0,
                 window_length: seq.len() as u64,

@@ -40,7 +40,8 @@ pub fn dataset_kind(path: &Path) -> String {
 pub use luminome_engine::predict::embeddings::{embeddings_index, write_embeddings};
 
 /// A record's name for output: its source record's name when the row is the whole record (a
-/// FASTA record, a BED interval), its coordinates when it is a window of one.
+/// FASTA record, a BED interval), its region `chr:start-end(strand)` (1-based inclusive) when
+/// it is a window of one.
 fn token_record_names(ds: &TokenDataset) -> Result<Vec<String>> {
     let index = ds.read_index()?;
     if index.len() != ds.len() {
@@ -56,10 +57,11 @@ fn token_record_names(ds: &TokenDataset) -> Result<Vec<String>> {
         .into_iter()
         .map(|r| {
             let whole = r.window_offset == 0 && r.window_length == r.seq_length;
-            if whole || r.coords == "." {
-                r.name
-            } else {
-                r.coords
+            match &r.interval {
+                // 1-based inclusive, as the index's region column; the strand tells a
+                // window from its reverse complement (--rc both).
+                Some(i) if !whole => format!("{}({})", i.region(), r.strand),
+                _ => r.name,
             }
         })
         .collect())

@@ -43,8 +43,9 @@ Examples:
   luminome-tokenize corpus.fa --like train.pairs.safetensors -o corpus.safetensors
 
 Outputs: OUTPUT (safetensors: input_ids, attention_mask, [labels], [soft_mask]) and, beside it,
-OUTPUT minus .safetensors + .index.tsv (record, shard, name, coords chr:start-end(strand) 0-based
-half-open, seq_length, window_offset, window_length, strand). In Python:
+OUTPUT minus .safetensors + .index.tsv (record, shard, name, chrom start end 0-based half-open as
+in BED, region chr:start-end 1-based as samtools/IGV read it, seq_length, window_offset,
+window_length, strand). In Python:
   from safetensors.numpy import load_file; d = load_file('prom_train.safetensors')";
 
 /// DNA → token ids, written as a safetensors token dataset with a record index.

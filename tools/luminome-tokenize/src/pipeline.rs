@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use luminome_io::token_dataset::{
-    IndexRow, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow,
+    IndexRow, Interval, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow,
 };
 use rayon::prelude::*;
 
@@ -627,10 +627,6 @@ fn write_units(
         let u = &units[row.unit_index];
         summary.bases += u.bases.len() as u64;
         summary.truncated += u64::from(row.truncated);
-        let coords = match &u.coords {
-            Some((c, s, e)) => format!("{c}:{s}-{e}({})", row.strand),
-            None => ".".into(),
-        };
         outputs.writer_for(u)?.push(TokenRow {
             ids: &row.ids,
             soft_mask: job.soft_mask.then_some(row.soft.as_slice()),
@@ -639,7 +635,11 @@ fn write_units(
                 record: 0,
                 shard: 0,
                 name: u.name.to_string(),
-                coords,
+                interval: u.coords.as_ref().map(|(c, s, e)| Interval {
+                    chrom: c.to_string(),
+                    start: *s,
+                    end: *e,
+                }),
                 seq_length: u.seq_length,
                 window_offset: u.window_offset,
                 window_length: u.bases.len() as u64,

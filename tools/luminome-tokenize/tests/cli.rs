@@ -75,7 +75,12 @@ fn chromosome_streams_in_windows_that_decode_back_with_soft_mask() {
             (row.window_offset + row.window_length) as usize,
         );
         assert_eq!(row.seq_length as usize, seq.len());
-        assert_eq!(row.coords, format!("chr22_slice:{a}-{b}(+)"));
+        let interval = row.interval.as_ref().unwrap();
+        assert_eq!(
+            (interval.chrom.as_str(), interval.start, interval.end),
+            ("chr22_slice", a as u64, b as u64)
+        );
+        assert_eq!(interval.region(), format!("chr22_slice:{}-{b}", a + 1));
         assert_eq!(decode(&ds, i), seq[a..b].to_ascii_uppercase(), "window {i}");
         let batch = ds.batch(&[i]).unwrap();
         let soft = batch.soft_mask.unwrap();
@@ -233,6 +238,9 @@ fn bed_intervals_are_strand_aware_with_coordinates() {
     let seq = &read_fasta(&fa)[0].1;
     let ds = TokenDataset::open(&out).unwrap();
     let index = ds.read_index().unwrap();
+    let index_text =
+        std::fs::read_to_string(luminome_io::token_dataset::index_path_for(&out)).unwrap();
+    let index_lines: Vec<&str> = index_text.lines().collect();
     let lines: Vec<Vec<String>> = std::fs::read_to_string(&bed)
         .unwrap()
         .lines()
@@ -261,9 +269,22 @@ fn bed_intervals_are_strand_aware_with_coordinates() {
             fwd
         };
         assert_eq!(decode(&ds, i), expect, "interval {i}");
+        let interval = index[i].interval.as_ref().unwrap();
         assert_eq!(
-            index[i].coords,
-            format!("chr22_slice:{start}-{}({})", start + 200, f[5])
+            (interval.start, interval.end),
+            (start as u64, start as u64 + 200)
+        );
+        assert_eq!(index[i].strand.to_string(), f[5]);
+        // On disk: BED-style chrom/start/end and a 1-based region samtools reads.
+        let line = index_lines[i + 1].split('\t').collect::<Vec<_>>();
+        assert_eq!(
+            line[3..7],
+            [
+                "chr22_slice".to_string(),
+                start.to_string(),
+                (start + 200).to_string(),
+                format!("chr22_slice:{}-{}", start + 1, start + 200)
+            ]
         );
     }
     assert!(minus > 0, "test data should include minus-strand intervals");

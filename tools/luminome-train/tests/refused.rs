@@ -158,7 +158,7 @@ fn a_checkpoint_with_another_vocabulary_is_refused() {
                 record: i,
                 shard: 0,
                 name: format!("r{i}"),
-                coords: ".".into(),
+                interval: None,
                 seq_length: 8,
                 window_offset: 0,
                 window_length: 8,

@@ -114,7 +114,7 @@ pub fn write_dataset(
                 record: i as u64,
                 shard: 0,
                 name: format!("seq{i}"),
-                coords: ".".into(),
+                interval: None,
                 seq_length: s.len() as u64,
                 window_offset: 0,
                 window_length: s.len() as u64,

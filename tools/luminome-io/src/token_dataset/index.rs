@@ -14,8 +14,9 @@ pub struct IndexRow {
     pub shard: usize,
     /// Source record name (FASTA id, table row name, BED name).
     pub name: String,
-    /// `chr:start-end(strand)` of the bases this row covers, 0-based half-open; `.` when unknown.
-    pub coords: String,
+    /// Where on the genome (or in the named record) the row's bases lie; `None` when unknown
+    /// (table rows).
+    pub interval: Option<Interval>,
     /// Length in bases of the source sequence the row was cut from.
     pub seq_length: u64,
     /// Offset in bases of this row's window within the source sequence (forward strand).
@@ -26,8 +27,67 @@ pub struct IndexRow {
     pub strand: char,
 }
 
-pub const INDEX_HEADER: &str =
+/// A row's bases: `chrom` (a chromosome, or a FASTA record's name) from `start` to `end`,
+/// 0-based half-open as in BED.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interval {
+    pub chrom: String,
+    pub start: u64,
+    pub end: u64,
+}
+
+impl Interval {
+    /// `chrom:start-end` 1-based inclusive, as samtools, IGV and the UCSC browser read a region.
+    pub fn region(&self) -> String {
+        format!("{}:{}-{}", self.chrom, self.start + 1, self.end)
+    }
+
+    /// Format version 1's `chr:start-end(strand)` (0-based half-open); `None` for `.`.
+    /// Chromosome names may contain ':'.
+    pub fn parse_v1(coords: &str) -> Option<Interval> {
+        let (rest, _strand) = coords.strip_suffix(')')?.rsplit_once('(')?;
+        let (chrom, range) = rest.rsplit_once(':')?;
+        let (start, end) = range.split_once('-')?;
+        Some(Interval {
+            chrom: chrom.to_string(),
+            start: start.parse().ok()?,
+            end: end.parse().ok()?,
+        })
+    }
+}
+
+/// The index header since token dataset format version 2: BED-style `chrom start end` (0-based
+/// half-open, `.` when unknown) and `region` (1-based inclusive, pasteable into samtools/IGV).
+pub const INDEX_HEADER: &str = "record\tshard\tname\tchrom\tstart\tend\tregion\tseq_length\twindow_offset\twindow_length\tstrand";
+
+/// Format version 1's header: one `coords` column, `chr:start-end(strand)` 0-based half-open.
+pub const INDEX_HEADER_V1: &str =
     "record\tshard\tname\tcoords\tseq_length\twindow_offset\twindow_length\tstrand";
+
+impl IndexRow {
+    /// The row's index line (format version 2), without the newline.
+    pub fn to_line(&self) -> String {
+        let (chrom, start, end, region) = match &self.interval {
+            Some(i) => (
+                i.chrom.clone(),
+                i.start.to_string(),
+                i.end.to_string(),
+                i.region(),
+            ),
+            None => (".".into(), ".".into(), ".".into(), ".".into()),
+        };
+        format!(
+            "{}\t{}\t{}\t{chrom}\t{start}\t{end}\t{region}\t{}\t{}\t{}\t{}",
+            self.record,
+            self.shard,
+            self.name,
+            self.seq_length,
+            self.window_offset,
+            self.window_length,
+            self.strand
+        )
+    }
+}
 
 /// The index path for a dataset path: `x.safetensors` → `x.index.tsv`.
 pub fn index_path_for(dataset: &Path) -> PathBuf {
@@ -67,15 +127,17 @@ pub fn shard_path(dataset: &Path, i: usize) -> PathBuf {
 /// rows' index lines (a few bytes each) until [`TokenDatasetWriter::end_record`] gives the length.
 pub const UNKNOWN_LENGTH: u64 = u64::MAX;
 
-/// Reads a record index TSV.
+/// Reads a record index TSV: format version 2, or version 1 (a `coords` column).
 pub fn read_index(path: &Path) -> Result<Vec<IndexRow>> {
     let (reader, _) = crate::compress::open(path, 1)?;
     let mut rows = Vec::new();
+    let mut v1 = false;
     for (i, line) in reader.lines().enumerate() {
         let line =
             line.with_context(|| format!("{}: line {}: cannot read", path.display(), i + 1))?;
         if i == 0 {
-            if line.trim_end() != INDEX_HEADER {
+            v1 = line.trim_end() == INDEX_HEADER_V1;
+            if !v1 && line.trim_end() != INDEX_HEADER {
                 bail!(
                     "{}: line 1: not a Luminome record index header",
                     path.display()
@@ -85,19 +147,65 @@ pub fn read_index(path: &Path) -> Result<Vec<IndexRow>> {
         }
         let f: Vec<&str> = line.split('\t').collect();
         let bad = || anyhow::anyhow!("{}: line {}: malformed index row", path.display(), i + 1);
-        if f.len() != 8 {
-            return Err(bad());
-        }
+        let (interval, rest) = if v1 {
+            if f.len() != 8 {
+                return Err(bad());
+            }
+            (Interval::parse_v1(f[3]), &f[4..])
+        } else {
+            if f.len() != 11 {
+                return Err(bad());
+            }
+            (parse_interval(&f[3..6]).ok_or_else(bad)?, &f[7..])
+        };
         rows.push(IndexRow {
             record: f[0].parse().map_err(|_| bad())?,
             shard: f[1].parse().map_err(|_| bad())?,
             name: f[2].to_string(),
-            coords: f[3].to_string(),
-            seq_length: f[4].parse().map_err(|_| bad())?,
-            window_offset: f[5].parse().map_err(|_| bad())?,
-            window_length: f[6].parse().map_err(|_| bad())?,
-            strand: f[7].chars().next().ok_or_else(bad)?,
+            interval,
+            seq_length: rest[0].parse().map_err(|_| bad())?,
+            window_offset: rest[1].parse().map_err(|_| bad())?,
+            window_length: rest[2].parse().map_err(|_| bad())?,
+            strand: rest[3].chars().next().ok_or_else(bad)?,
         });
     }
     Ok(rows)
+}
+
+/// `chrom start end` of a version 2 row: `Some(None)` for `. . .`, `None` when malformed.
+fn parse_interval(f: &[&str]) -> Option<Option<Interval>> {
+    if f == [".", ".", "."] {
+        return Some(None);
+    }
+    Some(Some(Interval {
+        chrom: f[0].to_string(),
+        start: f[1].parse().ok()?,
+        end: f[2].parse().ok()?,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_1_and_2_indexes_read_the_same_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let v1 = dir.path().join("v1.index.tsv");
+        std::fs::write(
+            &v1,
+            format!("{INDEX_HEADER_V1}\n0\t0\tp1\tchr1:99-200(-)\t101\t0\t101\t-\n1\t0\trow2\t.\t70\t0\t70\t+\n"),
+        )
+        .unwrap();
+        let rows = read_index(&v1).unwrap();
+        let v2 = dir.path().join("v2.index.tsv");
+        let text: Vec<String> = rows.iter().map(IndexRow::to_line).collect();
+        std::fs::write(&v2, format!("{INDEX_HEADER}\n{}\n", text.join("\n"))).unwrap();
+        assert_eq!(read_index(&v2).unwrap(), rows);
+        assert_eq!(
+            text[0],
+            "0\t0\tp1\tchr1\t99\t200\tchr1:100-200\t101\t0\t101\t-"
+        );
+        assert_eq!(text[1], "1\t0\trow2\t.\t.\t.\t.\t70\t0\t70\t+");
+    }
 }

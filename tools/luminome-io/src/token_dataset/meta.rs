@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 pub const TOKEN_DATASET_KIND: &str = "luminome.token_dataset";
-pub const TOKEN_DATASET_VERSION: u32 = 1;
+pub const TOKEN_DATASET_VERSION: u32 = 2;
 
 /// The special tokens, in the ids the nucleotide and k-mer vocabularies give them
 /// (`[PAD]` = 0, so padding is 0). A HuggingFace tokenizer's specials are looked up by these names.

@@ -290,7 +290,7 @@ mod tests {
                     record: i,
                     shard: 0,
                     name: format!("s{i}"),
-                    coords: ".".into(),
+                    interval: None,
                     seq_length: 2,
                     window_offset: 0,
                     window_length: 2,

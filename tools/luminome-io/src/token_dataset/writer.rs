@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use super::index::{index_path_for, shard_path, IndexRow, INDEX_HEADER, UNKNOWN_LENGTH};
+use super::index::{index_path_for, shard_path, IndexRow, Interval, INDEX_HEADER, UNKNOWN_LENGTH};
 use super::meta::{TokenDatasetMeta, TokenizerInfo, TOKEN_DATASET_KIND, TOKEN_DATASET_VERSION};
 use crate::atomic::{AtomicFile, AtomicWriter};
 use crate::tensorfile::{ColumnSpec, ElemType, StreamingTensorWriter};
@@ -230,18 +230,12 @@ impl TokenDatasetWriter {
             if !self.pending.is_empty() {
                 bail!("internal: a streamed record was not ended");
             }
-            writeln!(
-                self.index,
-                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
-                self.total,
+            let row = IndexRow {
+                record: self.total,
                 shard,
-                i.name,
-                i.coords,
-                i.seq_length,
-                i.window_offset,
-                i.window_length,
-                i.strand
-            )?;
+                ..i.clone()
+            };
+            writeln!(self.index, "{}", row.to_line())?;
         }
         self.total += 1;
         self.current_rows += 1;
@@ -252,21 +246,21 @@ impl TokenDatasetWriter {
     /// known. Their coordinates are `name:start-end(strand)` within the record.
     pub fn end_record(&mut self, seq_length: u64) -> Result<()> {
         for p in std::mem::take(&mut self.pending) {
-            writeln!(
-                self.index,
-                "{}\t{}\t{}\t{}:{}-{}({})\t{}\t{}\t{}\t{}",
-                p.record,
-                p.shard,
-                self.pending_name,
-                self.pending_name,
-                p.window_offset,
-                p.window_offset + p.window_length,
-                p.strand,
+            let row = IndexRow {
+                record: p.record,
+                shard: p.shard,
+                name: self.pending_name.clone(),
+                interval: Some(Interval {
+                    chrom: self.pending_name.clone(),
+                    start: p.window_offset,
+                    end: p.window_offset + p.window_length,
+                }),
                 seq_length,
-                p.window_offset,
-                p.window_length,
-                p.strand
-            )?;
+                window_offset: p.window_offset,
+                window_length: p.window_length,
+                strand: p.strand,
+            };
+            writeln!(self.index, "{}", row.to_line())?;
         }
         Ok(())
     }

@@ -89,7 +89,7 @@ pub fn write_dataset_with(dest: &Path, recs: &[Rec], max_length: usize, tokenize
                 record: i as u64,
                 shard: 0,
                 name: format!("seq{i}"),
-                coords: r.coords.clone(),
+                interval: luminome_io::token_dataset::Interval::parse_v1(&r.coords),
                 seq_length: r.seq.len() as u64,
                 window_offset: 0,
                 window_length: r.seq.len() as u64,

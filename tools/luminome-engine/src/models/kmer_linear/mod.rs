@@ -85,7 +85,7 @@ mod tests {
                     record: u64::from(i),
                     shard: 0,
                     name: format!("r{i}"),
-                    coords: ".".into(),
+                    interval: None,
                     seq_length: 9,
                     window_offset: 0,
                     window_length: 9,
