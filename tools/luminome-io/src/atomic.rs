@@ -268,6 +268,12 @@ impl AtomicFile {
         &self.dest
     }
 
+    /// Where the bytes are until [`AtomicFile::commit`]: for reading a finished output back
+    /// (indexing it) before it is moved into place.
+    pub fn temp_path(&self) -> &Path {
+        self.tmp.as_ref().expect("an uncommitted file").path()
+    }
+
     pub fn file(&mut self) -> &mut File {
         self.tmp
             .as_mut()

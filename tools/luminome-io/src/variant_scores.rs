@@ -1,8 +1,9 @@
 //! Variant-effect scores written back as a VCF (noodles): every record of the input, in input
 //! order, with INFO fields added for the alleles that were scored and declared in the header.
 //! A headerless `CHROM POS ID REF ALT` table becomes a VCF with a header of its own (contigs from
-//! the reference). The output is BGZF-compressed (indexable with tabix or bcftools) when its
-//! name ends in `.gz`, plain text otherwise.
+//! the reference). The output is BGZF-compressed when its name ends in `.gz`, plain text
+//! otherwise; a BGZF one whose records are sorted gets its tabix index beside it (`.tbi`, or
+//! `.csi` for a contig past 2^29 bases), as `bcftools view -W` writes one.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Read, Write};
@@ -19,7 +20,7 @@ use noodles::vcf::variant::record_buf::info::field::value::Array;
 use noodles::vcf::variant::record_buf::info::field::Value;
 use noodles::vcf::variant::RecordBuf;
 
-use crate::atomic::AtomicFile;
+use crate::atomic::{AtomicFile, Commit};
 use crate::variants::VariantReader;
 
 /// The scores of one ALT allele.
@@ -195,7 +196,7 @@ pub fn write_scored_vcf(
     scores: &VariantScores,
     contigs: &[(String, u64)],
     provenance: &[(String, String)],
-) -> Result<AtomicFile> {
+) -> Result<ScoredVcf> {
     let context = || format!("cannot write the scored VCF {}", dest.display());
     let (mut reader, _) = crate::compress::open(source, 1)?;
     let head = reader.fill_buf()?.to_vec();
@@ -271,7 +272,83 @@ pub fn write_scored_vcf(
             scores.alleles.len()
         );
     }
-    sink.finish().with_context(context)
+    let bgzf = matches!(sink, Sink::Bgzf(_));
+    let vcf = sink.finish().with_context(context)?;
+    let index = if bgzf {
+        index_vcf(&vcf)?
+    } else {
+        Indexing::NotCompressed
+    };
+    Ok(ScoredVcf { vcf, index })
+}
+
+/// A written scored VCF (uncommitted) and its index, committed after it so the index is never
+/// older than the file it indexes (tabix warns about that).
+pub struct ScoredVcf {
+    pub vcf: AtomicFile,
+    pub index: Indexing,
+}
+
+/// Whether a scored VCF got an index, and why not.
+pub enum Indexing {
+    Written(AtomicFile),
+    /// Plain text: tabix indexes BGZF files only.
+    NotCompressed,
+    /// Records out of order (the input's order is kept): the reason, for the log.
+    Unsorted(String),
+}
+
+impl ScoredVcf {
+    pub fn commit(self) -> Result<()> {
+        self.vcf.commit()?;
+        match self.index {
+            Indexing::Written(index) => index.commit(),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Commit for ScoredVcf {
+    fn commit_boxed(self: Box<Self>) -> Result<()> {
+        (*self).commit()
+    }
+}
+
+/// Indexes a finished BGZF VCF from its temporary file: `.tbi` beside its final name, or
+/// `.csi` when a contig is too long for tabix.
+fn index_vcf(vcf: &AtomicFile) -> Result<Indexing> {
+    let index = match vcf::fs::index(vcf.temp_path()) {
+        Ok(index) => index,
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Ok(Indexing::Unsorted(e.to_string()))
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot index {}", vcf.dest().display())),
+    };
+    let name = |ext: &str| {
+        let mut p = vcf.dest().as_os_str().to_owned();
+        p.push(ext);
+        std::path::PathBuf::from(p)
+    };
+    let mut file = match &index {
+        vcf::Index::Tabix(i) => {
+            let mut file = AtomicFile::create(name(".tbi"))?;
+            let mut w = noodles::tabix::io::Writer::new(file.file());
+            w.write_index(i)?;
+            w.try_finish()?;
+            drop(w);
+            file
+        }
+        vcf::Index::Csi(i) => {
+            let mut file = AtomicFile::create(name(".csi"))?;
+            let mut w = noodles::csi::io::Writer::new(file.file());
+            w.write_index(i)?;
+            w.get_mut().try_finish()?;
+            drop(w);
+            file
+        }
+    };
+    file.file().flush()?;
+    Ok(Indexing::Written(file))
 }
 
 #[cfg(test)]
@@ -300,6 +377,32 @@ mod tests {
     }
 
     #[test]
+    fn an_unsorted_vcf_is_written_in_its_order_without_an_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("in.vcf");
+        std::fs::write(
+            &src,
+            "##fileformat=VCFv4.3\n##contig=<ID=I>\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\nI\t9\t.\tC\tG\t.\t.\t.\nI\t5\trs1\tA\tT\t.\tPASS\t.\n",
+        )
+        .unwrap();
+        let mut s = VariantScores::default();
+        s.alleles
+            .insert((5, "T".into()), scores().alleles[&(5, "T".to_string())]);
+        s.ref_match.insert(5, true);
+        let dest = dir.path().join("out.vcf.gz");
+        let written = write_scored_vcf(&src, &dest, &s, &[], &[]).unwrap();
+        assert!(matches!(written.index, Indexing::Unsorted(_)));
+        written.commit().unwrap();
+        let positions: Vec<String> = text(&dest)
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split('\t').nth(1).unwrap().to_string())
+            .collect();
+        assert_eq!(positions, ["9", "5"]);
+        assert!(!dir.path().join("out.vcf.gz.tbi").exists());
+    }
+
+    #[test]
     fn a_vcf_keeps_every_record_with_scores_added_and_declared() {
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("in.vcf");
@@ -319,6 +422,16 @@ mod tests {
                 .unwrap()
                 .commit()
                 .unwrap();
+            let tbi = dir.path().join(format!(
+                "{}.tbi",
+                dest.file_name().unwrap().to_string_lossy()
+            ));
+            assert_eq!(
+                tbi.exists(),
+                dest.extension().unwrap() == "gz",
+                "{}",
+                tbi.display()
+            );
             let t = text(&dest);
             assert!(t.contains("##INFO=<ID=LLR,Number=A,Type=Float"), "{t}");
             assert!(

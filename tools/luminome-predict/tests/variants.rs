@@ -154,6 +154,13 @@ fn variants_are_scored_into_a_tsv_a_vcf_and_a_bedgraph() {
     );
     let records: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(records.len(), 4);
+    // Its tabix index beside it (records are sorted), naming the contig it indexes.
+    let mut tbi = Vec::new();
+    flate2::read::MultiGzDecoder::new(&std::fs::read(p("s.vcf.gz.tbi")).unwrap()[..])
+        .read_to_end(&mut tbi)
+        .unwrap();
+    assert_eq!(&tbi[..4], b"TBI\x01", "a tabix index");
+    assert!(tbi.windows(2).any(|w| w == b"I\0"), "indexes contig I");
     assert!(
         records[0].contains("\tLLR=") && records[0].contains(";REF_MATCH=1"),
         "{}",

@@ -12,7 +12,7 @@ use luminome_io::bedgraph::BedGraphWriter;
 use luminome_io::bigwig::ChromSizes;
 use luminome_io::pair_dataset::{PairDataset, VariantSite};
 use luminome_io::reference::Reference;
-use luminome_io::variant_scores::{write_scored_vcf, AlleleScore, VariantScores};
+use luminome_io::variant_scores::{write_scored_vcf, AlleleScore, Indexing, VariantScores};
 
 use super::ExtraOutputs;
 
@@ -76,7 +76,7 @@ impl VariantOutputs {
         let mut files: Vec<Box<dyn Commit>> = Vec::new();
         if let Some(dest) = &extra.vcf {
             let source = variants_source(dataset, extra)?;
-            files.push(Box::new(write_scored_vcf(
+            let scored = write_scored_vcf(
                 &source,
                 dest,
                 &self.scores,
@@ -92,7 +92,16 @@ impl VariantOutputs {
                         luminome_cli::command_line(),
                     ),
                 ],
-            )?));
+            )?;
+            if let Indexing::Unsorted(reason) = &scored.index {
+                // A warning, shown with --quiet too: a missing index surprises a pipeline later.
+                eprintln!(
+                    "luminome-predict: warning: {} has no tabix index: its records are not sorted \
+                     as the variants file had them ({reason}); `bcftools sort` then `tabix -p vcf` indexes it",
+                    dest.display()
+                );
+            }
+            files.push(Box::new(scored));
         }
         if let Some(dest) = &extra.bedgraph {
             // A bigWig's chromosome sizes: --chrom-sizes, or the reference the dataset was built

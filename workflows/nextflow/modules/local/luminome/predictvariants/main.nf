@@ -19,6 +19,8 @@ process LUMINOME_PREDICTVARIANTS {
     output:
     tuple val(meta), path("${prefix}.scores.tsv")    , emit: scores
     tuple val(meta), path("${prefix}.scores.vcf.gz") , emit: vcf
+    // absent when the variants file was not sorted (the VCF keeps its order)
+    tuple val(meta), path("${prefix}.scores.vcf.gz.tbi"), emit: tbi, optional: true
     tuple val(meta), path("${prefix}.llr.bedgraph")  , emit: bedgraph
     tuple val("${task.process}"), val('luminome-predict'), eval("luminome-predict --version | sed 's/^luminome-predict //'"), topic: versions, emit: versions_luminome_predict
 
@@ -47,6 +49,7 @@ process LUMINOME_PREDICTVARIANTS {
     """
     touch ${prefix}.scores.tsv
     echo | gzip > ${prefix}.scores.vcf.gz
+    touch ${prefix}.scores.vcf.gz.tbi
     touch ${prefix}.llr.bedgraph
     """
 }
