@@ -7,6 +7,13 @@ mod common;
 use common::*;
 
 fn classify(d: &Data, out: &str, extra: &[&str]) -> Output {
+    let mut with_adapter = vec!["--adapter", "mean"];
+    with_adapter.extend(extra);
+    classify_any_adapter(d, out, &with_adapter)
+}
+
+/// `classify` without `--adapter` unless `extra` has one.
+fn classify_any_adapter(d: &Data, out: &str, extra: &[&str]) -> Output {
     let mut args = vec![
         "classify".to_string(),
         "--train".into(),
@@ -16,8 +23,6 @@ fn classify(d: &Data, out: &str, extra: &[&str]) -> Output {
     ];
     args.extend(
         [
-            "--adapter",
-            "mean",
             "--backbone",
             "cnn",
             "--cnn-channels",
@@ -133,4 +138,40 @@ fn resume_refuses_a_state_saved_with_other_weights_and_continues_a_matching_pair
     };
     assert_eq!(rows("a10"), rows("full"));
     assert_eq!(rows("full").len(), 21);
+}
+
+#[test]
+fn without_adapter_a_run_is_gated_and_a_resume_keeps_the_checkpoints_adapter() {
+    let d = data();
+    let adapter_of = |out: &str| -> String {
+        let config = std::fs::read_to_string(d.root.join(out).join("best.config.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&config).unwrap();
+        v.pointer("/model/adapter")
+            .or_else(|| v.pointer("/adapter"))
+            .unwrap_or_else(|| panic!("no adapter in {config}"))
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let o = classify_any_adapter(&d, "plain", &["--stop-after-steps", "5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(adapter_of("plain"), "gated");
+    // A mean run resumed with no --adapter continues as mean; --adapter gated is refused.
+    let o = classify(&d, "m", &["--stop-after-steps", "5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ck = d
+        .root
+        .join("m")
+        .join("last.safetensors")
+        .display()
+        .to_string();
+    let o = classify_any_adapter(&d, "m", &["--adapter", "gated", "--resume", &ck]);
+    assert!(
+        stderr(&o).contains("--adapter gated differs"),
+        "{}",
+        stderr(&o)
+    );
+    let o = classify_any_adapter(&d, "m", &["--resume", &ck]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(adapter_of("m"), "mean");
 }
