@@ -24,8 +24,9 @@ Examples:
 
 Outputs: OUTPUT (safetensors: ids_a, ids_b, labels_a, labels_b (int8, -100 off the masked
 positions), mask_positions, attention_mask, all [N, window]) and OUTPUT minus .safetensors +
-.index.tsv (record, name, coords chr:start-end(+) 0-based half-open, site, variant_id, chrom, pos,
-ref, alt, ref_match, line, info_KEY...). Strand B is stored in A's orientation: index i of both
+.index.tsv (record, name, window_chrom/window_start/window_end 0-based half-open as in BED,
+window_region chr:start-end 1-based as samtools/IGV read it, site, variant_id, chrom, pos, ref,
+alt, ref_match, line, info_KEY...). Strand B is stored in A's orientation: index i of both
 strands is one base pair, which is why masking index i on both hides it from both.
 In Python: safetensors.numpy.load_file('ecoli_pairs.safetensors')['ids_a']";
 

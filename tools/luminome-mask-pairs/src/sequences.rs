@@ -11,6 +11,7 @@ use std::path::Path;
 use anyhow::Result;
 use luminome_io::fastx::{self, RecordHeader};
 use luminome_io::pair_dataset::PairIndexRow;
+use luminome_io::token_dataset::Interval;
 use luminome_io::InputError;
 
 use crate::encode::{BaseVocab, PairSink};
@@ -82,7 +83,11 @@ fn emit(
     let index = PairIndexRow {
         record: 0,
         name: name.to_string(),
-        coords: format!("{name}:{start}-{}(+)", start + a_bases.len()),
+        window: Some(Interval {
+            chrom: name.to_string(),
+            start: start as u64,
+            end: (start + a_bases.len()) as u64,
+        }),
         site: None,
         variant: None,
         info: Vec::new(),

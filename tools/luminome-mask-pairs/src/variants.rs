@@ -13,6 +13,7 @@ use std::path::Path;
 use anyhow::{bail, Result};
 use luminome_io::pair_dataset::{PairIndexRow, Pairing, VariantSite};
 use luminome_io::reference::Reference;
+use luminome_io::token_dataset::Interval;
 use luminome_io::variants::{Variant, VariantReader};
 use luminome_io::InputError;
 
@@ -184,7 +185,11 @@ pub fn variant_windows(
                 } else {
                     v.id.clone()
                 },
-                coords: format!("{chrom}:{from}-{to}(+)"),
+                window: Some(Interval {
+                    chrom: chrom.to_string(),
+                    start: from as u64,
+                    end: to as u64,
+                }),
                 site: Some(site),
                 variant: Some(VariantSite {
                     id: v.id.clone(),

@@ -26,8 +26,8 @@ fn a_genome_and_its_complement_are_masked_at_the_same_positions() {
     // 50,000 bases: 97 full windows and a padded tail.
     assert_eq!((ds.len(), ds.length()), (98, 512));
     assert_eq!(ds.meta().pairing, Pairing::Complement);
-    assert_eq!(index[1].coords, "NC_000913.3:512-1024(+)");
-    assert_eq!(index[97].coords, "NC_000913.3:49664-50000(+)");
+    assert_eq!(region(&index[1]), "NC_000913.3:513-1024");
+    assert_eq!(region(&index[97]), "NC_000913.3:49665-50000");
     let b = ds.batch(&(0..98).collect::<Vec<_>>()).unwrap();
     let (mut masked, mut maskable) = (0usize, 0usize);
     for i in 0..b.ids_a.len() {
@@ -101,7 +101,7 @@ fn snv_windows_centre_the_variant_and_mask_only_its_site() {
         ("I", 3080, "A", "T")
     );
     assert_eq!(first.site, Some(64));
-    assert_eq!(first.coords, "I:3015-3143(+)");
+    assert_eq!(region(first), "I:3016-3143");
     assert!(index.iter().all(|r| r.variant.as_ref().unwrap().ref_match));
     let b = ds.batch(&[0]).unwrap();
     let masked: Vec<usize> = (0..128).filter(|&i| b.mask_positions[i] == 1).collect();
@@ -164,7 +164,7 @@ fn variant_rules_split_skip_flag_and_pad_and_count_each() {
     );
     // II:2 in a 16-base window: 7 padded positions before the contig start, site still at 8.
     let rs6 = by_id[&("rs6".into(), "C".into())];
-    assert_eq!((rs6.coords.as_str(), rs6.site), ("II:0-9(+)", Some(8)));
+    assert_eq!((region(rs6).as_str(), rs6.site), ("II:1-9", Some(8)));
     let b = ds.batch(&[rs6.record as usize]).unwrap();
     assert_eq!(&b.attention_mask[..8], &[0, 0, 0, 0, 0, 0, 0, 1]);
     // Alleles pairing: A carries REF, B the ALT, at the masked site.
@@ -222,7 +222,7 @@ fn paired_fasta_files_and_paired_records_give_the_same_pairs() {
     let (q, _) = open(std::path::Path::new(&out("p.safetensors")));
     assert_eq!(f.meta().pairing, Pairing::Given);
     assert_eq!(f.len(), 3);
-    assert_eq!(fi[2].coords, "r2:0-4(+)");
+    assert_eq!(region(&fi[2]), "r2:1-4");
     let all = [0, 1, 2];
     let (x, y) = (f.batch(&all).unwrap(), q.batch(&all).unwrap());
     assert_eq!(
@@ -258,4 +258,9 @@ fn outputs_open_in_python() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "(158, 256)");
+}
+
+/// A row's window as the index's 1-based `window_region` (samtools/IGV style).
+fn region(row: &luminome_io::pair_dataset::PairIndexRow) -> String {
+    row.window.as_ref().unwrap().region()
 }

@@ -45,7 +45,7 @@ pub fn write_pair_dataset(dest: &Path, seqs: &[Vec<u8>], fraction: f64, seed: u6
             index: PairIndexRow {
                 record: 0,
                 name: format!("seq{i}"),
-                coords: ".".into(),
+                window: None,
                 site: None,
                 variant: None,
                 info: vec![],

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::token_dataset::TokenizerInfo;
 
 pub const PAIR_DATASET_KIND: &str = "luminome.pair_dataset";
-pub const PAIR_DATASET_VERSION: u32 = 1;
+pub const PAIR_DATASET_VERSION: u32 = 2;
 /// The label of a position that is not predicted (PyTorch's `ignore_index`).
 pub const IGNORE_INDEX: i64 = -100;
 
