@@ -168,6 +168,19 @@ fn classifier_runs_report_the_kmer_floor_beside_their_metrics() {
     let model: f64 = dev["model"].parse().unwrap();
     assert!(floor > 0.8 && model < floor, "{dev:?}");
     mcc("test");
+    // The fitted floor is kept as a checkpoint an ensemble takes (fitted once, not per seed).
+    let saved = luminome_engine::checkpoint::read_checkpoint_meta(
+        &d.root.join("cls/kmer_floor.safetensors"),
+    )
+    .unwrap();
+    let model = serde_json::to_value(&saved.model).unwrap();
+    assert_eq!(model["kind"], "kmer_linear", "{model}");
+    let saved_mcc = saved.metrics.get("dev_mcc").or(saved.metrics.get("mcc"));
+    assert!(
+        saved_mcc.is_some_and(|m| (m - floor).abs() < 1e-4),
+        "{:?} vs {floor}",
+        saved.metrics
+    );
     assert!(
         stderr(&o).contains("WORSE than the k-mer floor"),
         "{}",
@@ -190,6 +203,7 @@ fn classifier_runs_report_the_kmer_floor_beside_their_metrics() {
     ));
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!d.root.join("nofloor/kmer_floor.tsv").exists());
+    assert!(!d.root.join("nofloor/kmer_floor.safetensors").exists());
 }
 
 /// `--help` states the penalty grid the code searches.

@@ -267,6 +267,18 @@ where
             |_| {},
         )
         .context("fitting the k-mer floor (--no-kmer-floor skips it)")?;
+        // Saved as a checkpoint luminome-predict takes, alone or as an ensemble member: the
+        // documented seeds-plus-floor ensemble fits it once (the other seeds: --no-kmer-floor).
+        let mut sources = vec![train.path().display().to_string()];
+        sources.push(dev.dataset.path().display().to_string());
+        crate::models::kmer_linear::setup::write_checkpoint(
+            &floor.fit,
+            &paths.dir.join("kmer_floor.safetensors"),
+            train,
+            sources,
+            "luminome-train classify (k-mer floor)",
+            &luminome_cli::command_line(),
+        )?;
         let floor_dev = floor.score(&dev.dataset)?;
         let floor_test = match &self.test {
             Some(t) => Some(floor.score(&t.dataset)?),

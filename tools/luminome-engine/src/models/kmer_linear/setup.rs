@@ -295,7 +295,7 @@ impl KmerFloor {
 }
 
 /// Writes the chosen model as a checkpoint (weights `[features, classes]` and bias, f32).
-fn write_checkpoint(
+pub(crate) fn write_checkpoint(
     fit: &KmerFit,
     dest: &Path,
     train: &luminome_io::token_dataset::TokenDataset,
