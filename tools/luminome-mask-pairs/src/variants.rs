@@ -187,8 +187,8 @@ pub fn variant_windows(
                 },
                 window: Some(Interval {
                     chrom: chrom.to_string(),
-                    start: from as u64,
-                    end: to as u64,
+                    start: from,
+                    end: to,
                 }),
                 site: Some(site),
                 variant: Some(VariantSite {
