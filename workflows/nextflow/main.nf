@@ -8,7 +8,18 @@
  * The samplesheet is a CSV with the columns id,input,reference,args (reference and args
  * may be empty). Relative paths in it are relative to the samplesheet's own folder; so are
  * those of the regions CSV (--regions_input) and the pairs CSV (--pairs_input).
+ *
+ * nf-schema checks the parameters against nextflow_schema.json and reads the three CSVs with
+ * samplesheetToList() against assets/schema_input.json, schema_regions.json, schema_pairs.json
+ * (columns, file extensions, unique ids, which columns go together). A row comes back as
+ * [ meta, <the schema's other columns in the schema's order> ], meta holding the columns the
+ * schema marks "meta" (id, args; type for pairs), an empty column as []. Paths stay strings in
+ * the schemas (nf-schema would resolve a file-path from the launch folder): samplesheetFile()
+ * resolves them from the CSV's folder. check_schema.py checks that each .map below names the
+ * schema's columns in that order.
  */
+
+include { validateParameters; samplesheetToList           } from 'plugin/nf-schema'
 
 include { LUMINOME_TOKENIZE                              } from './modules/local/luminome/tokenize/main'
 include { LUMINOME_REGIONS                               } from './modules/local/luminome/regions/main'
@@ -32,10 +43,17 @@ include { LUMINOME_TRAIN as LUMINOME_TRAIN_DUAL          } from './modules/local
 include { LUMINOME_RETRIEVAL                             } from './modules/local/luminome/retrieval/main'
 
 // A samplesheet path, relative to the samplesheet's folder unless absolute or a URL.
-def samplesheetFile(String value, baseDir) {
-    def isRemoteOrAbsolute = value.startsWith('/') || value ==~ /^[A-Za-z][A-Za-z0-9+.-]*:\/\/.*/
-    def location = isRemoteOrAbsolute ? value : baseDir.resolve(value).toString()
+def samplesheetFile(value, baseDir) {
+    def path = value.toString()
+    def isRemoteOrAbsolute = path.startsWith('/') || path ==~ /^[A-Za-z][A-Za-z0-9+.-]*:\/\/.*/
+    def location = isRemoteOrAbsolute ? path : baseDir.resolve(path).toString()
     return file(location, checkIfExists: true)
+}
+
+// samplesheetToList() types the values it reads ("1" -> 1, "true" -> true): the meta values
+// (ids, args, pairs type) are strings to the rest of the pipeline.
+def stringMeta(Map meta) {
+    return meta.collectEntries { key, value -> [key, value.toString()] }
 }
 
 // A reference FASTA -> the nf-core reference tuple [ meta2, fasta, fai ]: the samtools index
@@ -50,59 +68,45 @@ def referenceTuple(fasta) {
 
 // One samplesheet row -> [ meta, sequences, reference tuple ]. meta.args (the samplesheet's
 // args column) is read by conf/modules.config into ext.args, not by the module.
-def tokenizeDataset(Map row, baseDir, String samplesheet) {
-    if (!row.id || !row.input) {
-        error("${samplesheet}: every row needs an id and an input; got ${row}")
-    }
-    def meta = [id: row.id, args: row.args ?: '']
-    def fasta = row.reference ? samplesheetFile(row.reference, baseDir) : null
-    return [meta, samplesheetFile(row.input, baseDir), referenceTuple(fasta)]
+def tokenizeDataset(Map meta, input, reference, baseDir) {
+    def fasta = reference ? samplesheetFile(reference, baseDir) : null
+    return [stringMeta(meta), samplesheetFile(input, baseDir), referenceTuple(fasta)]
 }
 
-// "K562=a.bw;GM12878=b.bw" -> [ [cell types], [files] ] (paths relative to the CSV's folder).
-def cellTypeFiles(String value, baseDir, String csv, String column) {
-    def pairs = (value ?: '').split(';').findAll { it.trim() }.collect { entry ->
+// "K562=a.bw;GM12878=b.bw" -> [ [cell types], [files] ] (paths relative to the CSV's folder;
+// the schema checked the CELLTYPE=PATH form). An empty column ([]) gives [ [], [] ].
+def cellTypeFiles(value, baseDir) {
+    def pairs = (value ?: '').toString().split(';').findAll { it.trim() }.collect { entry ->
         def parts = entry.split('=', 2)
-        if (parts.size() != 2) {
-            error("${csv}: column ${column}: expected CELLTYPE=PATH, got '${entry}'")
-        }
         [parts[0].trim(), samplesheetFile(parts[1].trim(), baseDir)]
     }
     return [pairs.collect { it[0] }, pairs.collect { it[1] }]
 }
 
-// One regions CSV row -> [ LUMINOME_REGIONS input tuple, reference tuple ].
-def regionsRun(Map row, baseDir, String csv) {
-    if (!row.id || !row.reference || !row.accessibility || !(row.genes || (row.args ?: '').contains('--tile-step'))) {
-        error("${csv}: every row needs id, reference, accessibility and genes (or --tile-step in args); got ${row}")
-    }
-    def (accTypes, accFiles) = cellTypeFiles(row.accessibility, baseDir, csv, 'accessibility')
-    def (exprTypes, exprFiles) = cellTypeFiles(row.expression, baseDir, csv, 'expression')
-    def meta = [id: row.id, args: row.args ?: '', accessibility: accTypes, expression: exprTypes]
+// One regions CSV row -> [ LUMINOME_REGIONS input tuple, reference tuple ]. The schema made sure
+// of reference, accessibility, and genes or --tile-step in args.
+def regionsRun(Map meta, reference, genes, peaks, accessibility, expression, motifs, motif_clusters, baseDir) {
+    def (accTypes, accFiles) = cellTypeFiles(accessibility, baseDir)
+    def (exprTypes, exprFiles) = cellTypeFiles(expression, baseDir)
+    def runMeta = stringMeta(meta) + [accessibility: accTypes, expression: exprTypes]
     def optional = { value -> value ? samplesheetFile(value, baseDir) : [] }
-    def peaks = (row.peaks ?: '').split(';').findAll { it.trim() }.collect { samplesheetFile(it.trim(), baseDir) }
-    return [[meta, optional(row.genes), peaks, accFiles, exprFiles, optional(row.motifs), optional(row.motif_clusters)],
-            referenceTuple(samplesheetFile(row.reference, baseDir))]
+    def peakFiles = (peaks ?: '').toString().split(';').findAll { it.trim() }.collect { samplesheetFile(it.trim(), baseDir) }
+    return [[runMeta, optional(genes), peakFiles, accFiles, exprFiles, optional(motifs), optional(motif_clusters)],
+            referenceTuple(samplesheetFile(reference, baseDir))]
 }
 
 // One pairs CSV row -> [ meta, sequences, strand_b, variants, reference tuple ]; a variants row's
-// `sequences` column is the reference (sequences is then []), other rows have no reference.
-def pairsDataset(Map row, baseDir, String csv) {
-    def types = ['fasta', 'fasta_pair', 'paired', 'variants']
-    if (!row.id || !row.sequences || !(row.type in types)) {
-        error("${csv}: every row needs an id, sequences and a type (${types.join(', ')}); got ${row}")
+// `sequences` column is the reference (sequences is then []), other rows have no reference. The
+// schema made sure of the type, and that strand_b goes with fasta_pair and variants with variants.
+def pairsDataset(Map meta, sequences, strand_b, variants, baseDir) {
+    def pairMeta = stringMeta(meta)
+    def sequencesFile = samplesheetFile(sequences, baseDir)
+    def strandB = strand_b ? samplesheetFile(strand_b, baseDir) : []
+    def variantsFile = variants ? samplesheetFile(variants, baseDir) : []
+    if (pairMeta.type == 'variants') {
+        return [pairMeta, [], strandB, variantsFile, referenceTuple(sequencesFile)]
     }
-    if ((row.type == 'fasta_pair') != (row.strand_b as boolean) || (row.type == 'variants') != (row.variants as boolean)) {
-        error("${csv}: ${row.id}: strand_b goes with type fasta_pair and variants with type variants; got ${row}")
-    }
-    def meta = [id: row.id, type: row.type, args: row.args ?: '']
-    def sequences = samplesheetFile(row.sequences, baseDir)
-    def strandB = row.strand_b ? samplesheetFile(row.strand_b, baseDir) : []
-    def variants = row.variants ? samplesheetFile(row.variants, baseDir) : []
-    if (row.type == 'variants') {
-        return [meta, [], strandB, variants, referenceTuple(sequences)]
-    }
-    return [meta, sequences, strandB, variants, referenceTuple(null)]
+    return [pairMeta, sequencesFile, strandB, variantsFile, referenceTuple(null)]
 }
 
 // A channel of [ id, dataset, sidecars ] -> [ dataset, sidecars ] of one id, or [ [], [] ] (none)
@@ -116,14 +120,13 @@ def datasetOf(ch, String id) {
 
 workflow {
     main:
-    if (!params.input) {
-        error("Give a samplesheet with --input (CSV: id,input,reference,args), or use -profile test")
-    }
-    def samplesheet = file(params.input, checkIfExists: true)
+    // Types, patterns, required --input/--outdir, files that must exist, parameters that need
+    // others, and the three CSVs against their schemas; a misspelt parameter is an error.
+    validateParameters()
 
-    ch_datasets = channel.fromPath(params.input)
-        .splitCsv(header: true, strip: true)
-        .map { row -> tokenizeDataset(row, samplesheet.parent, params.input) }
+    def samplesheet = file(params.input, checkIfExists: true)
+    ch_datasets = channel.fromList(samplesheetToList(params.input, "assets/schema_input.json"))
+        .map { meta, input, reference -> tokenizeDataset(meta, input, reference, samplesheet.parent) }
         .multiMap { meta, sequences, reference ->
             sequences: [meta, sequences]
             reference: reference
@@ -138,9 +141,10 @@ workflow {
     // Regions: a CSV (--regions_input) with id,reference,genes,peaks,accessibility,expression,motifs,motif_clusters,args
     if (params.regions_input) {
         def regionsCsv = file(params.regions_input, checkIfExists: true)
-        ch_regions = channel.fromPath(params.regions_input)
-            .splitCsv(header: true, strip: true)
-            .map { row -> regionsRun(row, regionsCsv.parent, params.regions_input) }
+        ch_regions = channel.fromList(samplesheetToList(params.regions_input, "assets/schema_regions.json"))
+            .map { meta, reference, genes, peaks, accessibility, expression, motifs, motif_clusters ->
+                regionsRun(meta, reference, genes, peaks, accessibility, expression, motifs, motif_clusters, regionsCsv.parent)
+            }
             .multiMap { run, reference ->
                 run: run
                 reference: reference
@@ -212,9 +216,8 @@ workflow {
     // --bistrand_train / --bistrand_dev / --variants_dataset name its ids.
     if (params.pairs_input) {
         def pairsCsv = file(params.pairs_input, checkIfExists: true)
-        ch_pairs_in = channel.fromPath(params.pairs_input)
-            .splitCsv(header: true, strip: true)
-            .map { row -> pairsDataset(row, pairsCsv.parent, params.pairs_input) }
+        ch_pairs_in = channel.fromList(samplesheetToList(params.pairs_input, "assets/schema_pairs.json"))
+            .map { meta, sequences, strand_b, variants -> pairsDataset(meta, sequences, strand_b, variants, pairsCsv.parent) }
             .multiMap { meta, sequences, strand_b, variants, reference ->
                 inputs: [meta, sequences, strand_b, variants]
                 reference: reference
