@@ -8,8 +8,8 @@ the start of a run would, with the same schemas:
   nextflow_schema.json has the nf-core layout ($defs groups with title, description and fa_icon,
   each brought in once by allOf; every parameter typed, described, with an icon);
 - the parameters of nextflow.config's params {} block are exactly those of the schema, with the
-  same defaults (none in the schema <=> null in the config), and every params.X that main.nf or a
-  config file reads is one of them;
+  same defaults (none in the schema <=> null in the config), every params.X that main.nf or a
+  config file reads is one of them, and each of them is read somewhere (or is nf-schema's --help);
 - validateParameters(): the defaults with test.config's values on top pass (files that must exist
   exist, each samplesheet valid against the schema its parameter names), the defaults alone fail
   only for the missing --input, and a parameter given without the one it needs fails;
@@ -18,6 +18,8 @@ the start of a run would, with the same schemas:
   is valid against its schema, every file it names exists (relative to the CSV's folder, as
   main.nf resolves it), and the closure after each samplesheetToList() call in main.nf names the
   schema's columns in the order nf-schema returns them (meta first);
+- the gpu profile's containerOptions for process_gpu is --gpu_container_options when given, else
+  --gpus all (docker) or --nv (singularity, apptainer);
 - broken samplesheets made from the test ones (a missing column, a bad file extension, a
   duplicate id, a misspelt column, columns that go together given apart) are rejected.
 
@@ -359,8 +361,12 @@ def check_params(schema_params, defaults, test_values):
     unknown = sorted(set(test_values) - schema_names)
     check(not unknown, f"conf/test.config sets params that nextflow_schema.json lacks: {unknown}")
     files = [PIPELINE / "main.nf", PIPELINE / "nextflow.config", *sorted((PIPELINE / "conf").glob("*.config"))]
-    for name, where in sorted(params_read(files).items()):
+    read = params_read(files)
+    for name, where in sorted(read.items()):
         check(name in schema_names, f"params.{name} read in {sorted(where)} is not in nextflow_schema.json")
+    # nf-schema reads the help parameters itself.
+    unread = sorted(schema_names - set(read) - {"help", "help_full", "show_hidden"})
+    check(not unread, f"params that main.nf and the config files never read: {unread}")
 
 
 def check_validate_parameters(schema, defaults, test_values):
@@ -425,6 +431,25 @@ def check_samplesheets(param_of, test_values):
         check(all(isinstance(row[0], dict) and row[0].get("id") for row in rows), f"{path.name}: rows without meta.id")
         print(f"{path.name}: valid against {schema_path}, {len(rows)} rows, files exist; "
               f"rows [{', '.join(columns_of(schema_path))}], first meta {rows[0][0]}")
+
+
+def check_gpu_profile():
+    """-profile gpu: containerOptions of process_gpu reads --gpu_container_options, else the
+    engine's default. (The closure's text is checked; Nextflow is not here to evaluate it.)"""
+    text = strip_comments((PIPELINE / "nextflow.config").read_text())
+    profile = re.search(r"\n\s*gpu\s*\{(.*?)\n    \}", text, re.DOTALL)
+    if not check(profile, "nextflow.config: no gpu profile"):
+        return
+    block = re.search(r"withLabel:\s*process_gpu\s*\{(.*)\}", profile.group(1), re.DOTALL)
+    options = re.search(r"containerOptions\s*=\s*\{(.*?)\n\s*\}", block.group(1) if block else "", re.DOTALL)
+    body = " ".join(options.group(1).split()) if options else ""
+    for needed in ("params.gpu_container_options != null ? params.gpu_container_options",
+                   "workflow.containerEngine == 'docker' ? '--gpus all'",
+                   "workflow.containerEngine in ['singularity', 'apptainer'] ? '--nv'"):
+        check(needed in body, f"nextflow.config: gpu profile: process_gpu containerOptions lacks {needed!r}: {body!r}")
+    check(block and re.search(r"accelerator\s*=\s*1", block.group(1)), "nextflow.config: gpu profile: no accelerator = 1")
+    print("gpu profile: process_gpu gets accelerator = 1 and containerOptions from --gpu_container_options, "
+          "else --gpus all (docker) / --nv (singularity, apptainer)")
 
 
 def write_csv(path, header, rows):
@@ -506,10 +531,11 @@ def main():
     test_values = config_params(PIPELINE / "conf" / "test.config")
     check_params(schema_params, defaults, test_values)
     print(f"{len(schema_params)} params: the same in nextflow.config and nextflow_schema.json, same defaults; "
-          f"every params.X read is one of them")
+          f"every params.X read is one of them, and each is read")
     if failures:
         return report()
     check_validate_parameters(schema, defaults, test_values)
+    check_gpu_profile()
     param_of = check_main_nf_rows()
     if failures:
         return report()
