@@ -150,23 +150,11 @@ pub fn read_pair_index(path: &Path, info_keys: &[String]) -> Result<Vec<PairInde
         let (window, rest) = if v1 {
             (Interval::parse_v1(f[2]), &f[3..])
         } else {
-            (window_of(&f[2..5]).ok_or_else(bad)?, &f[6..])
+            (Interval::from_columns(&f[2..5]).ok_or_else(bad)?, &f[6..])
         };
         rows.push(row_from(&f[..2], window, rest).ok_or_else(bad)?);
     }
     Ok(rows)
-}
-
-/// `window_chrom window_start window_end`: `Some(None)` for `. . .`, `None` when malformed.
-fn window_of(f: &[&str]) -> Option<Option<Interval>> {
-    if f == [".", ".", "."] {
-        return Some(None);
-    }
-    Some(Some(Interval {
-        chrom: f[0].to_string(),
-        start: f[1].parse().ok()?,
-        end: f[2].parse().ok()?,
-    }))
 }
 
 /// A row from `record name`, its window, and the columns from `site` on.

@@ -42,6 +42,19 @@ impl Interval {
         format!("{}:{}-{}", self.chrom, self.start + 1, self.end)
     }
 
+    /// `chrom start end` columns: `Some(None)` for `. . .` (no coordinates), `None` when
+    /// malformed.
+    pub fn from_columns(f: &[&str]) -> Option<Option<Interval>> {
+        if f == [".", ".", "."] {
+            return Some(None);
+        }
+        Some(Some(Interval {
+            chrom: f[0].to_string(),
+            start: f[1].parse().ok()?,
+            end: f[2].parse().ok()?,
+        }))
+    }
+
     /// Format version 1's `chr:start-end(strand)` (0-based half-open); `None` for `.`.
     /// Chromosome names may contain ':'.
     pub fn parse_v1(coords: &str) -> Option<Interval> {
@@ -156,7 +169,7 @@ pub fn read_index(path: &Path) -> Result<Vec<IndexRow>> {
             if f.len() != 11 {
                 return Err(bad());
             }
-            (parse_interval(&f[3..6]).ok_or_else(bad)?, &f[7..])
+            (Interval::from_columns(&f[3..6]).ok_or_else(bad)?, &f[7..])
         };
         rows.push(IndexRow {
             record: f[0].parse().map_err(|_| bad())?,
@@ -170,18 +183,6 @@ pub fn read_index(path: &Path) -> Result<Vec<IndexRow>> {
         });
     }
     Ok(rows)
-}
-
-/// `chrom start end` of a version 2 row: `Some(None)` for `. . .`, `None` when malformed.
-fn parse_interval(f: &[&str]) -> Option<Option<Interval>> {
-    if f == [".", ".", "."] {
-        return Some(None);
-    }
-    Some(Some(Interval {
-        chrom: f[0].to_string(),
-        start: f[1].parse().ok()?,
-        end: f[2].parse().ok()?,
-    }))
 }
 
 #[cfg(test)]
