@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # CI for the Snakemake workflow (Snakemake workflow catalog layout: workflow/, config/,
-# profiles/, .test/): format check, lint, config validation, the profiles, every dataset's
-# sidecars declared as inputs, a real run of the .test/ config on test-data/ (snakemake
-# --directory .test), the report, and a check that Python reads every output. Needs snakemake,
-# snakefmt, snakemake-executor-plugin-slurm, numpy and safetensors
-# (workflows/requirements-ci.txt) and the luminome binaries on PATH. Run from anywhere.
+# profiles/, .test/): format check, lint, config validation, the profiles, the workflow used
+# as a Snakemake module (dry run), every dataset's sidecars declared as inputs, a real run of
+# the .test/ config on test-data/ (snakemake --directory .test), the report, and a check that
+# Python reads every output. Needs snakemake, snakefmt, snakemake-executor-plugin-slurm, numpy
+# and safetensors (workflows/requirements-ci.txt) and the luminome binaries on PATH. Run from
+# anywhere.
 # Outputs go to a temporary folder (or $LUMINOME_CI_OUT) so that .test/results/ is left alone.
 set -euo pipefail
 
@@ -30,6 +31,19 @@ for path in workflow/Snakefile config/config.yaml config/README.md .snakemake-wo
     .test/config/config.yaml profiles/default/config.yaml profiles/slurm/config.yaml; do
     [[ -f "$path" ]] || { echo "ci.sh: $path is missing" >&2; exit 1; }
 done
+# The catalog's current keys (docs/about/adding_workflows.md of snakemake-workflow-catalog):
+# apptainer, not the old singularity.
+python3 - <<'PY'
+import yaml
+
+usage = yaml.safe_load(open(".snakemake-workflow-catalog.yml"))["usage"]
+assert set(usage) <= {"mandatory-flags", "software-stack-deployment", "report"}, usage
+assert set(usage["mandatory-flags"]) == {"desc", "flags"}, usage["mandatory-flags"]
+deployment = usage["software-stack-deployment"]
+assert set(deployment) <= {"conda", "apptainer", "apptainer+conda"}, deployment
+assert all(isinstance(v, bool) for v in deployment.values()), deployment
+print(f".snakemake-workflow-catalog.yml: {deployment}, report: {usage.get('report')}")
+PY
 
 echo "== snakefmt --check"
 snakefmt --check .
@@ -73,6 +87,39 @@ snakemake "${test_run[@]}" --workflow-profile profiles/slurm --sdm env-modules -
     >"$out/slurm_profile.log" 2>&1
 grep -q "Using workflow specific profile profiles/slurm" "$out/slurm_profile.log"
 grep -A12 "^rule train_mlm:" "$out/slurm_profile.log" | grep -q "runtime=1440"
+
+echo "== as a Snakemake module: module luminome ... use rule * from luminome (dry run)"
+# An outer project that uses this workflow as a module (workflows/README.md shows the same with
+# github(...) in place of the local path), given the test config with absolute paths: it must
+# plan the same jobs as the workflow run on .test/ directly.
+module_project="$out/module_project"
+mkdir -p "$module_project/config" "$module_project/workflow"
+sed "s#\.\./\.\./\.\./test-data/#$repo_root/test-data/#g" .test/config/config.yaml \
+    > "$module_project/config/config.yaml"
+cat > "$module_project/workflow/Snakefile" <<SMK
+configfile: "config/config.yaml"
+
+
+module luminome:
+    snakefile:
+        "$repo_root/workflows/snakemake/workflow/Snakefile"
+    config:
+        config
+
+
+use rule * from luminome
+SMK
+snakefmt --check "$module_project/workflow/Snakefile"
+(cd "$module_project" && snakemake --dry-run --forceall --config "outdir=$out/module_results") \
+    >"$out/module.log" 2>&1 || { cat "$out/module.log" >&2; exit 1; }
+snakemake "${test_run[@]}" --dry-run --forceall >"$out/direct.log" 2>&1
+job_stats() { sed -n '/^Job stats:/,/^$/p' "$1" | sort; }
+if ! diff <(job_stats "$out/direct.log") <(job_stats "$out/module.log"); then
+    echo "ci.sh: used as a module, the workflow plans other jobs than run directly" >&2
+    exit 1
+fi
+grep -q "^all  *1$" "$out/module.log"
+echo "module: the same $(grep -m1 '^total  *[0-9]*$' "$out/module.log" | awk '{print $2}') jobs as run directly"
 
 echo "== every job that reads a dataset declares its sidecars"
 python3 check_sidecars.py "${test_run[@]}"
