@@ -87,6 +87,16 @@ snakemake "${test_run[@]}" --workflow-profile profiles/slurm --sdm env-modules -
     >"$out/slurm_profile.log" 2>&1
 grep -q "Using workflow specific profile profiles/slurm" "$out/slurm_profile.log"
 grep -A12 "^rule train_mlm:" "$out/slurm_profile.log" | grep -q "runtime=1440"
+# GPU jobs in a container need the host's driver: both profiles give apptainer --nv (the command
+# line's --apptainer-args replaces it).
+python3 - <<'PY'
+import yaml
+
+for profile in ("default", "slurm"):
+    args = yaml.safe_load(open(f"profiles/{profile}/config.yaml")).get("apptainer-args", "")
+    assert "--nv" in args.split(), f"profiles/{profile}: apptainer-args {args!r} lacks --nv"
+    print(f"profiles/{profile}: apptainer-args {args!r}")
+PY
 
 echo "== as a Snakemake module: module luminome ... use rule * from luminome (dry run)"
 # An outer project that uses this workflow as a module (workflows/README.md shows the same with
