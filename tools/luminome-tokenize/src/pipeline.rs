@@ -7,15 +7,15 @@ use std::sync::mpsc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use luminome_io::token_dataset::{
-    IndexRow, Interval, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow,
-};
+use luminome_io::token_dataset::{IndexRow, Interval, TokenRow};
 use rayon::prelude::*;
 
 use crate::bases::{self, ChangeCounts};
+use crate::inputs::{input_formats, read_input};
+use crate::outputs::Outputs;
 use crate::scheme::Scheme;
-use crate::source::{self, Cut, Message, SourceOptions, Unit};
-use crate::split::{split_output, SplitPlan};
+use crate::source::{Cut, Message, SourceOptions, Unit};
+use crate::split::SplitPlan;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum InputFormat {
@@ -52,7 +52,7 @@ pub enum RcMode {
 }
 
 impl RcMode {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             RcMode::None => "none",
             RcMode::Both => "both",
@@ -116,23 +116,6 @@ fn too_many_n(job: &TokenizeJob, unit: &Unit) -> bool {
         let n = unit.bases.iter().filter(|&&b| b == b'N').count();
         n as f64 > f * unit.bases.len() as f64
     })
-}
-
-fn detect_format(path: &std::path::Path) -> InputFormat {
-    let name = luminome_io::compress::format_name(path);
-    if [".csv", ".tsv", ".txt", ".tab"]
-        .iter()
-        .any(|e| name.ends_with(e))
-    {
-        InputFormat::Table
-    } else if [".bed", ".narrowpeak", ".broadpeak"]
-        .iter()
-        .any(|e| name.ends_with(e))
-    {
-        InputFormat::Bed
-    } else {
-        InputFormat::Fastx
-    }
 }
 
 struct Framing {
@@ -299,188 +282,6 @@ fn tokenize_unit(
         });
     }
     Ok(rows)
-}
-
-/// The format of each input (`--format auto`: from its name).
-fn input_formats(job: &TokenizeJob) -> Result<Vec<InputFormat>> {
-    let mut formats = Vec::with_capacity(job.inputs.len());
-    for input in &job.inputs {
-        let format = match job.format {
-            InputFormat::Auto => detect_format(&input.path),
-            f => f,
-        };
-        match format {
-            InputFormat::Pairs => bail!("internal: pair tables are tokenized by crate::pairs::run"),
-            InputFormat::Bed if job.source.reference.is_none() => {
-                bail!("BED input {} needs --reference FASTA", input.path.display())
-            }
-            _ => formats.push(format),
-        }
-    }
-    Ok(formats)
-}
-
-/// Whether the dataset has labels: every input must agree (a table through its label column,
-/// a FASTA/BED file through its --label).
-fn inputs_have_labels(job: &TokenizeJob, formats: &[InputFormat]) -> Result<bool> {
-    let labelled = |k: usize| match formats[k] {
-        InputFormat::Table => job.source.table.label_column.is_some(),
-        _ => job.inputs[k].label.is_some(),
-    };
-    let first = labelled(0);
-    if let Some(k) = (1..formats.len()).find(|&k| labelled(k) != first) {
-        let (with, without) = if first { (0, k) } else { (k, 0) };
-        bail!(
-            "{} has labels and {} has none: give every FASTA/BED input a --label (one per input, in order), or none",
-            job.inputs[with].path.display(),
-            job.inputs[without].path.display()
-        );
-    }
-    Ok(first)
-}
-
-fn read_input(
-    path: &std::path::Path,
-    format: InputFormat,
-    opts: &SourceOptions,
-    changes: &mut ChangeCounts,
-    sink: &mut source::Sink<'_>,
-) -> Result<u64> {
-    match format {
-        InputFormat::Table => source::read_table(path, opts, changes, sink),
-        InputFormat::Bed => source::read_bed(path, opts, changes, sink),
-        _ => source::read_fastx(path, opts, changes, sink),
-    }
-}
-
-/// `--split`'s first pass: every record's label, in input order, cutting no bases.
-fn record_labels(job: &TokenizeJob, formats: &[InputFormat]) -> Result<Vec<Option<i64>>> {
-    let mut labels = Vec::new();
-    for (input, &format) in job.inputs.iter().zip(formats) {
-        crate::split::check_rereadable(&input.path)?;
-        let opts = SourceOptions {
-            cut: Cut::Truncate(0),
-            constant_label: input.label,
-            ..job.source.clone()
-        };
-        let mut sink = |m: Message| {
-            if let Message::Units(units) = m {
-                labels.extend(units.iter().map(|u| u.label));
-            }
-            Ok(())
-        };
-        read_input(
-            &input.path,
-            format,
-            &opts,
-            &mut ChangeCounts::default(),
-            &mut sink,
-        )?;
-    }
-    Ok(labels)
-}
-
-/// The datasets a run writes: one, or one per split with each record's split.
-struct Outputs {
-    writers: Vec<TokenDatasetWriter>,
-    paths: Vec<PathBuf>,
-    names: Vec<String>,
-    assignment: Option<Vec<u8>>,
-}
-
-impl Outputs {
-    fn open(job: &TokenizeJob, formats: &[InputFormat], row_length: Option<usize>) -> Result<Self> {
-        let has_labels = inputs_have_labels(job, formats)?;
-        let mut sources: Vec<String> = job
-            .inputs
-            .iter()
-            .map(|i| i.path.display().to_string())
-            .collect();
-        if let (true, Some(r)) = (formats.contains(&InputFormat::Bed), &job.source.reference) {
-            sources.push(r.display().to_string());
-        }
-        let (names, assignment) = match &job.split {
-            Some(plan) => {
-                let names = plan.names().iter().map(|n| n.to_string()).collect();
-                (names, Some(plan.assign(&record_labels(job, formats)?)))
-            }
-            None => (vec![String::new()], None),
-        };
-        let paths: Vec<PathBuf> = match &job.split {
-            Some(_) => names.iter().map(|n| split_output(&job.output, n)).collect(),
-            None => vec![job.output.clone()],
-        };
-        let writers = paths
-            .iter()
-            .map(|dest| {
-                TokenDatasetWriter::new(TokenDatasetWriterOptions {
-                    dest: dest.clone(),
-                    tokenizer: job
-                        .scheme
-                        .info(job.add_cls, job.add_sep, job.hf_json.clone()),
-                    max_length: row_length,
-                    has_labels,
-                    has_soft_mask: job.soft_mask,
-                    shard_records: job.shard_records,
-                    rc: job.rc.name().into(),
-                    sources: sources.clone(),
-                    tool: "luminome-tokenize".into(),
-                    tool_version: env!("CARGO_PKG_VERSION").into(),
-                    command_line: job.command_line.clone(),
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Outputs {
-            writers,
-            paths,
-            names,
-            assignment,
-        })
-    }
-
-    /// The writer of a unit's record.
-    fn writer_for(&mut self, unit: &Unit) -> Result<&mut TokenDatasetWriter> {
-        let k = match &self.assignment {
-            Some(a) => *a.get(unit.record as usize).with_context(|| {
-                format!(
-                    "{}: the input changed while it was read (more records than on the first pass)",
-                    unit.origin
-                )
-            })? as usize,
-            None => 0,
-        };
-        Ok(&mut self.writers[k])
-    }
-
-    fn rows(&self) -> u64 {
-        self.writers.iter().map(|w| w.len()).sum()
-    }
-
-    /// Commits every dataset, once none of them is empty.
-    fn finish(self, records: u64) -> Result<Vec<(String, u64)>> {
-        if self.assignment.is_some() {
-            if let Some(k) = self.writers.iter().position(|w| w.is_empty()) {
-                bail!(
-                    "--split: the {} split got no rows ({records} records in all); give it a larger fraction, or more records",
-                    self.names[k]
-                );
-            }
-        }
-        let rows: Vec<(String, u64)> = self
-            .names
-            .iter()
-            .cloned()
-            .zip(self.writers.iter().map(|w| w.len()))
-            .collect();
-        for w in self.writers {
-            w.finish()?;
-        }
-        Ok(if self.assignment.is_some() {
-            rows
-        } else {
-            Vec::new()
-        })
-    }
 }
 
 fn progress_bar(quiet: bool) -> indicatif::ProgressBar {
