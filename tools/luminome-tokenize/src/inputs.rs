@@ -45,6 +45,15 @@ pub(crate) fn input_formats(job: &TokenizeJob) -> Result<Vec<InputFormat>> {
 /// Whether the dataset has labels: every input must agree (a table through its label column,
 /// a FASTA/BED file through its --label).
 pub(crate) fn inputs_have_labels(job: &TokenizeJob, formats: &[InputFormat]) -> Result<bool> {
+    // A --label the table would silently ignore (its labels are a column) is refused.
+    if let Some(k) = (0..formats.len())
+        .find(|&k| formats[k] == InputFormat::Table && job.inputs[k].label.is_some())
+    {
+        bail!(
+            "{}: a table takes its labels from its --label-column (or none with --no-labels); --label labels FASTA/FASTQ/BED inputs, so give it only when no input is a table, or tokenize the table on its own",
+            job.inputs[k].path.display()
+        );
+    }
     let labelled = |k: usize| match formats[k] {
         InputFormat::Table => job.source.table.label_column.is_some(),
         _ => job.inputs[k].label.is_some(),

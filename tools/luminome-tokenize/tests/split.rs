@@ -170,12 +170,23 @@ fn unclear_labels_and_unsplittable_inputs_are_refused_before_any_output() {
         &out_dir,
         &["3 labels for 2 inputs"],
     );
-    let table = write(dir.path(), "t.csv", b"sequence\nACGT\n");
+    let table = write(dir.path(), "t.csv", b"sequence,label\nACGT,1\n");
     let t = table.to_str().unwrap();
     assert_refused(
-        &[a, t, "--no-labels", "--label", "1", "-o", o],
+        &[a, t, "-o", o],
         &out_dir,
-        &["a.fa has labels and", "t.csv has none"],
+        &["t.csv has labels and", "a.fa has none"],
+    );
+    // A table's labels are its label column: a --label it would ignore is refused.
+    assert_refused(
+        &[a, t, "--label", "1", "-o", o],
+        &out_dir,
+        &["t.csv: a table takes its labels from its --label-column"],
+    );
+    assert_refused(
+        &[t, "--no-labels", "--label", "1", "-o", o],
+        &out_dir,
+        &["t.csv: a table takes its labels"],
     );
     // Three records cannot fill three splits at 0.9 / 0.05 / 0.05.
     assert_refused(
