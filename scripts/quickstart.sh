@@ -5,22 +5,22 @@
 #   bash scripts/quickstart.sh [OUTPUT_FOLDER]      (default: luminome-quickstart/)
 #
 # Data: test-data/gue_prom_core_all (GUE core promoters: 2,000 training, 500 dev, 500 test rows
-# of 70 bases, label 1 = promoter). Model: classify's small-set default, the dilated residual CNN
-# over single nucleotides with both-strand averaging, under the DynamicGated adapter; 600 steps
-# of 32 (about 10 epochs), about 30 s on one laptop core. Measured on 2026-11-26 (2-core VM,
-# seeds 1-3): test MCC 0.379 ± 0.011, AUROC 0.738 ± 0.007, where the k-mer floor reaches 0.328 /
-# 0.725; the mean adapter with the same budget stays below the floor (0.17-0.24), which is why
-# this recipe uses gated. After training, classify fits the k-mer floor (k-mer frequencies +
-# logistic regression, k and penalty chosen on dev) on the same split: the number a model has to
-# beat. Then predictions on the test set, and in-silico mutagenesis of ten test
-# promoters (every base changed to every other base; which bases the model relies on).
+# of 70 bases, label 1 = promoter). Model: classify's defaults for single-nucleotide data, the
+# dilated residual CNN over single nucleotides with both-strand averaging, under the DynamicGated
+# adapter, 20 epochs (1,250 steps of 32; early stopping on dev after 10 evaluations without a
+# better MCC), about a minute on one laptop core. Measured on 2026-11-27 (2-core VM, seeds 1-3,
+# bench/cnn/defaults.sh): test MCC 0.465 +/- 0.043, where the k-mer floor reaches 0.328. After training,
+# classify fits the k-mer floor (k-mer frequencies + logistic regression, k and penalty chosen on
+# dev) on the same split: the number a model has to beat. Then predictions on the test set, and
+# in-silico mutagenesis of ten test promoters (every base changed to every other base; which
+# bases the model relies on). QUICKSTART_STEPS=N trains N steps instead (a quicker wiring check).
 #
 # Builds the four tools it uses (cargo build --release; ~10 min and ~1 GB the first time) unless
 # LUMINOME_BIN names a folder that holds them.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-luminome-quickstart}"
-steps="${QUICKSTART_STEPS:-600}"
+steps="${QUICKSTART_STEPS:-}"
 mkdir -p "$out/data"
 out="$(cd "$out" && pwd)"
 if [ "$out" = "$repo" ]; then
@@ -48,10 +48,10 @@ for split in train dev test; do
         -o "$out/data/$split.safetensors" --quiet
 done
 
-echo "== 2/4 train: CNN, gated adapter, $steps steps (then the k-mer floor on the same split)"
-"$bin/luminome-train" classify --adapter gated \
+echo "== 2/4 train: classify's defaults, CNN + gated adapter, ${steps:-1250 (20 epochs)} steps (then the k-mer floor)"
+"$bin/luminome-train" classify \
     --train "$out/data/train.safetensors" --dev "$out/data/dev.safetensors" \
-    --test "$out/data/test.safetensors" --steps "$steps" --seed 1 --quiet \
+    --test "$out/data/test.safetensors" ${steps:+--steps "$steps"} --seed 1 --quiet \
     -o "$out/model"
 
 echo "== 3/4 predict: class probabilities for every test row"
@@ -81,13 +81,15 @@ cat <<EOF
 Done in $(( $(date +%s) - start )) s (after the build). Test set, 500 rows:
 
                       MCC      AUROC
-  CNN ($steps steps)   ${model_mcc:-?}   ${model_auc:-?}
+  CNN                 ${model_mcc:-?}   ${model_auc:-?}
   k-mer floor         ${floor_mcc:-?}   ${floor_auc:-?}
 
 The floor is what k-mer counts alone reach; a model that does not beat it is not worth its cost
-(classify says so on stderr when it loses). Expected here (seeds 1-3): CNN 0.38 +/- 0.01, floor
-0.33. 2,000 rows is a small slice: on GUE's full prom_core_all (47,000 rows) the same kind of
-model reaches ~0.7 (docs/results.md, which also has the seed ensembles).
+(classify says so on stderr when it loses). Expected here (seeds 1-3): CNN 0.47 +/- 0.04 (0.43 for
+seed 1 on two threads), floor
+0.33. 2,000 rows is a small slice: on GUE's full prom_core_all (47,000 rows) the same defaults
+reach 0.665 and the tuned recipe ~0.7 (docs/small-data.md; docs/results.md has the seed
+ensembles).
 
 Outputs in $out:
   data/                   the tokenized train/dev/test sets (+ .index.tsv: names, coordinates)

@@ -38,8 +38,7 @@ fn a_small_training_set_gets_the_small_data_defaults_unless_flags_say_otherwise(
     assert!(o.status.success(), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
-        e.contains("small training set (96 records, fewer than 10000)")
-            && e.contains("small-data defaults --backbone cnn --rc-augment --rc-average --lr 1e-3"),
+        e.contains("classifier defaults for 96 training records: --backbone cnn --rc-augment --rc-average --lr 1e-3 --patience 10 (give --backbone transformer for a transformer"),
         "{e}"
     );
     // The log ends with the run folder, what it holds, and the command that uses it.
@@ -116,7 +115,9 @@ fn a_small_training_set_gets_the_small_data_defaults_unless_flags_say_otherwise(
     assert!(o.status.success(), "{}", stderr(&o));
     // A CNN asked for keeps its own recipe, on one strand unless asked.
     assert!(
-        stderr(&o).contains("small-data defaults --lr 1e-3"),
+        stderr(&o).contains(
+            "classifier defaults for 96 training records: --lr 1e-3 --patience 10 (give a flag"
+        ),
         "{}",
         stderr(&o)
     );
@@ -128,7 +129,7 @@ fn a_small_training_set_gets_the_small_data_defaults_unless_flags_say_otherwise(
 }
 
 #[test]
-fn the_cnn_on_a_small_set_trains_for_twenty_epochs_unless_steps_are_given() {
+fn the_cnn_trains_for_twenty_epochs_within_bounds_unless_steps_are_given() {
     let d = data();
     let base = [
         "classify",
@@ -146,14 +147,15 @@ fn the_cnn_on_a_small_set_trains_for_twenty_epochs_unless_steps_are_given() {
         "1",
         "--no-kmer-floor",
     ];
-    // 96 records, one per step: 20 epochs are 1,920 steps, stored as the run's length.
+    // 96 records, one per step: 20 epochs are 1,920 steps, stored as the run's length. No
+    // --dev: no early stopping, so none is listed.
     let o = run_s(&with(
         &base,
         &["-o", &d.path("epochs"), "--batch-size", "1"],
     ));
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("--lr 1e-3 --steps 1920 "),
+        stderr(&o).contains("defaults for 96 training records: --backbone cnn --rc-augment --rc-average --lr 1e-3 --steps 1920 "),
         "{}",
         stderr(&o)
     );
@@ -199,4 +201,44 @@ fn the_cnn_on_a_small_set_trains_for_twenty_epochs_unless_steps_are_given() {
     ));
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("--steps 1000 "), "{}", stderr(&o));
+}
+
+#[test]
+fn a_large_training_set_gets_the_cnn_recipe_too_with_its_steps_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = dir.path().join("train.safetensors");
+    let (s, l) = toy_motif_task(10_001, 8, 1);
+    write_dataset(&train, &s, Some(&l), 10).unwrap();
+    let out = dir.path().join("large");
+    let o = run(&[
+        "classify",
+        "--train",
+        train.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--batch-size",
+        "1",
+        "--cnn-channels",
+        "8",
+        "--cnn-layers",
+        "1",
+        "--stop-after-steps",
+        "1",
+        "--threads",
+        "1",
+        "--no-kmer-floor",
+    ]);
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    // 20 epochs of 10,001 records one a step would be 200,020 steps: at most 5,000.
+    assert!(
+        e.contains("classifier defaults for 10001 training records: --backbone cnn --rc-augment --rc-average --lr 1e-3 --steps 5000 ")
+            && !e.contains("small training set"),
+        "{e}"
+    );
+    let meta =
+        luminome_engine::checkpoint::read_checkpoint_meta(&out.join("last.safetensors")).unwrap();
+    let model = serde_json::to_value(&meta.model).unwrap();
+    assert_eq!(model["cnn"]["channels"], 8, "{model}");
+    assert!(model["rc_average"].is_object(), "{model}");
 }

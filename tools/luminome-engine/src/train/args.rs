@@ -39,23 +39,30 @@ impl TrainDefaults {
         loss_patience: Some(5),
         steps: None,
     };
-    /// The CNN backbone, whatever the size (the recipe of docs/results.md).
+    /// The CNN backbone, whatever the size (the recipe of docs/results.md): early stopping
+    /// after 10 evaluations without a better dev metric.
     pub const CNN: Self = Self {
         lr: 1e-3,
         weight_decay: 0.01,
-        patience: None,
+        patience: Some(10),
         loss_patience: None,
         steps: None,
     };
 
     /// These defaults with `--steps` defaulting to enough optimizer steps for `epochs` passes
-    /// over `records` training records at `records_per_step` records a step, and never fewer
-    /// than [`DEFAULT_STEPS`] (the CNN on a small set, docs/small-data.md).
-    pub fn with_epochs(self, epochs: u64, records: usize, records_per_step: usize) -> Self {
+    /// over `records` training records at `records_per_step` records a step, never fewer
+    /// than [`DEFAULT_STEPS`] nor more than `max_steps` (the CNN, docs/small-data.md).
+    pub fn with_epochs(
+        self,
+        epochs: u64,
+        records: usize,
+        records_per_step: usize,
+        max_steps: u64,
+    ) -> Self {
         let per_step = records_per_step.max(1) as u64;
         let steps = (epochs.saturating_mul(records as u64)).div_ceil(per_step);
         Self {
-            steps: Some(steps.max(DEFAULT_STEPS)),
+            steps: Some(steps.clamp(DEFAULT_STEPS, max_steps.max(DEFAULT_STEPS))),
             ..self
         }
     }
@@ -84,8 +91,8 @@ pub struct TrainArgs {
     /// Micro-batches per optimizer step (gradient accumulation).
     #[arg(long, default_value_t = 1)]
     pub grad_accum: usize,
-    /// Optimizer steps [default: 1000; classify with the CNN below 10,000 training records:
-    /// enough for 20 epochs].
+    /// Optimizer steps [default: 1000; classify with the CNN: enough for 20 epochs, between
+    /// 1,000 and 5,000].
     #[arg(long)]
     pub steps: Option<u64>,
     /// Peak learning rate [default: 5e-4; classify with the CNN backbone: 1e-3].
@@ -108,7 +115,8 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 200)]
     pub eval_every: u64,
     /// Stop when the selection metric has not improved for this many evaluations (0: never)
-    /// [default: never; classify with the transformer: 5 below 10,000 training records].
+    /// [default: never; classify: 10 with the CNN, 5 with the transformer below 10,000
+    /// training records].
     #[arg(long)]
     pub patience: Option<u64>,
     /// Also stop when the dev loss has not improved for this many evaluations (0: never)
@@ -222,10 +230,12 @@ impl TrainArgs {
         {
             v.push(format!("--weight-decay {}", defaults.weight_decay));
         }
-        if let (None, Some(p)) = (self.patience, defaults.patience) {
+        // Early stopping watches --dev: without it the defaults change nothing.
+        let dev = self.dev.is_some();
+        if let (None, Some(p), true) = (self.patience, defaults.patience, dev) {
             v.push(format!("--patience {p}"));
         }
-        if let (None, Some(p)) = (self.loss_patience, defaults.loss_patience) {
+        if let (None, Some(p), true) = (self.loss_patience, defaults.loss_patience, dev) {
             v.push(format!("--loss-patience {p}"));
         }
         if let (None, Some(n)) = (self.steps, defaults.steps) {

@@ -27,8 +27,11 @@ use crate::models::mlm::MlmConfig;
 use crate::models::{parameter_names, BuiltModel, FamilyConfig, ModelConfig};
 use crate::train::{TrainArgs, TrainCommand, TrainDefaults, TrainingSetup, SMALL_TRAINING_SET};
 
-/// Epochs a CNN trains for on a small training set when `--steps` is not given.
-pub const SMALL_DATA_CNN_EPOCHS: u64 = 20;
+/// Epochs the CNN trains for when `--steps` is not given (at least 1,000
+/// steps, at most [`CNN_MAX_STEPS`]); with `--dev`, early stopping can end it sooner.
+pub const CNN_EPOCHS: u64 = 20;
+/// The most optimizer steps [`CNN_EPOCHS`] gives a large training set.
+pub const CNN_MAX_STEPS: u64 = 5_000;
 
 pub const EXAMPLE: &str = "Example (fine-tune the DynamicGated adapter on a pretrained encoder):
   luminome-train classify --train train.safetensors --dev dev.safetensors -o gated/ \\
@@ -48,9 +51,9 @@ pub struct ClassifyArgs {
     #[command(flatten)]
     pub train: TrainArgs,
     /// Backbone: transformer (the --d-model … --position flags) or cnn (a dilated residual CNN
-    /// over single nucleotides, the --cnn-* flags; docs/engine.md) [default: transformer; cnn
-    /// with --rc-augment --rc-average for single-nucleotide training sets below 10,000 records,
-    /// docs/small-data.md].
+    /// over single nucleotides, the --cnn-* flags; docs/engine.md) [default: cnn with
+    /// --rc-augment --rc-average for single-nucleotide datasets, at every size; transformer for
+    /// k-mer or BPE tokens, with --init or a transformer size; docs/small-data.md].
     #[arg(long)]
     pub backbone: Option<BackboneKind>,
     #[command(flatten)]
@@ -277,10 +280,8 @@ impl TrainCommand for ClassifyArgs {
             model.config.label_values
         );
         if let Some(note) = &choice.note {
-            description.push_str(&format!(
-                "\nsmall training set ({} records, fewer than {SMALL_TRAINING_SET}): {note} (docs/small-data.md)",
-                data.train.len()
-            ));
+            description.push('\n');
+            description.push_str(note);
         }
         let input = InputSpec::Tokens(data.train.tokenizer().clone());
         let floor = self.floor.search(&self.classification)?;
@@ -385,13 +386,16 @@ impl ClassifyArgs {
         Ok((b.varmap, model, b.config))
     }
 
-    /// The backbone and the defaults of a new run: the flags given, then what the size of the
-    /// training set calls for (docs/small-data.md).
+    /// The backbone and the defaults of a new run: the flags given, then what the tokens and the
+    /// size of the training set call for (docs/small-data.md).
     fn choose(&self, data: &ClassificationData) -> SizeChoice {
-        let small = self.train.resume.is_none() && data.train.len() < SMALL_TRAINING_SET;
+        let new_run = self.train.resume.is_none();
+        let records = data.train.len();
+        let small = new_run && records < SMALL_TRAINING_SET;
         let nucleotides = data.train.tokenizer().scheme == TokenizerScheme::Nucleotide;
-        // Transformer sizes given on the command line ask for a transformer.
-        let auto_cnn = small
+        // The CNN recipe of docs/results.md at every size; transformer sizes given on the
+        // command line, or a pretrained encoder, ask for a transformer.
+        let auto_cnn = new_run
             && self.backbone.is_none()
             && self.init.is_none()
             && !self.encoder.sizes_given()
@@ -402,18 +406,19 @@ impl ClassifyArgs {
             (None, false) => BackboneKind::Transformer,
         };
         let (encoder, train) = match (backbone, small) {
-            // On a small set the CNN needs many passes over it: about 20 epochs on GUE mouse/0,
-            // where 5 epochs stay below the k-mer floor (docs/small-data.md).
-            (BackboneKind::Cnn, true) => (
+            // Enough passes for a small set to converge (about 20 epochs on GUE mouse/0, where 5
+            // stay below the k-mer floor), bounded for a large one; early stopping on dev ends
+            // a run that has clearly peaked (docs/small-data.md).
+            (BackboneKind::Cnn, _) => (
                 EncoderDefaults::STANDARD,
                 TrainDefaults::CNN.with_epochs(
-                    SMALL_DATA_CNN_EPOCHS,
-                    data.train.len(),
+                    CNN_EPOCHS,
+                    records,
                     // Saturating: a huge --batch-size must not overflow before it is refused.
                     self.train.batch_size.saturating_mul(self.train.grad_accum),
+                    CNN_MAX_STEPS,
                 ),
             ),
-            (BackboneKind::Cnn, false) => (EncoderDefaults::STANDARD, TrainDefaults::CNN),
             (BackboneKind::Transformer, true) => {
                 (EncoderDefaults::SMALL_DATA, TrainDefaults::SMALL_DATA)
             }
@@ -421,33 +426,13 @@ impl ClassifyArgs {
                 (EncoderDefaults::STANDARD, TrainDefaults::STANDARD)
             }
         };
-        let note = small.then(|| {
-            let mut set = Vec::new();
-            if auto_cnn {
-                set.push("--backbone cnn --rc-augment --rc-average".to_string());
+        let note = match backbone {
+            BackboneKind::Cnn if new_run => self.cnn_note(auto_cnn, records, &train),
+            BackboneKind::Transformer if small => {
+                Some(self.small_transformer_note(records, &encoder, &train))
             }
-            if backbone == BackboneKind::Transformer {
-                // A pretrained encoder keeps its size.
-                set.extend(
-                    self.encoder
-                        .defaulted(&encoder)
-                        .into_iter()
-                        .filter(|f| self.init.is_none() || f.starts_with("--dropout")),
-                );
-            }
-            set.extend(self.train.defaulted(&train));
-            match (set.is_empty(), auto_cnn) {
-                (true, _) => "small-data defaults all overridden".to_string(),
-                (false, true) => format!(
-                    "small-data defaults {} (give --backbone transformer for a transformer)",
-                    set.join(" ")
-                ),
-                (false, false) => format!(
-                    "small-data defaults {} (give a flag to override it)",
-                    set.join(" ")
-                ),
-            }
-        });
+            _ => None,
+        };
         SizeChoice {
             backbone,
             rc_average: auto_cnn || self.rc_average,
@@ -455,6 +440,52 @@ impl ClassifyArgs {
             train,
             note,
         }
+    }
+
+    /// The log line naming the CNN defaults a new run took (None when every flag was given).
+    fn cnn_note(&self, auto_cnn: bool, records: usize, train: &TrainDefaults) -> Option<String> {
+        let mut set = Vec::new();
+        if auto_cnn {
+            set.push("--backbone cnn --rc-augment --rc-average".to_string());
+        }
+        set.extend(self.train.defaulted(train));
+        let hint = match auto_cnn {
+            true => "give --backbone transformer for a transformer",
+            false => "give a flag to override it",
+        };
+        (!set.is_empty()).then(|| {
+            format!(
+                "classifier defaults for {records} training records: {} ({hint}; docs/small-data.md)",
+                set.join(" ")
+            )
+        })
+    }
+
+    /// The log line naming the small-data defaults a transformer on a small set took.
+    fn small_transformer_note(
+        &self,
+        records: usize,
+        encoder: &EncoderDefaults,
+        train: &TrainDefaults,
+    ) -> String {
+        // A pretrained encoder keeps its size.
+        let mut set: Vec<String> = self
+            .encoder
+            .defaulted(encoder)
+            .into_iter()
+            .filter(|f| self.init.is_none() || f.starts_with("--dropout"))
+            .collect();
+        set.extend(self.train.defaulted(train));
+        let what = match set.is_empty() {
+            true => "small-data defaults all overridden".to_string(),
+            false => format!(
+                "small-data defaults {} (give a flag to override it)",
+                set.join(" ")
+            ),
+        };
+        format!(
+            "small training set ({records} records, fewer than {SMALL_TRAINING_SET}): {what} (docs/small-data.md)"
+        )
     }
 
     /// The reverse complement of the training set's tokens (single nucleotides only).
