@@ -39,7 +39,31 @@ pub fn block_commits() -> std::sync::MutexGuard<'static, ()> {
 
 /// Records that an output reached its final name.
 pub fn note_committed() {
-    COMMITTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let n = COMMITTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+    if abort_after_commits() == Some(n) {
+        // A process killed outright, as SIGKILL or an OOM kill would: no cleanup runs.
+        std::process::abort();
+    }
+}
+
+/// Fault injection for the crash tests (docs/reliability.md): with
+/// `LUMINOME_FAULT_ABORT_AFTER_COMMITS=N` in the environment the process aborts right after its
+/// N-th output reaches its final name, so a test can stop a run at every point of a commit.
+fn abort_after_commits() -> Option<usize> {
+    static AT: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *AT.get_or_init(|| {
+        std::env::var("LUMINOME_FAULT_ABORT_AFTER_COMMITS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+    })
+}
+
+/// Renames a committed output to another final name (a file committed under a pending name, then
+/// moved into place), counted as a commit.
+pub fn rename_committed(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::rename(from, to)?;
+    note_committed();
+    Ok(())
 }
 
 /// How many outputs this run has committed.

@@ -14,6 +14,11 @@ fn classify(d: &Data, out: &str, extra: &[&str]) -> Output {
 
 /// `classify` without `--adapter` unless `extra` has one.
 fn classify_any_adapter(d: &Data, out: &str, extra: &[&str]) -> Output {
+    classify_with(d, out, extra, &mut bin())
+}
+
+/// [`classify_any_adapter`] run by `command` (an environment set).
+fn classify_with(d: &Data, out: &str, extra: &[&str], command: &mut Command) -> Output {
     let mut args = vec![
         "classify".to_string(),
         "--train".into(),
@@ -45,7 +50,7 @@ fn classify_any_adapter(d: &Data, out: &str, extra: &[&str]) -> Output {
     );
     args.push(d.path(out));
     args.extend(extra.iter().map(|s| s.to_string()));
-    bin().args(&args).output().unwrap()
+    command.args(&args).output().unwrap()
 }
 
 /// A folder holding `weights`' last.safetensors beside `state`'s last.state.safetensors.
@@ -102,42 +107,100 @@ fn resume_refuses_a_state_saved_with_other_weights_and_continues_a_matching_pair
         .to_string();
     let o = classify(&d, "a10", &["--seed", "1", "--resume", &ck]);
     assert!(o.status.success(), "{}", stderr(&o));
-    // (the metadata differs: it records each run's command line)
+    assert_same_run(&d, "a10", "full");
+    assert_eq!(metrics_rows(&d, "full").len(), 21);
+}
+
+/// The tensors of `a`'s and `b`'s last and best checkpoints are equal, and their metrics rows
+/// but for throughput (examples_per_s, a timing); the metadata differs (each run's command line).
+fn assert_same_run(d: &Data, a: &str, b: &str) {
     for f in ["last.safetensors", "best.safetensors"] {
-        let (a, b) = (
-            std::fs::read(d.root.join("a10").join(f)).unwrap(),
-            std::fs::read(d.root.join("full").join(f)).unwrap(),
+        let (x, y) = (
+            std::fs::read(d.root.join(a).join(f)).unwrap(),
+            std::fs::read(d.root.join(b).join(f)).unwrap(),
         );
-        let (a, b) = (
-            safetensors::SafeTensors::deserialize(&a).unwrap(),
-            safetensors::SafeTensors::deserialize(&b).unwrap(),
+        let (x, y) = (
+            safetensors::SafeTensors::deserialize(&x).unwrap(),
+            safetensors::SafeTensors::deserialize(&y).unwrap(),
         );
-        let mut names = a.names();
+        let mut names = x.names();
         names.sort();
-        let mut other = b.names();
+        let mut other = y.names();
         other.sort();
-        assert_eq!(names, other, "{f}");
+        assert_eq!(names, other, "{a}/{f}");
         for n in names {
             assert!(
-                a.tensor(n).unwrap().data() == b.tensor(n).unwrap().data(),
-                "{f}: {n} differs"
+                x.tensor(n).unwrap().data() == y.tensor(n).unwrap().data(),
+                "{a}/{f}: {n} differs from {b}'s"
             );
         }
     }
-    // Every metrics row but its throughput (examples_per_s, a timing).
-    let rows = |f: &str| -> Vec<String> {
-        std::fs::read_to_string(d.root.join(f).join("metrics.tsv"))
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let mut c: Vec<&str> = l.split('\t').collect();
-                c.remove(5);
-                c.join("\t")
-            })
-            .collect()
-    };
-    assert_eq!(rows("a10"), rows("full"));
-    assert_eq!(rows("full").len(), 21);
+    assert_eq!(metrics_rows(d, a), metrics_rows(d, b), "{a}/metrics.tsv");
+}
+
+fn metrics_rows(d: &Data, run: &str) -> Vec<String> {
+    std::fs::read_to_string(d.root.join(run).join("metrics.tsv"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut c: Vec<&str> = l.split('\t').collect();
+            c.remove(5);
+            c.join("\t")
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_killed_after_any_commit_resumes_to_the_bytes_of_an_uninterrupted_run() {
+    let d = data();
+    // 4 evaluations in 20 steps, each: a best (2 files) when dev improves, the log, the last
+    // checkpoint (4 renames).
+    let kills = kill_after_every_commit(&d, "full", &["--seed", "1"]);
+    assert!(kills >= 20, "{kills}");
+    // A run that stops early: killed after the commit of the evaluation that stopped it, the
+    // resumed run must stop there too, not train on.
+    let early = ["--seed", "1", "--patience", "1"];
+    kill_after_every_commit(&d, "early", &early);
+    assert!(
+        metrics_rows(&d, "early").len() < 21,
+        "the run did not stop early"
+    );
+}
+
+/// Runs `classify` with `extra` uninterrupted (folder `name`), then once for every n, aborted
+/// right after its n-th file reaches its final name (no cleanup, as SIGKILL), until a run
+/// finishes: each killed run resumed (or rerun where no checkpoint was committed) must end as
+/// the uninterrupted one. Returns the number of kills.
+fn kill_after_every_commit(d: &Data, name: &str, extra: &[&str]) -> usize {
+    let o = classify(d, name, extra);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut with_adapter = vec!["--adapter", "mean"];
+    with_adapter.extend(extra);
+    for n in 1.. {
+        let out = format!("{name}_k{n}");
+        let mut killed = bin();
+        killed.env("LUMINOME_FAULT_ABORT_AFTER_COMMITS", n.to_string());
+        let o = classify_with(d, &out, &with_adapter, &mut killed);
+        if o.status.success() {
+            return n - 1;
+        }
+        assert_eq!(o.status.code(), None, "{out}: {}", stderr(&o));
+        let last = d.root.join(&out).join("last.safetensors");
+        let last = last.display().to_string();
+        let mut again = extra.to_vec();
+        if std::path::Path::new(&last).exists() {
+            again.extend(["--resume", &last]);
+        }
+        let o = classify(d, &out, &again);
+        assert!(o.status.success(), "{out}: after the kill: {}", stderr(&o));
+        assert_same_run(d, &out, name);
+        assert!(!d
+            .root
+            .join(&out)
+            .join("last.state.next.safetensors")
+            .exists());
+    }
+    unreachable!()
 }
 
 #[test]

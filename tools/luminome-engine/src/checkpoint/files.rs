@@ -22,6 +22,12 @@ pub fn state_path(weights: &Path) -> PathBuf {
     sidecar(weights, "state.safetensors")
 }
 
+/// `x.safetensors` → `x.state.next.safetensors`: a new training state, committed before its
+/// weights and moved to [`state_path`] after them (docs/reliability.md, "Resume").
+pub fn pending_state_path(weights: &Path) -> PathBuf {
+    sidecar(weights, "state.next.safetensors")
+}
+
 fn sidecar(weights: &Path, ext: &str) -> PathBuf {
     let s = weights.to_string_lossy();
     let stem = s.strip_suffix(".safetensors").unwrap_or(&s);

@@ -22,8 +22,8 @@ use candle_core::{DType, Device};
 use candle_nn::{VarBuilder, VarMap};
 
 pub use files::{
-    config_path, load_into, prepare_checkpoint, read_safetensors, save_checkpoint, state_path,
-    varmap_tensors, write_safetensors,
+    config_path, load_into, pending_state_path, prepare_checkpoint, read_safetensors,
+    save_checkpoint, state_path, varmap_tensors, write_safetensors,
 };
 pub use meta::{read_checkpoint_meta, CheckpointMeta, CHECKPOINT_KIND, CHECKPOINT_VERSION};
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::optim::AdamW;
 use super::trainer::TrainConfig;
-use crate::checkpoint::{read_safetensors, state_path, write_safetensors};
+use crate::checkpoint::{pending_state_path, read_safetensors, state_path, write_safetensors};
 
 pub const STATE_KIND: &str = "luminome.train_state";
 
@@ -134,12 +134,17 @@ pub fn write_state(dest: &Path, state: &TrainerState, opt: &AdamW) -> Result<Ato
 }
 
 /// Reads the state beside checkpoint `ckpt`: the state, the optimizer tensors (on `device`) and
-/// the state file's path.
+/// the state file's path. The committed state, or the pending one where a run was stopped
+/// before it moved the pending state into place ([`read_matching_state`] picks between them).
 pub fn read_state(
     ckpt: &Path,
     device: &Device,
 ) -> Result<(TrainerState, HashMap<String, Tensor>, PathBuf)> {
     let sp = state_path(ckpt);
+    let pending = pending_state_path(ckpt);
+    if !sp.exists() && pending.exists() {
+        return read_state_file(&pending, device);
+    }
     if !sp.exists() {
         bail!(
             "{}: no training state beside this checkpoint (expected {}); resume from a run's last.safetensors",
@@ -147,14 +152,47 @@ pub fn read_state(
             sp.display()
         );
     }
-    let (md, tensors) = read_safetensors(&sp, device)?;
+    read_state_file(&sp, device)
+}
+
+/// The training state that belongs to the weights `ckpt` holds (loaded into `varmap`;
+/// `ckpt_step` from its metadata). A checkpoint is committed as: pending state, weights, then
+/// the pending state moved into place; a run stopped between the last two leaves new weights
+/// beside the old state and the new one pending, so the pending state is taken when it matches.
+/// Anything else that does not match is refused (check_state_matches).
+pub fn read_matching_state(
+    ckpt: &Path,
+    ckpt_step: u64,
+    varmap: &candle_nn::VarMap,
+    device: &Device,
+) -> Result<(TrainerState, HashMap<String, Tensor>, PathBuf)> {
+    let pending = pending_state_path(ckpt);
+    let committed = read_state(ckpt, device)?;
+    let refusal = match check_state_matches(ckpt, ckpt_step, &committed.0, &committed.2, varmap) {
+        Ok(()) => return Ok(committed),
+        Err(e) => e,
+    };
+    if pending.exists() && committed.2 != pending {
+        let candidate = read_state_file(&pending, device)?;
+        if check_state_matches(ckpt, ckpt_step, &candidate.0, &candidate.2, varmap).is_ok() {
+            return Ok(candidate);
+        }
+    }
+    Err(refusal)
+}
+
+fn read_state_file(
+    sp: &Path,
+    device: &Device,
+) -> Result<(TrainerState, HashMap<String, Tensor>, PathBuf)> {
+    let (md, tensors) = read_safetensors(sp, device)?;
     if md.get("kind").map(String::as_str) != Some(STATE_KIND) {
         bail!("{}: not a Luminome training state", sp.display());
     }
     let state: TrainerState =
         serde_json::from_str(md.get("luminome").map(String::as_str).unwrap_or(""))
             .with_context(|| format!("{}: unreadable training state", sp.display()))?;
-    Ok((state, tensors, sp))
+    Ok((state, tensors, sp.to_path_buf()))
 }
 
 #[cfg(test)]

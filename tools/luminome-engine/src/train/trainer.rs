@@ -24,9 +24,9 @@ use serde::{Deserialize, Serialize};
 
 use super::optim::{clip_grad_norm, AdamW, AdamWConfig};
 use super::schedule::WarmupCosine;
-use super::state::{check_state_matches, read_state, weights_checksum, write_state, TrainerState};
+use super::state::{read_matching_state, weights_checksum, write_state, TrainerState};
 use super::task::TrainTask;
-use crate::checkpoint::{prepare_checkpoint, state_path, CheckpointMeta};
+use crate::checkpoint::{pending_state_path, prepare_checkpoint, state_path, CheckpointMeta};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainConfig {
@@ -174,9 +174,7 @@ impl Trainer<'_> {
         let mut log: Vec<LogRow> = Vec::new();
         if let Some(r) = resume {
             state = self.load_state(r, &mut opt)?;
-            log = read_log(&self.paths.metrics(), state.step)
-                .or_else(|_| read_log(&r.with_file_name("metrics.tsv"), state.step))
-                .unwrap_or_default();
+            log = self.resumed_log(r, state.step)?;
         }
         let header = {
             let mut h = vec!["step", "epoch", "loss", "lr", "grad_norm", "examples_per_s"]
@@ -192,9 +190,10 @@ impl Trainer<'_> {
         let start = Instant::now();
         let bar = luminome_cli::step_bar(cfg.max_steps, state.step, !self.verbose);
         let mut order = task.arrange_epoch(epoch_order(n, cfg.seed, state.epoch), cfg.batch_size);
-        let mut early_stopped = false;
+        // A run stopped after saving the evaluation that ended it early has nothing left to do.
+        let mut early_stopped = resume.is_some() && cfg.stops_early(&state);
         let mut paused = false;
-        while state.step < cfg.max_steps {
+        while !early_stopped && state.step < cfg.max_steps {
             if self.stop_after.is_some_and(|s| state.step >= s) {
                 paused = true;
                 break;
@@ -287,8 +286,8 @@ impl Trainer<'_> {
             if !evaluate && self.stop_after == Some(state.step) {
                 // Pausing between evaluations: a resumable checkpoint, without an evaluation
                 // that the uninterrupted run would not have made.
-                self.save(&self.paths.last(), &state, &metrics, Some(&opt))?;
                 self.write_log(&header, &log)?;
+                self.save(&self.paths.last(), &state, &metrics, Some(&opt))?;
             }
             if evaluate {
                 let value = metrics.get(&cfg.metric).copied().filter(|v| v.is_finite());
@@ -311,15 +310,18 @@ impl Trainer<'_> {
                 } else {
                     state.evals_since_best += 1;
                 }
+                if let (Some(_), Some(&loss)) = (cfg.loss_patience, metrics.get("dev_loss")) {
+                    state.watch_dev_loss(loss);
+                }
+                // Best, log, then the last pair: a run killed at any point resumes from the
+                // last pair it finished and rewrites the rest with the same bytes (the log is
+                // cut back to the resumed step, a best of a later step is rewritten).
                 if improved {
                     self.save(&self.paths.best(), &state, &metrics, None)?;
                 }
-                self.save(&self.paths.last(), &state, &metrics, Some(&opt))?;
                 self.write_log(&header, &log)?;
-                let loss_stalled = match (cfg.loss_patience, metrics.get("dev_loss")) {
-                    (Some(p), Some(&loss)) => state.watch_dev_loss(loss) >= p,
-                    _ => false,
-                };
+                self.save(&self.paths.last(), &state, &metrics, Some(&opt))?;
+                let loss_stalled = cfg.loss_stalled(&state);
                 if loss_stalled {
                     early_stopped = true;
                     if self.verbose {
@@ -333,7 +335,7 @@ impl Trainer<'_> {
                     }
                     break;
                 }
-                if cfg.patience.is_some_and(|p| state.evals_since_best >= p) {
+                if cfg.metric_stalled(&state) {
                     early_stopped = true;
                     if self.verbose {
                         eprintln!(
@@ -432,25 +434,76 @@ impl Trainer<'_> {
         let mut meta = self.meta.clone();
         meta.step = state.step;
         meta.metrics = metrics.clone();
-        let mut files = prepare_checkpoint(dest, &meta, self.varmap)?;
-        if let Some(opt) = opt {
-            let state = TrainerState {
-                weights_crc32: Some(weights_checksum(self.varmap)?),
-                ..state.clone()
-            };
-            files.push(write_state(&state_path(dest), &state, opt)?);
-        }
-        // Weights first, state last, and no signal in between: a SIGKILL there leaves new
-        // weights beside the old state, which resume refuses (check_state_matches).
-        luminome_io::temps::commit_section(|| files.into_iter().try_for_each(|f| f.commit()))
+        let files = prepare_checkpoint(dest, &meta, self.varmap)?;
+        let Some(opt) = opt else {
+            return luminome_io::temps::commit_section(|| {
+                files.into_iter().try_for_each(|f| f.commit())
+            });
+        };
+        let state = TrainerState {
+            weights_crc32: Some(weights_checksum(self.varmap)?),
+            ..state.clone()
+        };
+        let pending = pending_state_path(dest);
+        let state_file = write_state(&pending, &state, opt)?;
+        // The new state under its pending name, the weights, then the state into place, with no
+        // SIGINT/SIGTERM in between. A SIGKILL at any point leaves a pair resume takes: the old
+        // weights and state (a stale pending state is ignored), or the new weights and the
+        // pending state (read_matching_state), or the new pair.
+        luminome_io::temps::commit_section(|| {
+            state_file.commit()?;
+            files.into_iter().try_for_each(|f| f.commit())?;
+            let committed = state_path(dest);
+            luminome_io::temps::rename_committed(&pending, &committed).with_context(|| {
+                format!(
+                    "cannot move {} to {}",
+                    pending.display(),
+                    committed.display()
+                )
+            })
+        })
     }
 
     fn load_state(&self, ckpt: &Path, opt: &mut AdamW) -> Result<TrainerState> {
-        let (state, tensors, sp) = read_state(ckpt, &self.varmap_device()?)?;
         let ckpt_step = crate::checkpoint::read_checkpoint_meta(ckpt)?.step;
-        check_state_matches(ckpt, ckpt_step, &state, &sp, self.varmap)?;
+        let (state, tensors, sp) =
+            read_matching_state(ckpt, ckpt_step, self.varmap, &self.varmap_device()?)?;
+        // The state a run killed mid-commit left pending: finish that commit, so the folder
+        // holds a plain pair again even when nothing is left to train.
+        let committed = state_path(ckpt);
+        if sp != committed {
+            luminome_io::temps::rename_committed(&sp, &committed).with_context(|| {
+                format!("cannot move {} to {}", sp.display(), committed.display())
+            })?;
+        }
         opt.load_state(&tensors, state.optimizer_steps, &sp)?;
         Ok(state)
+    }
+
+    /// The log of the run `ckpt` (its step `step`) belongs to, up to that step: from this run's
+    /// folder, else from the checkpoint's. A log that stops before the step is refused: the
+    /// resumed run would lose the rows between.
+    fn resumed_log(&self, ckpt: &Path, step: u64) -> Result<Vec<LogRow>> {
+        let here = self.paths.metrics();
+        let path = match here.exists() {
+            true => here,
+            false => ckpt.with_file_name("metrics.tsv"),
+        };
+        let log = read_log(&path, step).with_context(|| {
+            format!("{}: cannot read the log of the resumed run", path.display())
+        })?;
+        let last = log
+            .last()
+            .and_then(|r| r.text.split('\t').next()?.parse::<u64>().ok());
+        if step > 0 && last != Some(step) {
+            bail!(
+                "{} ends at step {} but {} is the checkpoint of step {step}: the log and the checkpoint are not of the same point of the run, and resuming would lose the rows between",
+                path.display(),
+                last.map_or("0".to_string(), |s| s.to_string()),
+                ckpt.display()
+            );
+        }
+        Ok(log)
     }
 
     fn varmap_device(&self) -> Result<candle_core::Device> {
@@ -469,6 +522,26 @@ impl Trainer<'_> {
             writeln!(w, "{}", r.text)?;
         }
         w.commit()
+    }
+}
+
+impl TrainConfig {
+    /// Whether `--loss-patience` evaluations have passed without a lower dev loss.
+    fn loss_stalled(&self, state: &TrainerState) -> bool {
+        match (self.loss_patience, state.dev_loss_watch) {
+            (Some(p), Some(w)) => w.evals_since_best >= p,
+            _ => false,
+        }
+    }
+
+    /// Whether `--patience` evaluations have passed without a better dev metric.
+    fn metric_stalled(&self, state: &TrainerState) -> bool {
+        self.patience.is_some_and(|p| state.evals_since_best >= p)
+    }
+
+    /// Whether the run saved in `state` had stopped early.
+    fn stops_early(&self, state: &TrainerState) -> bool {
+        self.loss_stalled(state) || self.metric_stalled(state)
     }
 }
 
