@@ -211,8 +211,12 @@ impl RetrievalPairsWriter {
         );
         md.insert("luminome".to_string(), serde_json::to_string(&meta)?);
         let file = self.tensors.finish(md)?;
-        self.index.commit()?;
-        file.commit()
+        let index = self.index;
+        // Index, then dataset, with no SIGINT/SIGTERM between them.
+        crate::temps::commit_section(|| {
+            index.commit()?;
+            file.commit()
+        })
     }
 }
 

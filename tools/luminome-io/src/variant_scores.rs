@@ -299,12 +299,16 @@ pub enum Indexing {
 }
 
 impl ScoredVcf {
+    /// The VCF, then its index, with no SIGINT/SIGTERM between them.
     pub fn commit(self) -> Result<()> {
-        self.vcf.commit()?;
-        match self.index {
-            Indexing::Written(index) => index.commit(),
-            _ => Ok(()),
-        }
+        let (vcf, index) = (self.vcf, self.index);
+        crate::temps::commit_section(|| {
+            vcf.commit()?;
+            match index {
+                Indexing::Written(index) => index.commit(),
+                _ => Ok(()),
+            }
+        })
     }
 }
 

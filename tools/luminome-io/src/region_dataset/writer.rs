@@ -150,8 +150,11 @@ impl RegionDatasetWriter {
         let dataset = self
             .tensors
             .finish(meta.header(tool, tool_version, command_line)?)?;
-        dataset.commit()?;
-        self.samples.commit()?;
-        Ok(())
+        let samples = self.samples;
+        // The dataset and its samples table, with no SIGINT/SIGTERM between them.
+        crate::temps::commit_section(|| {
+            dataset.commit()?;
+            samples.commit()
+        })
     }
 }

@@ -275,11 +275,15 @@ impl TokenDatasetWriter {
         }
         self.close_shard()?;
         // The index goes first, the dataset last: a dataset at its final path always has an
-        // index beside it.
-        self.index.commit()?;
-        for (file, _, _, _) in self.finished_shards {
-            file.commit()?;
-        }
-        Ok(())
+        // index beside it. No SIGINT/SIGTERM in between: the handler waits for the whole group,
+        // so an interruption never leaves an index without its dataset.
+        let (index, shards) = (self.index, self.finished_shards);
+        crate::temps::commit_section(|| {
+            index.commit()?;
+            for (file, _, _, _) in shards {
+                file.commit()?;
+            }
+            Ok(())
+        })
     }
 }
