@@ -430,6 +430,39 @@ fn bad_region_inputs_are_refused_with_the_sample() {
             "--skip-empty-samples",
         ],
     );
+    // Every sample empty and left out: said so, not "after the holdout" or an internal error.
+    let all_empty: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut f: Vec<&str> = l.split('\t').collect();
+            if i > 0 {
+                f[7] = "0";
+            }
+            f.join("\t")
+        })
+        .collect();
+    std::fs::write(&samples, all_empty.join("\n") + "\n").unwrap();
+    for r in 0..40 {
+        zero_region_mask(&empty, r);
+    }
+    for family in ["expression", "region-pretrain"] {
+        refused(
+            &[
+                family,
+                "--train",
+                empty.to_str().unwrap(),
+                "--skip-empty-samples",
+                "-o",
+                o,
+            ],
+            &out,
+            &[
+                "empty.safetensors: no training samples left",
+                "left out 40 sample(s) with no region",
+            ],
+        );
+    }
     // A classifier checkpoint as --init; a pretraining checkpoint of other features.
     let d = data();
     let clf = d.root.join("clf");

@@ -238,6 +238,37 @@ fn an_all_missing_column_is_refused_by_name() {
 }
 
 #[test]
+fn a_number_beyond_single_precision_is_blamed_on_its_own_cell() {
+    // 1e308 is a finite f64; it used to overflow the column's variance and the error then named
+    // another, valid cell of the column.
+    let mut t = table(40, 10);
+    t.push_str("s99\t1e308\t1.0\tA\tpos\n");
+    refused(
+        &t,
+        None,
+        &[
+            "t.tsv: line 42",
+            "column x1",
+            "\"1e308\"",
+            "beyond single precision",
+        ],
+    );
+    // In a test table: the cell is named, not another.
+    let mut test = table(20, 11);
+    test.push_str("s98\t1e39\t1.0\tA\tpos\n");
+    refused(
+        &table(60, 12),
+        Some(&test),
+        &[
+            "test.tsv: line 22",
+            "column x1",
+            "\"1e39\"",
+            "beyond single precision",
+        ],
+    );
+}
+
+#[test]
 fn duplicate_sample_ids_are_refused_with_both_lines() {
     let t = table(40, 6).replace("s7\t", "s3\t");
     refused(&t, None, &["line 9", "\"s3\"", "used twice", "line 5"]);

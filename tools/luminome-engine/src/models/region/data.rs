@@ -109,10 +109,16 @@ impl RegionData {
             .then(|| drop_empty(&ds, &samples, subset(Subset::Dev), skip_empty, &mut skipped))
             .transpose()?;
         if train_records.is_empty() {
-            bail!(
-                "{}: no training samples left after the holdout",
-                train.display()
-            );
+            match skipped {
+                0 => bail!(
+                    "{}: no training samples left after the holdout",
+                    train.display()
+                ),
+                n => bail!(
+                    "{}: no training samples left: --skip-empty-samples left out {n} sample(s) with no region in their window, and no other sample is in the training split (are the regions on other chromosomes or contig names than the genes? luminome-regions counts them on stderr)",
+                    train.display()
+                ),
+            }
         }
         let ds = Arc::new(ds);
         let dev = match (dev, dev_records) {

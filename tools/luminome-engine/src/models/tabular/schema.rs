@@ -64,6 +64,19 @@ fn parse_number(cell: &str) -> Option<f64> {
     cell.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
+/// A numeric feature's value, or why the model cannot take it: not a finite number, or beyond
+/// single precision, the range the model computes in (1e308 is a finite f64, but it would
+/// overflow the column's variance and turn every other cell of the column into ±inf).
+fn feature_value(cell: &str) -> std::result::Result<f64, &'static str> {
+    match parse_number(cell) {
+        None => Err("is not a finite number"),
+        Some(x) if x.abs() > f32::MAX as f64 => {
+            Err("is beyond single precision (±3.4e38), the range the model computes in")
+        }
+        Some(x) => Ok(x),
+    }
+}
+
 /// The classes of a table's label column: `declared` (every label must be one of them) or the
 /// distinct labels, sorted. At least two.
 pub fn table_classes(
@@ -214,16 +227,11 @@ impl TabularSchema {
             }
             let mut values = Vec::with_capacity(present.len());
             for (r, v) in &present {
-                match parse_number(v) {
-                    Some(x) => values.push(x),
-                    None => {
+                match feature_value(v) {
+                    Ok(x) => values.push(x),
+                    Err(why) => {
                         return Err(table
-                            .error_at(
-                                *r,
-                                format!(
-                                "column {name}: {v:?} is not a finite number (--numeric {name})"
-                            ),
-                            )
+                            .error_at(*r, format!("column {name}: {v:?} {why} (--numeric {name})"))
                             .into())
                     }
                 }
@@ -354,17 +362,23 @@ impl TabularSchema {
                             missing[k] = 1.0;
                             continue;
                         };
-                        let z = parse_number(v).map(|x| ((x - mean) / sd) as f32);
+                        let z = feature_value(v).and_then(|x| {
+                            let z = ((x - mean) / sd) as f32;
+                            match z.is_finite() {
+                                true => Ok(z),
+                                false => Err("is so far from the training rows' mean, in their standard deviations, that it is beyond single precision"),
+                            }
+                        });
                         match z {
-                            Some(z) if z.is_finite() => numeric[k] = z,
-                            _ => {
+                            Ok(z) => numeric[k] = z,
+                            Err(why) => {
                                 return Err(table
                                     .error_at(
                                         r,
                                         format!(
-                                            "column {}: {v:?} is not a finite number, and the model reads {} as numbers",
-                                            c.name, c.name
-                                        ),
+                                        "column {}: {v:?} {why}, and the model reads {} as numbers",
+                                        c.name, c.name
+                                    ),
                                     )
                                     .into())
                             }
