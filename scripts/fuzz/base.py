@@ -114,6 +114,9 @@ def write_text_inputs(base: Path):
     w("prom_train.csv", _head(TD / "gue_prom_core_all/train.csv", 161))
     w("prom_dev.csv", _head(TD / "gue_prom_core_all/dev.csv", 41))
     w("prom_test.csv", _head(TD / "gue_prom_core_all/test.csv", 41))
+    # One FASTA per class (tokenize's several inputs, --label and --split): 30 records each.
+    w("prom_pos.fa", _head(TD / "gue_prom_core_all/promoters.fa", 60))
+    w("prom_neg.fa", _head(TD / "gue_prom_core_all/non_promoters.fa", 60))
 
     # FASTA / FASTQ, plain, gzip and BGZF.
     name, seq = _read_fasta(TD / "ecoli/ecoli_50kb.fa")[0]
@@ -133,6 +136,16 @@ def write_text_inputs(base: Path):
               "acc.GM12878.bedgraph"]:
         shutil.copy(TD / "chr22_slice" / f, base / f)
     shutil.copy(BIGWIG, base / "acc.K562.bw")
+    # ISM's --positions: 20 bases inside each of the first three intervals.
+    core = []
+    for line in (TD / "chr22_slice/intervals.bed").read_text().splitlines():
+        f = line.split("\t")
+        if line.startswith(("#", "track", "browser")) or len(f) < 3:
+            continue
+        core.append(f"{f[0]}\t{int(f[1]) + 10}\t{int(f[1]) + 30}\n")
+        if len(core) == 3:
+            break
+    w("tss_core.bed", "".join(core))
 
     # GTF and GFF3 with the same genes (5' ends at the TSS of the ABC table's 500-bp windows).
     gtf, gff = [], ["##gff-version 3\n"]
