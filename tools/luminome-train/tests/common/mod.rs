@@ -82,3 +82,19 @@ pub fn run_s(args: &[String]) -> Output {
 pub fn nothing_written(dir: &Path) {
     assert!(!dir.join("best.safetensors").exists() && !dir.join("last.safetensors").exists());
 }
+
+/// The rows of a run folder's metrics.tsv, by column name.
+pub fn metrics(dir: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    luminome_engine::testing::tsv_rows(&dir.join("metrics.tsv"))
+}
+
+/// Runs `args`, expects exit 1 with every needle on stderr and no run files in `out`.
+pub fn refused(args: &[&str], out: &Path, needles: &[&str]) {
+    let o = run(args);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    for n in needles {
+        assert!(e.contains(n), "{n:?} not in {e}");
+    }
+    assert!(!out.join("best.safetensors").exists() && !out.join("metrics.tsv").exists());
+}
