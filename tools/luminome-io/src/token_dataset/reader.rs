@@ -242,6 +242,12 @@ fn validate_shard(tf: &TensorFile, f: &Path, tok: &TokenizerInfo) -> Result<()> 
         }
     }
     let vocab = tok.vocab_size() as u64;
+    if vocab == 0 {
+        bail!(
+            "{}: the tokenizer in its metadata has an empty vocabulary, so no token id can be read (a damaged or edited file: tokenize the sequences again)",
+            f.display()
+        );
+    }
     let mut row = Vec::new();
     for r in 0..ids.shape[0] {
         row.clear();
@@ -362,6 +368,29 @@ mod tests {
         let e = TokenDataset::open(&bad).err().unwrap().to_string();
         assert!(
             e.contains("bad.safetensors: attention_mask is F32; masks are u8 flags"),
+            "{e}"
+        );
+        // A tokenizer with an empty vocabulary in the metadata: said so, not "outside the
+        // vocabulary of 0 tokens".
+        let mut md = meta.metadata().clone().unwrap();
+        let mut lum: serde_json::Value = serde_json::from_str(&md["luminome"]).unwrap();
+        lum["tokenizer"]["vocab"] = serde_json::json!([]);
+        md.insert("luminome".to_string(), lum.to_string());
+        let views = vec![
+            (
+                "input_ids".to_string(),
+                safetensors::tensor::TensorView::new(safetensors::Dtype::I64, vec![2, 4], &ok_ids)
+                    .unwrap(),
+            ),
+            (
+                "attention_mask".to_string(),
+                st.tensor("attention_mask").unwrap(),
+            ),
+        ];
+        safetensors::serialize_to_file(views, Some(md), &bad).unwrap();
+        let e = TokenDataset::open(&bad).err().unwrap().to_string();
+        assert!(
+            e.contains("bad.safetensors: the tokenizer in its metadata has an empty vocabulary"),
             "{e}"
         );
     }
