@@ -181,6 +181,19 @@ pub fn read_matching_state(
     Err(refusal)
 }
 
+/// Moves the pending state beside checkpoint `ckpt` into place: the last step of a checkpoint's
+/// commit, or its completion on resume after a run was killed just before it.
+pub fn promote_pending_state(ckpt: &Path) -> Result<()> {
+    let (pending, committed) = (pending_state_path(ckpt), state_path(ckpt));
+    luminome_io::temps::rename_committed(&pending, &committed).with_context(|| {
+        format!(
+            "cannot move {} to {}",
+            pending.display(),
+            committed.display()
+        )
+    })
+}
+
 fn read_state_file(
     sp: &Path,
     device: &Device,

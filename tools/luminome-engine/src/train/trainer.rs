@@ -24,9 +24,11 @@ use serde::{Deserialize, Serialize};
 
 use super::optim::{clip_grad_norm, AdamW, AdamWConfig};
 use super::schedule::WarmupCosine;
-use super::state::{read_matching_state, weights_checksum, write_state, TrainerState};
+use super::state::{
+    promote_pending_state, read_matching_state, weights_checksum, write_state, TrainerState,
+};
 use super::task::TrainTask;
-use crate::checkpoint::{pending_state_path, prepare_checkpoint, state_path, CheckpointMeta};
+use crate::checkpoint::{pending_state_path, prepare_checkpoint, CheckpointMeta};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainConfig {
@@ -113,6 +115,13 @@ pub struct Trainer<'a> {
 
 struct LogRow {
     text: String,
+}
+
+impl LogRow {
+    /// The step in the row's first column.
+    fn step(&self) -> Option<u64> {
+        self.text.split('\t').next()?.parse().ok()
+    }
 }
 
 impl Trainer<'_> {
@@ -444,8 +453,7 @@ impl Trainer<'_> {
             weights_crc32: Some(weights_checksum(self.varmap)?),
             ..state.clone()
         };
-        let pending = pending_state_path(dest);
-        let state_file = write_state(&pending, &state, opt)?;
+        let state_file = write_state(&pending_state_path(dest), &state, opt)?;
         // The new state under its pending name, the weights, then the state into place, with no
         // SIGINT/SIGTERM in between. A SIGKILL at any point leaves a pair resume takes: the old
         // weights and state (a stale pending state is ignored), or the new weights and the
@@ -453,14 +461,7 @@ impl Trainer<'_> {
         luminome_io::temps::commit_section(|| {
             state_file.commit()?;
             files.into_iter().try_for_each(|f| f.commit())?;
-            let committed = state_path(dest);
-            luminome_io::temps::rename_committed(&pending, &committed).with_context(|| {
-                format!(
-                    "cannot move {} to {}",
-                    pending.display(),
-                    committed.display()
-                )
-            })
+            promote_pending_state(dest)
         })
     }
 
@@ -470,11 +471,8 @@ impl Trainer<'_> {
             read_matching_state(ckpt, ckpt_step, self.varmap, &self.varmap_device()?)?;
         // The state a run killed mid-commit left pending: finish that commit, so the folder
         // holds a plain pair again even when nothing is left to train.
-        let committed = state_path(ckpt);
-        if sp != committed {
-            luminome_io::temps::rename_committed(&sp, &committed).with_context(|| {
-                format!("cannot move {} to {}", sp.display(), committed.display())
-            })?;
+        if sp == pending_state_path(ckpt) {
+            promote_pending_state(ckpt)?;
         }
         opt.load_state(&tensors, state.optimizer_steps, &sp)?;
         Ok(state)
@@ -492,9 +490,7 @@ impl Trainer<'_> {
         let log = read_log(&path, step).with_context(|| {
             format!("{}: cannot read the log of the resumed run", path.display())
         })?;
-        let last = log
-            .last()
-            .and_then(|r| r.text.split('\t').next()?.parse::<u64>().ok());
+        let last = log.last().and_then(LogRow::step);
         if step > 0 && last != Some(step) {
             bail!(
                 "{} ends at step {} but {} is the checkpoint of step {step}: the log and the checkpoint are not of the same point of the run, and resuming would lose the rows between",
@@ -551,11 +547,9 @@ fn read_log(path: &Path, step: u64) -> Result<Vec<LogRow>> {
     Ok(text
         .lines()
         .skip(1)
-        .filter_map(|l| {
-            let s: u64 = l.split('\t').next()?.parse().ok()?;
-            (s <= step).then(|| LogRow {
-                text: l.to_string(),
-            })
+        .map(|l| LogRow {
+            text: l.to_string(),
         })
+        .filter(|r| r.step().is_some_and(|s| s <= step))
         .collect())
 }

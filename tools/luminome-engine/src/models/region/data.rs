@@ -115,7 +115,7 @@ impl RegionData {
                     train.display()
                 ),
                 n => bail!(
-                    "{}: no training samples left: --skip-empty-samples left out {n} sample(s) with no region in their window, and no other sample is in the training split (are the regions on other chromosomes or contig names than the genes? luminome-regions counts them on stderr)",
+                    "{}: no training samples left: --skip-empty-samples left out {n} sample(s) with no region in their window, and no other sample is in the training split (do the genes and the regions name their chromosomes alike? luminome-regions counts the genes without a region on stderr)",
                     train.display()
                 ),
             }
