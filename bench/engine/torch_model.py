@@ -157,6 +157,9 @@ class DilatedResidualCnn(nn.Module):
         )
         self.final_norm = nn.LayerNorm(c, eps=cfg["layer_norm_eps"])
         self.dropout = cfg["dropout"]
+        # One ReLU module per use (no parameters): tangermeme's DeepLIFT hooks attach to modules
+        # and keep each one's input and output (bench/importance/deeplift_tangermeme.py).
+        self.relus = nn.ModuleList(nn.ReLU() for _ in range(cfg["num_layers"] + 1))
 
     def embed(self, ids):
         return F.one_hot(ids, self.vocab_size).float()
@@ -164,9 +167,9 @@ class DilatedResidualCnn(nn.Module):
     def forward_from_embeddings(self, x, mask):
         m = mask.unsqueeze(1)  # [B, 1, L]
         x = x.transpose(1, 2) * m
-        h = F.relu(self.first(x)) * m
-        for conv in self.layers:
-            h = h + F.dropout(F.relu(conv(h)), self.dropout, self.training) * m
+        h = self.relus[0](self.first(x)) * m
+        for conv, relu in zip(self.layers, self.relus[1:]):
+            h = h + F.dropout(relu(conv(h)), self.dropout, self.training) * m
         return self.final_norm(h.transpose(1, 2))
 
 

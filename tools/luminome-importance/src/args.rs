@@ -23,6 +23,11 @@ pub enum Method {
     /// In-silico saturation mutagenesis (sequence classifiers): each base changed to each other
     /// base, the change in the explained output per position and base (--ism-score).
     Ism,
+    /// DeepLIFT/SHAP (CNN classifiers over nucleotides): each record against --shuffles
+    /// dinucleotide shuffles of itself; contributions per base that sum to the change in the
+    /// explained output, and the hypothetical contributions TF-MoDISco reads.
+    #[value(name = "deepliftshap")]
+    DeepLiftShap,
 }
 
 impl Method {
@@ -34,6 +39,7 @@ impl Method {
             Self::Pooling => "pooling",
             Self::Attention => "attention",
             Self::Ism => "ism",
+            Self::DeepLiftShap => "deepliftshap",
         }
     }
 }
@@ -57,6 +63,9 @@ Example (GUE core promoters from test-data; a DynamicGated model from luminome-t
   # in-silico mutagenesis: every base to every other base (--positions BED to mutate only some)
   luminome-importance --checkpoint prom_gated/best.safetensors --dataset prom_test.safetensors \\
       --method ism --only-label 1 --records 50 -o prom_test.ism.tsv --npz prom_test.ism.npz
+  # DeepLIFT/SHAP against 20 dinucleotide shuffles per record (CNN classifiers)
+  luminome-importance --checkpoint prom_cnn/best.safetensors --dataset prom_test.safetensors \\
+      --method deepliftshap --only-label 1 --records 200 -o prom_test.dls.tsv --npz prom_test.dls.npz
   # genomic records (BED + reference): also a bedGraph track
   luminome-tokenize test-data/chr22_slice/intervals.bed --reference test-data/chr22_slice/chr22_slice.fa \\
       --max-length 72 --overflow window -o tss.safetensors
@@ -75,6 +84,11 @@ Outputs:
        row orientation), its reference base, the change in the explained output when it
        becomes A, C, G or T (0 for its own base), and --ism-score; npz adds ism (N, 4, L), the
        same changes; contrib is one-hot x score; bedGraph: the score per genomic base.
+  --method deepliftshap: TSV record name position base A C G T score — per base, the
+       hypothetical contribution of each base and the contribution of its own (x − reference)·m,
+       mean over the shuffles (sums to f(record) − mean f(shuffle)); npz: hypothetical (N, 4, L),
+       contrib = one-hot x hypothetical, onehot, references (N, S, 4, L) uint8, output and
+       reference_output (N); bedGraph: the contribution per genomic base.
   npz (--npz): contrib (N, 4, L) float32 = one-hot(A, C, G, T) × per-base score, onehot
        (N, 4, L) float32, record (N) int64, length (N) int64 bases; rows as the model saw them
        (reverse complement for '-' rows); L = the longest row in bases. For TF-MoDISco-lite,
@@ -176,6 +190,16 @@ pub struct ImportanceArgs {
     /// --method ism: mutated rows per forward pass (3 per base of a record, plus its reference).
     #[arg(long, default_value_t = 256)]
     pub ism_rows: usize,
+
+    /// --method deepliftshap: dinucleotide-shuffled references per record (tangermeme's
+    /// n_shuffles); each costs two rows of the record's forward and backward pass.
+    #[arg(long, default_value_t = 20)]
+    pub shuffles: usize,
+
+    /// --method deepliftshap: seed of the shuffles (a record's references depend only on the
+    /// seed and its record number).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 
     /// Expression and tabular models: features reported per sample (largest |score| first)
     /// [tabular: all columns].

@@ -49,7 +49,7 @@ pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
             true
         }
         Method::Saliency | Method::Ig => false,
-        Method::Gates | Method::Attention | Method::Ism => bail!(
+        Method::Gates | Method::Attention | Method::Ism | Method::DeepLiftShap => bail!(
             "{}: --method {} is not for expression models; they take pooling, saliency or ig",
             args.checkpoint.display(),
             args.method.name()

@@ -4,6 +4,7 @@
 //! - [`args`]: the command line (methods, reductions, outputs).
 //! - [`methods`]: gates (DynamicGated g_i^final reduced over channels), gradient × input and
 //!   integrated gradients on the token embeddings.
+//! - [`deeplift`]: DeepLIFT/SHAP against dinucleotide-shuffled references (CNN classifiers).
 //! - [`bases`]: token → base spans, k-mer scores spread back onto bases, genomic positions.
 //! - [`outputs`]: TSV, bedGraph, npz.
 //!
@@ -13,6 +14,7 @@
 
 pub mod args;
 pub mod bases;
+pub mod deeplift;
 pub mod expression;
 pub mod ism;
 pub mod methods;
@@ -123,7 +125,10 @@ where
 }
 
 /// Longest row in bases among `records` (the L of the npz arrays).
-fn widest_row<C: FamilyConfig>(input: &ClassifierInput<C>, records: &[usize]) -> Result<usize>
+pub(crate) fn widest_row<C: FamilyConfig>(
+    input: &ClassifierInput<C>,
+    records: &[usize],
+) -> Result<usize>
 where
     C::Model: TokenClassifier,
 {
@@ -156,6 +161,13 @@ pub fn run(args: &ImportanceArgs) -> Result<()> {
     }
     if args.positions.is_some() && args.method != Method::Ism {
         bail!("--positions restricts --method ism; the other methods score every position");
+    }
+    if args.shuffles == 0 || args.shuffles > deeplift::MAX_SHUFFLES {
+        bail!(
+            "--shuffles must be between 1 and {}, got {}",
+            deeplift::MAX_SHUFFLES,
+            args.shuffles
+        );
     }
     // Each step is a forward and backward pass per batch: past 10,000 the run never ends.
     if args.ig_steps == 0 || args.ig_steps > 10_000 {
@@ -255,11 +267,20 @@ fn run_on_pool(args: &ImportanceArgs, started: Instant) -> Result<()> {
         if args.method == Method::Ism {
             return ism_run(args, &input, started);
         }
+        if args.method == Method::DeepLiftShap {
+            bail!(
+                "{}: a k-mer linear model is explained exactly by its k-mer weights (--method saliency or ig, which agree for a linear model); --method deepliftshap is for CNN classifiers",
+                args.checkpoint.display()
+            );
+        }
         return explain(args, &input, started, kmer_token_scores);
     }
     let input = Input::open(&args.checkpoint, &args.dataset, device)?;
     if args.method == Method::Ism {
         return ism_run(args, &input, started);
+    }
+    if args.method == Method::DeepLiftShap {
+        return deeplift::run(args, &input, started);
     }
     if args.method == Method::Gates && input.config.adapter != AdapterKind::Gated {
         bail!(
@@ -455,7 +476,7 @@ where
 
 /// Writes the bedGraph (saying how many records had no coordinates) and moves the TSV, the
 /// track and the npz (`commit_npz`) to their final names, once everything is complete.
-fn commit_outputs(
+pub(crate) fn commit_outputs(
     args: &ImportanceArgs,
     records: usize,
     tsv: AtomicWriter,
@@ -487,7 +508,7 @@ fn commit_outputs(
 }
 
 /// The index of the largest value (the first of ties).
-fn argmax(v: &[f32]) -> usize {
+pub(crate) fn argmax(v: &[f32]) -> usize {
     v.iter()
         .enumerate()
         .fold(0, |best, (k, &x)| if x > v[best] { k } else { best })

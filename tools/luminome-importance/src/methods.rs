@@ -31,7 +31,7 @@ pub fn token_scores(
     let clf = input.model()?;
     let t = batch_tensors(batch, &input.device)?;
     let scores = match opts.method {
-        Method::Pooling | Method::Attention | Method::Ism => {
+        Method::Pooling | Method::Attention | Method::Ism | Method::DeepLiftShap => {
             bail!(
                 "internal: {} is not a gradient or gate method",
                 opts.method.name()

@@ -26,7 +26,7 @@ pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
             steps: args.ig_steps,
         },
         Method::Attention => ColumnMethod::Attention,
-        Method::Gates | Method::Pooling | Method::Ism => bail!(
+        Method::Gates | Method::Pooling | Method::Ism | Method::DeepLiftShap => bail!(
             "{}: --method {} is not for tabular models; they take saliency, ig or attention (FT-Transformer)",
             args.checkpoint.display(),
             args.method.name()

@@ -37,6 +37,13 @@ pub trait Backbone: std::fmt::Debug + Send + Sync {
         rng: Option<&DropoutRng>,
     ) -> candle_core::Result<Tensor>;
 
+    /// Whether every nonlinear operation of the backbone follows DeepLIFT's rules inside a
+    /// [`crate::nn::deeplift::Scope`] (the CNN: ReLU and layer norm), so attributions against
+    /// references are complete.
+    fn has_deeplift_rules(&self) -> bool {
+        false
+    }
+
     /// Hidden states `[B, L, D]` of token ids `[B, L]`.
     fn forward(
         &self,

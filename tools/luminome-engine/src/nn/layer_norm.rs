@@ -272,6 +272,12 @@ impl LayerNorm {
     }
 
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if super::deeplift::active() {
+            let xhat = normalize_last_dim(x, self.eps)?;
+            return super::deeplift::normalize_last_dim(x, &xhat, self.eps)?
+                .broadcast_mul(&self.weight)?
+                .broadcast_add(&self.bias);
+        }
         let tracked = x.track_op() || self.weight.track_op() || self.bias.track_op();
         if cpu_fused(x) && x.dtype() == DType::F32 && !tracked {
             // Nothing to differentiate (a predictor's frozen model): x̂ need not be kept for a

@@ -29,7 +29,11 @@ pub fn masked_max(h: &Tensor, mask: &Tensor) -> Result<Tensor> {
     // Padded positions get −1e9 added: their value can never win against a real token, and the
     // gradient of max only flows to the winning position.
     let bias = ((m - 1.0)? * (-MASK_BIAS))?;
-    h.broadcast_add(&bias)?.max(1)
+    let pooled = h.broadcast_add(&bias)?.max(1)?;
+    if super::deeplift::active() {
+        return super::deeplift::masked_max(h, mask, &pooled);
+    }
+    Ok(pooled)
 }
 
 #[cfg(test)]

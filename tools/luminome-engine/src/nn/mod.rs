@@ -12,11 +12,14 @@
 //! - [`matmul`]: attention's batched products, the batch spread over the threads;
 //!   [`attention`]: standard multi-head attention as one op each way (same bits as the graph).
 //! - [`masking`]: padding masks (attention bias, masked mean and max).
+//! - [`deeplift`]: DeepLIFT's rules (rescale, midpoint, layer norm, max pooling) for attribution
+//!   against references, switched on by a scope.
 //! - [`dropout`]: seeded dropout; [`init`]: seeded initialisation.
 
 pub(crate) mod kernels;
 
 pub mod attention;
+pub mod deeplift;
 pub mod dropout;
 pub mod gelu;
 pub mod gradcheck;

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 pub use args::CnnArgs;
 pub use conv::DilatedConv1d;
 
-use crate::nn::{maybe_dropout, DropoutRng, LayerNorm};
+use crate::nn::{deeplift, maybe_dropout, DropoutRng, LayerNorm};
 
 /// Most dilated blocks: the last block's dilation is 2^(layers − 1).
 pub const MAX_CNN_LAYERS: usize = 16;
@@ -119,6 +119,10 @@ impl super::Backbone for DilatedResidualCnn {
         candle_nn::encoding::one_hot(ids.clone(), self.cfg.vocab_size, 1f32, 0f32)
     }
 
+    fn has_deeplift_rules(&self) -> bool {
+        true
+    }
+
     fn forward_from_embeddings(
         &self,
         x: &Tensor,
@@ -138,9 +142,10 @@ impl super::Backbone for DilatedResidualCnn {
         let m = mask.to_dtype(x.dtype())?.unsqueeze(2)?;
         let x = x.mul(&m.broadcast_as((b, l, v))?.contiguous()?)?;
         let m = m.broadcast_as((b, l, self.cfg.channels))?.contiguous()?;
-        let mut h = self.first.forward(&x)?.relu()?.mul(&m)?;
+        let mut h = deeplift::relu(&self.first.forward(&x)?)?.mul(&m)?;
         for conv in &self.layers {
-            let branch = maybe_dropout(&conv.forward(&h)?.relu()?, self.cfg.dropout, rng)?;
+            let branch =
+                maybe_dropout(&deeplift::relu(&conv.forward(&h)?)?, self.cfg.dropout, rng)?;
             h = (h + branch.mul(&m)?)?;
         }
         self.final_norm.forward(&h)

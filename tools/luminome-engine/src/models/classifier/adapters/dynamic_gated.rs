@@ -13,7 +13,7 @@
 use candle_core::{Result, Tensor, D};
 use candle_nn::VarBuilder;
 
-use crate::nn::{LayerNorm, Linear};
+use crate::nn::{deeplift, LayerNorm, Linear};
 
 #[derive(Debug, Clone)]
 pub struct DynamicGated {
@@ -81,16 +81,16 @@ impl DynamicGated {
         let tok_part =
             crate::nn::batched_matmul(&h.reshape((1, b * l, d))?, &w_tok.t()?.unsqueeze(0)?)?
                 .reshape((b, l, d))?;
-        let g_base = candle_nn::ops::sigmoid(&tok_part.broadcast_add(&cls_part.unsqueeze(1)?)?)?;
+        let g_base = deeplift::sigmoid(&tok_part.broadcast_add(&cls_part.unsqueeze(1)?)?)?;
         let q = self.query.forward(&h_cls)?; // [B, D]
         let k = self.key.forward(h)?; // [B, L, D]
-        let scores = crate::nn::batched_matmul(&k, &q.unsqueeze(2)?)?; // [B, L, 1]
+        let scores = deeplift::matmul(&k, &q.unsqueeze(2)?)?; // [B, L, 1]
         let scores = match self.score_scale {
             Some(s) => scores.affine(s, 0.0)?,
             None => scores,
         };
-        let alpha = candle_nn::ops::sigmoid(&scores)?;
-        let g_final = g_base.broadcast_mul(&alpha)?;
+        let alpha = deeplift::sigmoid(&scores)?;
+        let g_final = deeplift::product(&g_base, &alpha)?;
         // m_i with the CLS position zeroed.
         let m = mask.to_dtype(h.dtype())?;
         let not_cls = Tensor::cat(
@@ -102,7 +102,7 @@ impl DynamicGated {
         )?;
         let m = (m * not_cls)?.unsqueeze(D::Minus1)?; // [B, L, 1]
         let gates = g_final.broadcast_mul(&m)?;
-        let z = (&gates * h)?.sum(1)?; // [B, D]
+        let z = deeplift::product(&gates, h)?.sum(1)?; // [B, D]
         let logits = self.head.forward(&self.norm.forward(&z)?)?;
         Ok(GatedOutput { logits, gates })
     }
