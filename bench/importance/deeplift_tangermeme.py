@@ -43,6 +43,10 @@ from ism_tangermeme import (  # noqa: E402
     ExplainedOutput, agreement, dataset_sequences, load_classifier, one_hot, target_class)
 
 FIXTURE_ADAPTERS = ["mean", "max", "gated"]
+# The transformer: the tiny random checkpoints of tools/luminome-predict/tests/fixtures/torch_reference
+# (12 tokens, so its own short sequences).
+FIXTURE_TRANSFORMERS = ["mean", "gated"]
+TINY = "tools/luminome-predict/tests/fixtures/torch_reference/tiny_{}.safetensors"
 FIXTURE = "tools/luminome-importance/tests/fixtures/deeplift_tangermeme"
 
 
@@ -88,11 +92,48 @@ class HookedGated(torch.nn.Module):
         return g.head(g.norm(z)), gates
 
 
+class HookedAttention(torch.nn.Module):
+    """Standard attention written out (torch_model.SelfAttention uses SDPA, which tangermeme
+    cannot see into): QKᵀ and probabilities·V as BilinearOp (midpoint rule), nn.Softmax
+    (tangermeme's softmax rule) on the scaled, biased scores."""
+
+    def __init__(self, attn):
+        super().__init__()
+        self.a = attn
+        self.scores = BilinearOp()
+        self.softmax = torch.nn.Softmax(dim=-1)
+        self.context = BilinearOp()
+
+    def forward(self, x, bias):
+        b, l, d = x.shape
+        h = self.a.num_heads
+        qkv = self.a.qkv(x).reshape(b, l, 3, h, d // h).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0] * (d // h) ** -0.5, qkv[1], qkv[2]
+        probs = self.softmax(self.scores(q, k.transpose(-1, -2)) + bias)
+        return self.a.out(self.context(probs, v).transpose(1, 2).reshape(b, l, d))
+
+
+class HookedFeedForward(torch.nn.Module):
+    """The feed-forward block with its GELU (erf form) as nn.GELU (the rescale rule)."""
+
+    def __init__(self, ffn):
+        super().__init__()
+        self.f = ffn
+        self.gelu = torch.nn.GELU()
+
+    def forward(self, x, dropout, training):
+        return self.f.down(self.gelu(self.f.up(x)))
+
+
 def hookable(path):
-    """(model, cfg, tok) with the adapter's operations as modules tangermeme can hook."""
+    """(model, cfg, tok) with the operations tangermeme's rules attach to as modules."""
     model, cfg, tok = load_classifier(path)
-    if "cnn" not in cfg:
-        sys.exit(f"{path}: --method deepliftshap explains CNN classifiers")
+    if "encoder" in cfg:
+        if cfg["encoder"].get("attention", "standard") != "standard":
+            sys.exit(f"{path}: genetic attention has no DeepLIFT rule")
+        for layer in model.encoder.layers:
+            layer.attn = HookedAttention(layer.attn)
+            layer.ffn = HookedFeedForward(layer.ffn)
     if cfg["adapter"] == "max":
         model.adapter = HookedMaxPool(model.adapter)
     elif cfg["adapter"] == "gated":
@@ -159,9 +200,24 @@ def write_fixture(out_dir, batch_size):
         tensors[f"{adapter}.hypothetical"] = theirs
         tensors[f"{adapter}.references"] = ours["references"].astype(np.uint8)
         agreement(f"{adapter} hypothetical", ours["hypothetical"], theirs)
+    short = os.path.join(out_dir, "short.safetensors")
+    short_seqs = dataset_sequences(short, None)
+    for adapter in FIXTURE_TRANSFORMERS:
+        ck = os.path.join(ROOT, TINY.format(adapter))
+        npz = os.path.join("/tmp", f"deeplift_fixture_tfm_{adapter}.npz")
+        ours = luminome(ck, short, npz, 8)
+        model, cfg, tok = hookable(ck)
+        wrapper = ExplainedOutput(model, cfg, tok, target_class(cfg, None))
+        refs = [references_of(ours, r, len(s)) for r, s in enumerate(short_seqs)]
+        theirs = run_tangermeme(wrapper, short_seqs, refs, batch_size)
+        tensors[f"tfm_{adapter}.hypothetical"] = theirs
+        tensors[f"tfm_{adapter}.references"] = ours["references"].astype(np.uint8)
+        agreement(f"transformer {adapter} hypothetical", ours["hypothetical"], theirs)
     meta = {
         "sequences": ",".join(seqs),
-        "checkpoints": ",".join(f"cnn_{a}.safetensors" for a in FIXTURE_ADAPTERS),
+        "short_sequences": ",".join(short_seqs),
+        "checkpoints": ",".join(f"cnn_{a}.safetensors" for a in FIXTURE_ADAPTERS)
+        + "," + ",".join(TINY.format(a) for a in FIXTURE_TRANSFORMERS),
         "shuffles": "8",
         "seed": "1",
         "tangermeme": tangermeme.__version__,

@@ -23,7 +23,7 @@ pub enum Method {
     /// In-silico saturation mutagenesis (sequence classifiers): each base changed to each other
     /// base, the change in the explained output per position and base (--ism-score).
     Ism,
-    /// DeepLIFT/SHAP (CNN classifiers over nucleotides): each record against --shuffles
+    /// DeepLIFT/SHAP (CNN and transformer classifiers over nucleotides): each record against --shuffles
     /// dinucleotide shuffles of itself; contributions per base that sum to the change in the
     /// explained output, and the hypothetical contributions TF-MoDISco reads.
     #[value(name = "deepliftshap")]
@@ -63,8 +63,8 @@ Example (GUE core promoters from test-data; a DynamicGated model from luminome-t
   # in-silico mutagenesis: every base to every other base (--positions BED to mutate only some)
   luminome-importance --checkpoint prom_gated/best.safetensors --dataset prom_test.safetensors \\
       --method ism --only-label 1 --records 50 -o prom_test.ism.tsv --npz prom_test.ism.npz
-  # DeepLIFT/SHAP against 20 dinucleotide shuffles per record (CNN classifiers)
-  luminome-importance --checkpoint prom_cnn/best.safetensors --dataset prom_test.safetensors \\
+  # DeepLIFT/SHAP against 20 dinucleotide shuffles per record
+  luminome-importance --checkpoint prom_gated/best.safetensors --dataset prom_test.safetensors \\
       --method deepliftshap --only-label 1 --records 200 -o prom_test.dls.tsv --npz prom_test.dls.npz
   # genomic records (BED + reference): also a bedGraph track
   luminome-tokenize test-data/chr22_slice/intervals.bed --reference test-data/chr22_slice/chr22_slice.fa \\

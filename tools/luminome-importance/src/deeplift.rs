@@ -1,4 +1,5 @@
-//! DeepLIFT/SHAP (`--method deepliftshap`): each record explained against `--shuffles`
+//! DeepLIFT/SHAP (`--method deepliftshap`) for CNN and transformer classifiers over single
+//! nucleotides: each record explained against `--shuffles`
 //! dinucleotide-shuffled copies of itself, as tangermeme's `deep_lift_shap` does by default.
 //!
 //! - References: the record's sequence tokens shuffled keeping its first and last token and the
@@ -7,7 +8,8 @@
 //!   the record number alone, so a record gets the same references in any batch or shard.
 //! - Each (record, reference) pair is one row of each half of a batch run under the engine's
 //!   DeepLIFT rules (`luminome_engine::nn::deeplift`); the multipliers m reach the input
-//!   embeddings (the CNN's one-hot bases).
+//!   embeddings (the CNN's one-hot bases, the transformer's token embeddings, before positions
+//!   are added); e_b below is base b's embedding row.
 //! - Per position, averaged over the references: the contribution (x − ref)·m, which sums over
 //!   the record to f(x) − mean f(ref) (completeness; the largest gap is reported), and the
 //!   hypothetical contribution of each base b, (e_b − ref)·m — what TF-MoDISco reads.
@@ -340,7 +342,7 @@ impl Arrays {
 pub fn check_model(input: &Input, checkpoint: &Path) -> Result<()> {
     if !input.model()?.backbone.has_deeplift_rules() {
         bail!(
-            "{}: --method deepliftshap needs a backbone whose every nonlinear operation has a DeepLIFT rule; the CNN (--backbone cnn) has them, this transformer encoder not yet (its attention). Use --method ism, ig or saliency",
+            "{}: --method deepliftshap needs a backbone whose every nonlinear operation has a DeepLIFT rule; the CNN and the transformer with standard attention have them, genetic attention (its fitness weights) not yet. Use --method ism, ig or saliency",
             checkpoint.display()
         );
     }

@@ -4,7 +4,8 @@
 //! - [`args`]: the command line (methods, reductions, outputs).
 //! - [`methods`]: gates (DynamicGated g_i^final reduced over channels), gradient × input and
 //!   integrated gradients on the token embeddings.
-//! - [`deeplift`]: DeepLIFT/SHAP against dinucleotide-shuffled references (CNN classifiers).
+//! - [`deeplift`]: DeepLIFT/SHAP against dinucleotide-shuffled references (CNN and standard
+//!   transformer classifiers).
 //! - [`bases`]: token → base spans, k-mer scores spread back onto bases, genomic positions.
 //! - [`outputs`]: TSV, bedGraph, npz.
 //!
@@ -269,7 +270,7 @@ fn run_on_pool(args: &ImportanceArgs, started: Instant) -> Result<()> {
         }
         if args.method == Method::DeepLiftShap {
             bail!(
-                "{}: a k-mer linear model is explained exactly by its k-mer weights (--method saliency or ig, which agree for a linear model); --method deepliftshap is for CNN classifiers",
+                "{}: a k-mer linear model is explained exactly by its k-mer weights (--method saliency or ig, which agree for a linear model); --method deepliftshap is for CNN and transformer classifiers",
                 args.checkpoint.display()
             );
         }

@@ -1,5 +1,5 @@
 //! `luminome-importance --method deepliftshap` against tangermeme's `deep_lift_shap` on the same
-//! references, and its completeness on every CNN adapter and on both strands. The fixture
+//! references (CNNs and transformers), and its completeness on every adapter and on both strands. The fixture
 //! (tests/fixtures/deeplift_tangermeme, README there) was computed once by
 //! bench/importance/deeplift_tangermeme.py; no PyTorch here.
 
@@ -14,8 +14,8 @@ use luminome_engine::models::classifier::AdapterKind;
 /// Largest |luminome − tangermeme| accepted on a hypothetical contribution. Both sides run the
 /// same f32 model on the same pairs; DeepLIFT divides output changes by input changes (down to
 /// 1e-6, below which the plain gradient takes over), which can magnify rounding. The fixture
-/// was measured at ≤ 3.8e-7 (README) on values up to 0.28; 1e-5 leaves room for another
-/// summation order while a missing or wrong rule (a product treated as linear, the plain
+/// was measured at ≤ 3.8e-7 on the CNNs (values up to 0.28) and ≤ 2.3e-6 on the transformers
+/// (up to 0.61; README); 1e-5 leaves room for another summation order while a missing or wrong rule (a product treated as linear, the plain
 /// gradient at a nonlinearity) moves values by far more.
 const TOL: f32 = 1e-5;
 
@@ -161,6 +161,34 @@ fn deeplift_shap_matches_tangermeme_on_the_same_references() {
         );
         eprintln!("{adapter}: largest value {largest}, largest difference {worst:e}");
     }
+    // The tiny random transformers (12 tokens) on the short sequences: attention's products,
+    // softmax, GELU and the layer norms under their rules.
+    let short = fixture_dir().join("short.safetensors");
+    for adapter in ["mean", "gated"] {
+        let run = deeplift(&tiny(adapter), &short, dir.path(), &["--shuffles", "8"]);
+        let key = |what: &str| format!("tfm_{adapter}.{what}");
+        assert_eq!(run.npz["references"].0, flat(&want[&key("references")]));
+        let theirs = flat(&want[&key("hypothetical")]);
+        let largest = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));
+        assert!(largest > 1e-2, "transformer {adapter}: signal ({largest})");
+        let worst = run.npz["hypothetical"]
+            .0
+            .iter()
+            .zip(&theirs)
+            .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+        assert!(
+            worst <= TOL,
+            "transformer {adapter}: largest |luminome − tangermeme| {worst} (largest {largest})"
+        );
+        eprintln!("transformer {adapter}: largest value {largest}, difference {worst:e}");
+    }
+}
+
+/// A tiny random transformer classifier of the PyTorch-reference fixtures (12 tokens).
+fn tiny(adapter: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "../luminome-predict/tests/fixtures/torch_reference/tiny_{adapter}.safetensors"
+    ))
 }
 
 /// Σ over a record's bases of its contributions = f(record) − mean f(references), on every
@@ -172,13 +200,22 @@ fn contributions_add_up_to_the_change_of_the_explained_output() {
     let dir = tempfile::tempdir().unwrap();
     let rc = dir.path().join("rc_gated.safetensors");
     luminome_engine::testing::write_cnn_checkpoint(&rc, AdapterKind::Gated, true).unwrap();
-    let mut checkpoints: Vec<PathBuf> = ["mean", "max", "gated"]
+    let short = fixture_dir().join("short.safetensors");
+    let mut checkpoints: Vec<(PathBuf, &Path)> = ["mean", "max", "gated"]
         .iter()
-        .map(|a| fixture_dir().join(format!("cnn_{a}.safetensors")))
+        .map(|a| {
+            (
+                fixture_dir().join(format!("cnn_{a}.safetensors")),
+                dataset.as_path(),
+            )
+        })
         .collect();
-    checkpoints.push(rc);
-    for ck in &checkpoints {
-        let run = deeplift(ck, &dataset, dir.path(), &["--shuffles", "5", "-q"]);
+    checkpoints.push((rc, &dataset));
+    for adapter in ["cls", "mean", "max", "gated"] {
+        checkpoints.push((tiny(adapter), &short));
+    }
+    for (ck, dataset) in &checkpoints {
+        let run = deeplift(ck, dataset, dir.path(), &["--shuffles", "5", "-q"]);
         let (output, reference) = (&run.npz["output"].0, &run.npz["reference_output"].0);
         let mut moved = 0;
         for (r, (&f, &f_ref)) in output.iter().zip(reference).enumerate() {
@@ -215,23 +252,12 @@ fn contributions_add_up_to_the_change_of_the_explained_output() {
 }
 
 #[test]
-fn models_without_rules_and_bad_shuffle_counts_are_refused_before_anything_is_written() {
+fn a_bad_shuffle_count_is_refused_before_anything_is_written() {
     let dir = tempfile::tempdir().unwrap();
-    // Short enough for the tiny transformer's 12 tokens.
-    let dataset = dir.path().join("short.safetensors");
-    luminome_engine::testing::write_dataset(&dataset, &[b"ACGTTATAGC".to_vec()], None, 12).unwrap();
     let out = dir.path().join("x.tsv");
-    let transformer = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../luminome-predict/tests/fixtures/torch_reference/tiny_mean.safetensors");
-    let mean = fixture_dir().join("cnn_mean.safetensors");
-    for (ck, extra, says) in [
-        (&transformer, "--shuffles=20", "transformer encoder not yet"),
-        (
-            &mean,
-            "--shuffles=0",
-            "--shuffles must be between 1 and 1000",
-        ),
-    ] {
+    let ck = fixture_dir().join("cnn_mean.safetensors");
+    let dataset = fixture_dir().join("sequences.safetensors");
+    for shuffles in ["--shuffles=0", "--shuffles=1001"] {
         let o = importance(&[
             "--checkpoint",
             ck.to_str().unwrap(),
@@ -239,14 +265,15 @@ fn models_without_rules_and_bad_shuffle_counts_are_refused_before_anything_is_wr
             dataset.to_str().unwrap(),
             "--method",
             "deepliftshap",
-            extra,
+            shuffles,
             "-o",
             out.to_str().unwrap(),
         ]);
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success() && err.contains(says), "{err}");
-        // Nothing beside the input dataset (and its index).
-        assert!(!out.exists());
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        assert!(
+            !o.status.success() && err.contains("--shuffles must be between 1 and 1000"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

@@ -18,6 +18,10 @@
 //! - [`LayerNorm`](super::LayerNorm) (through [`normalize_last_dim`]): the closed-form rule of
 //!   tangermeme's `_layernorm`, which accounts for every input moving the mean and variance.
 //! - [`masked_max`]: the max-pooling rule of `_maxpool` over all positions.
+//! - [`gelu`]: the rescale rule (the transformer's feed-forward).
+//! - [`softmax_last_dim`]: tangermeme's `_softmax` rule (exp, sum and reciprocal chained with
+//!   log-ratio multipliers), for attention probabilities; with [`matmul`] at QKᵀ and at the
+//!   probabilities times V, the whole standard attention.
 //!
 //! Every rule is written as `value.detach() + J(x − x.detach())` with J the rule's linear map
 //! (its multipliers) built from detached pair statistics: the forward value is the operation's
@@ -118,6 +122,54 @@ pub fn sigmoid(x: &Tensor) -> Result<Tensor> {
     let s = y.detach();
     let derivative = (&s * (1.0 - &s)?)?;
     rescale(x, &y, &derivative)
+}
+
+/// GELU (erf form, [`super::gelu`]); DeepLIFT's rescale rule inside a [`Scope`], the
+/// derivative Φ(x) + x·φ(x) where |Δx| < 1e-6.
+pub fn gelu(x: &Tensor) -> Result<Tensor> {
+    let y = super::gelu(x)?;
+    if !active() {
+        return Ok(y);
+    }
+    let xd = x.detach();
+    let cdf = ((&xd * std::f64::consts::FRAC_1_SQRT_2)?.erf()? + 1.0)? * 0.5;
+    let pdf = (xd.sqr()? * -0.5)?.exp()?
+        * (0.5 * std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2);
+    let derivative = (cdf? + (xd * pdf?)?)?;
+    rescale(x, &y, &derivative)
+}
+
+/// Softmax over the last dimension of `x` (already biased), `probs` its ordinary value, under
+/// tangermeme's softmax rule: with a = exp(x − c), s = Σa, v = 1/s, y = a·v (c the larger of the
+/// pair's maxima), the multiplier from input j to output i is δᵢⱼ·Dᵢ + Bᵢ·Aⱼ, where
+/// D = Δy/Δlog y (y_ref where |Δlog y| ≤ 1e-6), A = Δa/Δx (a_ref where |Δx| ≤ 1e-6) and
+/// B = −v·v_ref·D·(Δlog v/Δv) (1/v_ref where |Δv| ≤ 1e-6).
+pub fn softmax_last_dim(x: &Tensor, probs: &Tensor) -> Result<Tensor> {
+    let (x1, x2) = halves(&x.detach())?;
+    let c = x1
+        .max_keepdim(D::Minus1)?
+        .maximum(&x2.max_keepdim(D::Minus1)?)?;
+    let (a1, a2) = (x1.broadcast_sub(&c)?.exp()?, x2.broadcast_sub(&c)?.exp()?);
+    let tiny = f64::from(f32::MIN_POSITIVE);
+    let v1 = a1.sum_keepdim(D::Minus1)?.maximum(tiny)?.recip()?;
+    let v2 = a2.sum_keepdim(D::Minus1)?.maximum(tiny)?.recip()?;
+    let (y1, y2) = (a1.broadcast_mul(&v1)?, a2.broadcast_mul(&v2)?);
+    let dx = (&x1 - &x2)?;
+    let moved = |d: &Tensor| d.abs()?.gt(1e-6);
+    let a_mult = moved(&dx)?.where_cond(&((&a1 - &a2)? / &dx)?, &a2)?;
+    let dlog_v = (v1.log()? - v2.log()?)?;
+    let dlog_y = dx.broadcast_add(&dlog_v)?;
+    let d_mult = moved(&dlog_y)?.where_cond(&((&y1 - &y2)? / &dlog_y)?, &y2)?;
+    let dv = (&v1 - &v2)?;
+    let v_mult = moved(&dv)?.where_cond(&(&dlog_v / &dv)?, &v2.recip()?)?;
+    let b_mult = d_mult
+        .broadcast_mul(&v_mult)?
+        .broadcast_mul(&(&v1 * &v2)?.neg()?)?;
+    let (a_mult, b_mult, d_mult) = (both(&a_mult)?, both(&b_mult)?, both(&d_mult)?);
+    let delta = (x - x.detach())?;
+    let through_sum = (&a_mult * &delta)?.sum_keepdim(D::Minus1)?;
+    let mapped = ((&d_mult * &delta)? + b_mult.broadcast_mul(&through_sum)?)?;
+    probs.detach() + mapped
 }
 
 /// `a ⊙ b` (broadcasting); the midpoint rule inside a [`Scope`].
@@ -268,6 +320,14 @@ mod tests {
             completeness(&x, |x| {
                 let pooled = crate::nn::masked_max(x, &mask)?;
                 per_row(masked_max(x, &mask, &pooled)?)
+            }),
+        );
+        assert_complete("gelu", completeness(&x, |x| per_row(gelu(x)?)));
+        assert_complete(
+            "softmax",
+            completeness(&x, |x| {
+                let p = crate::nn::softmax_last_dim(x)?;
+                per_row(softmax_last_dim(x, &p)?.broadcast_mul(&w)?)
             }),
         );
         assert_complete(

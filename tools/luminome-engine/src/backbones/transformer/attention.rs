@@ -6,8 +6,8 @@ use candle_nn::VarBuilder;
 
 use super::config::{AttentionKind, EncoderConfig};
 use crate::nn::{
-    attention_bias, batched_matmul, fused_attention_applies, fused_self_attention, maybe_dropout,
-    softmax_last_dim_biased, DropoutRng, Linear,
+    attention_bias, batched_matmul, deeplift, fused_attention_applies, fused_self_attention,
+    maybe_dropout, softmax_last_dim, softmax_last_dim_biased, DropoutRng, Linear,
 };
 
 /// What every attention layer of a stack needs to know about the padding, built once per
@@ -173,6 +173,9 @@ impl SelfAttention {
         rng: Option<&DropoutRng>,
     ) -> Result<Tensor> {
         let (b, l, d) = x.dims3()?;
+        if deeplift::active() {
+            return self.forward_deeplift(x, mask, rotary);
+        }
         if self.kind == AttentionKind::Standard && rotary.is_none() {
             // One op from the projections to the context on the CPU (nn::attention: the same
             // bits as the graph below, without its copies and L × L round trips to memory).
@@ -197,6 +200,25 @@ impl SelfAttention {
         let ctx = batched_matmul(&probs, &v)?; // [B, H, L, Dh]
         let ctx = ctx.transpose(1, 2)?.reshape((b, l, d))?;
         self.out.forward(&ctx)
+    }
+
+    /// Standard attention under DeepLIFT's rules (`nn::deeplift`): the midpoint rule at QKᵀ and
+    /// at the probabilities times V, the softmax rule between (eval mode, no dropout).
+    fn forward_deeplift(
+        &self,
+        x: &Tensor,
+        mask: &AttentionMask,
+        rotary: Option<&Rotary>,
+    ) -> Result<Tensor> {
+        if self.kind != AttentionKind::Standard {
+            candle_core::bail!("genetic attention has no DeepLIFT rule");
+        }
+        let (b, l, d) = x.dims3()?;
+        let (q, k, v) = self.project(x, rotary)?;
+        let scores = deeplift::matmul(&q, &k.t()?.contiguous()?)?.broadcast_add(&mask.bias)?;
+        let probs = deeplift::softmax_last_dim(&scores, &softmax_last_dim(&scores)?)?;
+        let ctx = deeplift::matmul(&probs, &v)?;
+        self.out.forward(&ctx.transpose(1, 2)?.reshape((b, l, d))?)
     }
 }
 

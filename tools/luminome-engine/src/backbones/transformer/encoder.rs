@@ -27,7 +27,7 @@ impl FeedForward {
     }
 
     fn forward(&self, x: &Tensor, rng: Option<&DropoutRng>) -> Result<Tensor> {
-        let h = crate::nn::gelu(&self.up.forward(x)?)?;
+        let h = crate::nn::deeplift::gelu(&self.up.forward(x)?)?;
         let h = maybe_dropout(&h, self.dropout, rng)?;
         self.down.forward(&h)
     }

@@ -19,6 +19,12 @@ impl super::Backbone for Encoder {
         Encoder::embed(self, ids)
     }
 
+    /// Standard attention has DeepLIFT rules (midpoint at its products, the softmax rule);
+    /// genetic attention's fitness does not yet.
+    fn has_deeplift_rules(&self) -> bool {
+        self.config().attention == AttentionKind::Standard
+    }
+
     fn forward_from_embeddings(
         &self,
         emb: &candle_core::Tensor,
