@@ -85,16 +85,28 @@ pub struct Args {
     pub fasta_b: Option<PathBuf>,
 
     /// One FASTA whose consecutive records are pairs named NAME/1 and NAME/2 (or /a and /b).
-    #[arg(long, help_heading = "Inputs", conflicts_with_all = ["reference", "variants"])]
+    #[arg(long, help_heading = "Inputs", conflicts_with_all = ["reference", "variants", "saturate"])]
     pub paired: Option<PathBuf>,
 
-    /// Reference FASTA for --variants (a .fai beside it is used).
-    #[arg(long, help_heading = "Inputs", requires = "variants")]
+    /// Reference FASTA for --variants or --saturate (a .fai beside it is used).
+    #[arg(long, help_heading = "Inputs")]
     pub reference: Option<PathBuf>,
 
     /// Variants: VCF or BCF (plain, gzip, bgzip) or a headerless CHROM POS ID REF ALT table.
     #[arg(long, help_heading = "Inputs", requires = "reference")]
     pub variants: Option<PathBuf>,
+
+    /// In-silico saturation mutagenesis: every base inside these BED intervals (0-based,
+    /// half-open) to each of the three other bases, one variant window per base (scored by
+    /// luminome-predict as with --variants: a TSV row per substitution, the bedGraph's lowest
+    /// LLR per base).
+    #[arg(
+        long,
+        help_heading = "Inputs",
+        requires = "reference",
+        conflicts_with = "variants"
+    )]
+    pub saturate: Option<PathBuf>,
 
     /// Output dataset (.safetensors); the index is written beside it.
     #[arg(short, long, help_heading = "Outputs")]

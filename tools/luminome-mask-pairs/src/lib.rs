@@ -3,7 +3,8 @@
 //!
 //! - [`args`]: the command line.
 //! - [`sequences`]: a sequence and its complement; paired FASTA files or records.
-//! - [`variants`]: windows centred on the SNVs of a VCF/BCF or a CHROM POS ID REF ALT table.
+//! - [`variants`]: windows centred on the SNVs of a VCF/BCF or a CHROM POS ID REF ALT table, or
+//!   on every base of BED intervals (`--saturate`).
 //! - [`encode`]: bases to ids, complements, masking and writing one pair.
 //!
 //! Memory is bounded by one window (one record pair for paired inputs); nothing appears at the
@@ -36,8 +37,12 @@ pub struct Summary {
 }
 
 fn check_args(a: &Args) -> Result<()> {
-    if a.fasta.is_none() && a.fasta_a.is_none() && a.paired.is_none() && a.variants.is_none() {
-        bail!("nothing to read: give --fasta, --fasta-a/--fasta-b, --paired or --reference with --variants");
+    let sites = a.variants.is_some() || a.saturate.is_some();
+    if a.fasta.is_none() && a.fasta_a.is_none() && a.paired.is_none() && !sites {
+        bail!("nothing to read: give --fasta, --fasta-a/--fasta-b, --paired or --reference with --variants or --saturate");
+    }
+    if a.reference.is_some() && !sites {
+        bail!("--reference is read with --variants or --saturate");
     }
     if a.window < 2 || a.window > 1 << 20 {
         bail!(
@@ -59,8 +64,10 @@ fn check_args(a: &Args) -> Result<()> {
             a.max_n_fraction
         );
     }
-    if a.mask == Some(MaskArg::VariantSite) && a.variants.is_none() {
-        bail!("--mask variant-site needs variant windows (--reference with --variants)");
+    if a.mask == Some(MaskArg::VariantSite) && !sites {
+        bail!(
+            "--mask variant-site needs variant windows (--reference with --variants or --saturate)"
+        );
     }
     if !a.keep_info.is_empty() && a.variants.is_none() {
         bail!("--keep-info needs --variants");
@@ -73,6 +80,7 @@ fn check_args(a: &Args) -> Result<()> {
         ("--paired", &a.paired),
         ("--reference", &a.reference),
         ("--variants", &a.variants),
+        ("--saturate", &a.saturate),
     ]
     .into_iter()
     .filter_map(|(f, p)| p.as_ref().map(|p| (f, p.as_path())))
@@ -86,6 +94,15 @@ fn check_args(a: &Args) -> Result<()> {
     )
 }
 
+/// `--variants` or `--saturate`, if either.
+fn variant_input(a: &Args) -> Option<variants::VariantInput<'_>> {
+    match (&a.variants, &a.saturate) {
+        (Some(v), _) => Some(variants::VariantInput::File(v)),
+        (None, Some(b)) => Some(variants::VariantInput::Saturate(b)),
+        (None, None) => None,
+    }
+}
+
 /// Runs the command.
 pub fn run(a: &Args) -> Result<Summary> {
     let started = Instant::now();
@@ -96,7 +113,7 @@ pub fn run(a: &Args) -> Result<Summary> {
         luminome_io::atomic::OutputKind::Safetensors,
     )?;
     let threads = luminome_cli::thread_count(a.threads);
-    let variants = a.variants.is_some();
+    let variants = a.variants.is_some() || a.saturate.is_some();
     let mode = match a.mask.unwrap_or(if variants {
         MaskArg::VariantSite
     } else {
@@ -152,8 +169,8 @@ pub fn run(a: &Args) -> Result<Summary> {
     } else if let Some(p) = &a.paired {
         sources.push(p.display().to_string());
         sequences::paired_records(p, threads, &spec, &mut sink, &mut counts)?;
-    } else if let (Some(r), Some(v)) = (&a.reference, &a.variants) {
-        sources.extend([r.display().to_string(), v.display().to_string()]);
+    } else if let (Some(r), Some(input)) = (&a.reference, variant_input(a)) {
+        sources.extend([r.display().to_string(), input.source()]);
         let opts = VariantOptions {
             window: a.window,
             pairing,
@@ -161,7 +178,15 @@ pub fn run(a: &Args) -> Result<Summary> {
             contig_ends: a.contig_ends,
             chrom_names: a.chrom_names,
         };
-        variants::variant_windows(r, v, &a.keep_info, threads, &opts, &mut sink, &mut counts)?;
+        variants::variant_windows(
+            r,
+            input,
+            &a.keep_info,
+            threads,
+            &opts,
+            &mut sink,
+            &mut counts,
+        )?;
     }
     let written = sink.writer.len();
     if written == 0 {

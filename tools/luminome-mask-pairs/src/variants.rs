@@ -3,7 +3,8 @@
 //! symbolic alleles are left out and counted; a REF that disagrees with the FASTA is flagged,
 //! skipped or refused (--ref-mismatch); windows past a contig end are padded or skipped
 //! (--contig-ends); single-base alleles other than A/C/G/T and sites whose reference base is N
-//! are left out. Strand A is always the
+//! are left out. `--saturate BED` makes the variants instead: every base of the intervals to
+//! each of the three other bases. Strand A is always the
 //! reference genome's bases (with the site masked it is the context the model sees); strand B is
 //! A's complement, or A with the ALT allele at the site (--pairing alleles).
 
@@ -76,10 +77,109 @@ fn reference_window(
     Ok(Some((ids, from, to)))
 }
 
+/// Where the variants come from.
+pub enum VariantInput<'a> {
+    /// A VCF/BCF or CHROM POS ID REF ALT table.
+    File(&'a Path),
+    /// Every base inside these BED intervals, each changed to the three other bases
+    /// (`--saturate`): in-silico saturation mutagenesis for masked-LM scorers.
+    Saturate(&'a Path),
+}
+
+/// The variants of `--saturate`: for each base of each interval (in file order, then
+/// position), REF = the reference base and ALT = the other three of A, C, G, T; a base that is
+/// not A/C/G/T is left out (counted). `line` numbers the sites 1, 2, … (one window each).
+struct SaturatedSites {
+    intervals: Vec<(String, u64, u64)>,
+    at: (usize, u64),
+    site: u64,
+}
+
+impl VariantInput<'_> {
+    /// How the dataset's metadata names the input (its second source): the path, or
+    /// `saturate:PATH`, which luminome-predict reads as "no VCF records to annotate".
+    pub fn source(&self) -> String {
+        match self {
+            Self::File(p) => p.display().to_string(),
+            Self::Saturate(p) => format!("saturate:{}", p.display()),
+        }
+    }
+}
+
+impl SaturatedSites {
+    /// Reads the BED and checks every interval against the reference (chromosome, end).
+    fn open(bed: &Path, reference: &Reference, mode: ChromNames) -> Result<Self> {
+        let mut intervals = Vec::new();
+        for r in luminome_io::bed::read_all(bed)? {
+            let Some(chrom) = resolve(reference, &r.chrom, mode) else {
+                return Err(InputError::line(
+                    bed,
+                    r.line,
+                    format!("chromosome {} is not in the reference", r.chrom),
+                )
+                .into());
+            };
+            let len = reference.length(chrom).unwrap_or(0);
+            if r.end > len {
+                return Err(InputError::line(
+                    bed,
+                    r.line,
+                    format!("end {} is past the end of {chrom} (length {len})", r.end),
+                )
+                .into());
+            }
+            intervals.push((chrom.to_string(), r.start, r.end));
+        }
+        if intervals.is_empty() {
+            bail!("{}: no intervals to saturate", bed.display());
+        }
+        let first = intervals[0].1;
+        Ok(Self {
+            intervals,
+            at: (0, first),
+            site: 0,
+        })
+    }
+
+    fn next(&mut self, reference: &mut Reference, counts: &mut Counts) -> Result<Option<Variant>> {
+        loop {
+            let Some((chrom, _, end)) = self.intervals.get(self.at.0) else {
+                return Ok(None);
+            };
+            if self.at.1 >= *end {
+                self.at.0 += 1;
+                self.at.1 = self.intervals.get(self.at.0).map_or(0, |i| i.1);
+                continue;
+            }
+            let pos0 = self.at.1;
+            self.at.1 += 1;
+            let base = reference.fetch(chrom, pos0, pos0 + 1)?[0].to_ascii_uppercase();
+            if !b"ACGT".contains(&base) {
+                bump(counts, "saturated_sites_not_acgt_left_out");
+                continue;
+            }
+            self.site += 1;
+            return Ok(Some(Variant {
+                line: self.site,
+                chrom: chrom.clone(),
+                pos: pos0 + 1,
+                id: ".".into(),
+                reference: (base as char).to_string(),
+                alternates: b"ACGT"
+                    .iter()
+                    .filter(|&&b| b != base)
+                    .map(|&b| (b as char).to_string())
+                    .collect(),
+                info: Vec::new(),
+            }));
+        }
+    }
+}
+
 /// Reads every variant and writes one window pair per SNV allele.
 pub fn variant_windows(
     reference_path: &Path,
-    variants_path: &Path,
+    input: VariantInput,
     info_keys: &[String],
     threads: usize,
     opts: &VariantOptions,
@@ -87,10 +187,25 @@ pub fn variant_windows(
     counts: &mut Counts,
 ) -> Result<()> {
     let mut reference = Reference::open(reference_path)?;
-    let mut reader = VariantReader::open(variants_path, threads, info_keys)?;
+    let (variants_path, mut reader, mut saturated) = match input {
+        VariantInput::File(p) => (p, Some(VariantReader::open(p, threads, info_keys)?), None),
+        VariantInput::Saturate(p) => (
+            p,
+            None,
+            Some(SaturatedSites::open(p, &reference, opts.chrom_names)?),
+        ),
+    };
     let mut missing: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let mut first_mismatch: Option<String> = None;
-    while let Some(v) = reader.next()? {
+    loop {
+        let v = match (&mut reader, &mut saturated) {
+            (Some(r), _) => r.next()?,
+            (None, Some(s)) => s.next(&mut reference, counts)?,
+            (None, None) => None,
+        };
+        let Some(v) = v else {
+            break;
+        };
         bump(counts, "records");
         let Some(chrom) = resolve(&reference, &v.chrom, opts.chrom_names).map(str::to_string)
         else {

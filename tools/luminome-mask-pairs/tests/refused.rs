@@ -179,3 +179,38 @@ fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
     );
     assert_eq!(std::fs::read(&fasta).unwrap(), before);
 }
+
+#[test]
+fn saturate_intervals_off_the_reference_are_refused_with_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reference, _) = variant_inputs(dir.path());
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    for (bed, says) in [
+        (
+            "I\t10\t20\nchrZ\t0\t5\n",
+            "line 2: chromosome chrZ is not in the reference",
+        ),
+        (
+            "I\t10\t20\nI\t30\t100000\n",
+            "line 2: end 100000 is past the end of I",
+        ),
+        ("# nothing\n", "no intervals to saturate"),
+    ] {
+        let bed = write(dir.path(), "s.bed", bed);
+        assert_refused(
+            &[
+                "--reference",
+                reference.to_str().unwrap(),
+                "--saturate",
+                bed.to_str().unwrap(),
+                "--window",
+                "16",
+                "-o",
+                out.join("s.safetensors").to_str().unwrap(),
+            ],
+            &out,
+            &["s.bed", says],
+        );
+    }
+}

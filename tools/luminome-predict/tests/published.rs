@@ -281,3 +281,118 @@ fn a_ref_disagreeing_with_the_reference_is_scored_and_flagged() {
         .filter(|r| r["id"] != "snv1")
         .all(|r| r["ref_match"] == "1"));
 }
+
+/// `mask-pairs --saturate`: every base of the intervals to each of the three others, scored as
+/// the same substitutions written as a VCF are (in-silico saturation mutagenesis, zero-shot);
+/// a row per substitution, the bedGraph's lowest LLR per base, and no VCF to annotate.
+#[test]
+fn saturation_scores_every_substitution_as_a_vcf_of_them_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = caduceus_fixtures().join("variants");
+    let model = caduceus_fixtures().join("ps_rcps_fused");
+    let reference = std::fs::read_to_string(v.join("ref.fa")).unwrap();
+    let bases: String = reference.lines().skip(1).collect();
+    // Two intervals (0-based half-open): 57..61 and 110..112, six bases.
+    let bed = dir.path().join("sites.bed");
+    std::fs::write(&bed, "chrT\t57\t61\nchrT\t110\t112\n").unwrap();
+    let mut vcf = String::from("##fileformat=VCFv4.2\n##contig=<ID=chrT,length=400>\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n");
+    for pos0 in (57..61).chain(110..112) {
+        let r = bases.as_bytes()[pos0].to_ascii_uppercase() as char;
+        let alts: Vec<String> = "ACGT"
+            .chars()
+            .filter(|&b| b != r)
+            .map(String::from)
+            .collect();
+        vcf += &format!(
+            "chrT\t{}\t.\t{r}\t{}\t.\tPASS\t.\n",
+            pos0 + 1,
+            alts.join(",")
+        );
+    }
+    let vcf_path = dir.path().join("all.vcf");
+    std::fs::write(&vcf_path, vcf).unwrap();
+    let fasta = v.join("ref.fa");
+    let mut scores = Vec::new();
+    for (flag, input) in [("--saturate", &bed), ("--variants", &vcf_path)] {
+        let ds = dir.path().join(format!("{}.safetensors", &flag[2..]));
+        let args = [
+            "--reference",
+            fasta.to_str().unwrap(),
+            flag,
+            input.to_str().unwrap(),
+            "--window",
+            "41",
+            "--like",
+            model.to_str().unwrap(),
+            "-o",
+            ds.to_str().unwrap(),
+        ];
+        mask_pairs(&args).unwrap();
+        let (out, track) = (dir.path().join("s.tsv"), dir.path().join("s.bedgraph"));
+        let run = predict(&[
+            "--checkpoint",
+            model.to_str().unwrap(),
+            "--dataset",
+            ds.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--bedgraph",
+            track.to_str().unwrap(),
+            "-q",
+        ]);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let mut rows: Vec<(u64, String, String, f64)> = read_tsv(&out)
+            .iter()
+            .map(|r| {
+                let pos = r["pos"].parse().unwrap();
+                (
+                    pos,
+                    r["ref"].clone(),
+                    r["alt"].clone(),
+                    r["llr"].parse().unwrap(),
+                )
+            })
+            .collect();
+        rows.sort_by(|a, b| (a.0, &a.2).cmp(&(b.0, &b.2)));
+        let track_lines = std::fs::read_to_string(&track).unwrap().lines().count();
+        scores.push((rows, track_lines));
+        if flag == "--saturate" {
+            // No VCF records behind it: --vcf is refused, naming why.
+            let run = predict(&[
+                "--checkpoint",
+                model.to_str().unwrap(),
+                "--dataset",
+                ds.to_str().unwrap(),
+                "-o",
+                dir.path().join("x.tsv").to_str().unwrap(),
+                "--vcf",
+                dir.path().join("x.vcf").to_str().unwrap(),
+            ]);
+            let err = String::from_utf8_lossy(&run.stderr);
+            assert!(!run.status.success() && err.contains("--saturate"), "{err}");
+            assert!(!dir.path().join("x.vcf").exists());
+        }
+    }
+    let (saturated, vcf_scored) = (&scores[0], &scores[1]);
+    assert_eq!(
+        saturated.0.len(),
+        18,
+        "three substitutions of each of six bases"
+    );
+    assert!(saturated.0.iter().all(|r| r.1 != r.2));
+    assert_eq!(saturated.0.len(), vcf_scored.0.len());
+    for (a, b) in saturated.0.iter().zip(&vcf_scored.0) {
+        assert_eq!((a.0, &a.1, &a.2), (b.0, &b.1, &b.2));
+        assert!((a.3 - b.3).abs() < 1e-6, "{a:?} vs {b:?}");
+    }
+    assert!(
+        saturated.0.iter().any(|r| r.3.abs() > 1e-3),
+        "scores that move"
+    );
+    // The track: the bases of the two intervals (adjacent equal values may merge).
+    assert_eq!(saturated.1, vcf_scored.1);
+}

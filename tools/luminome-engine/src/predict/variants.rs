@@ -144,6 +144,17 @@ fn reference_contigs(dataset: &PairDataset) -> Vec<(String, u64)> {
 /// stored (from the current folder), then from the dataset's folder, then by its file name in
 /// the dataset's folder; none existing is an error naming every try and `--variants`.
 fn variants_source(dataset: &PairDataset, extra: &ExtraOutputs) -> Result<PathBuf> {
+    if let Some(bed) = dataset
+        .meta()
+        .sources
+        .get(1)
+        .and_then(|s| s.strip_prefix("saturate:"))
+    {
+        bail!(
+            "{}: built by luminome-mask-pairs --saturate {bed} (every substitution of its intervals), so there are no VCF records to annotate; the TSV has a row per substitution and the bedGraph the lowest LLR per base",
+            dataset.path().display()
+        );
+    }
     if let Some(v) = &extra.variants {
         return Ok(v.clone());
     }
