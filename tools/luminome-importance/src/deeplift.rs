@@ -13,7 +13,8 @@
 //! - Per position, averaged over the references: the contribution (x − ref)·m, which sums over
 //!   the record to f(x) − mean f(ref) (completeness; the largest gap is reported), and the
 //!   hypothetical contribution of each base b, (e_b − ref)·m — what TF-MoDISco reads.
-//! - Cost: 2 × `--shuffles` rows per record, one forward and one backward pass.
+//! - Cost: 2 × `--shuffles` rows per record, one forward and one backward pass; records go
+//!   through in passes of at most 32 × `--batch-size` rows (whole records, at least one).
 //!
 //! f is the output every method explains: logit[target] − mean_c logit[c].
 
@@ -134,76 +135,83 @@ pub struct DeepLiftRecord {
     pub convergence: f32,
 }
 
-/// DeepLIFT/SHAP of one record: `ids`/`mask` its row, `weights` the `[C]` weights of f,
-/// `acgt_embeddings` the `[4, E]` input embeddings of A, C, G, T.
+/// One record of a pass: its row (`ids`, `mask`, padding included), the `[C]` weights of its f
+/// and the generator of its references.
+pub struct Explained<'a> {
+    pub ids: &'a [u32],
+    pub mask: &'a [u8],
+    pub weights: Vec<f32>,
+    pub rng: ChaCha8Rng,
+}
+
+/// DeepLIFT/SHAP of a few records in one forward and backward pass (rows: each record's input
+/// `shuffles` times, then each record's references, cut to the longest record);
+/// `acgt_embeddings` are the `[4, E]` input embeddings of A, C, G, T.
 pub fn attribute(
     input: &Input,
     alphabet: &Alphabet,
     acgt_embeddings: &Tensor,
-    (ids, mask): (&[u32], &[u8]),
-    weights: &[f32],
+    records: &mut [Explained],
     shuffles: usize,
-    rng: &mut ChaCha8Rng,
-) -> Result<DeepLiftRecord> {
+) -> Result<Vec<DeepLiftRecord>> {
     let tok = input.dataset.tokenizer();
-    let len = real_length(mask);
-    let ids = &ids[..len];
-    let positions: Vec<usize> = (0..len).filter(|&t| !tok.is_boundary(ids[t])).collect();
-    let sequence: Vec<u32> = positions.iter().map(|&t| ids[t]).collect();
-    let mut flat = Vec::with_capacity(2 * shuffles * len);
-    for _ in 0..shuffles {
-        flat.extend_from_slice(ids);
-    }
-    let mut references = Vec::with_capacity(shuffles);
-    for _ in 0..shuffles {
-        let shuffled = dinucleotide_shuffle(&sequence, rng);
-        let mut row = ids.to_vec();
-        for (&t, &id) in positions.iter().zip(&shuffled) {
-            row[t] = id;
-        }
-        flat.extend_from_slice(&row);
-        references.push(shuffled.iter().map(|&id| alphabet.base(id)).collect());
-    }
-    let passes = Passes::run(input, flat, (2 * shuffles, len), weights, acgt_embeddings)?;
-    let r = shuffles as f64;
-    let mut hypothetical = vec![[0f32; 4]; positions.len()];
-    let mut contribution = vec![0f32; positions.len()];
-    for (k, &t) in positions.iter().enumerate() {
-        let mut hyp = [0f64; 4];
-        let mut c = 0f64;
-        for s in 0..shuffles {
-            let m_ref = f64::from(passes.at_reference[s][t]);
-            c += f64::from(passes.at_input[s][t]) - m_ref;
-            for (b, h) in hyp.iter_mut().enumerate() {
-                *h += f64::from(passes.at_base[s][t * 4 + b]) - m_ref;
+    let len = records
+        .iter()
+        .map(|r| real_length(r.mask))
+        .max()
+        .unwrap_or(0);
+    let mut inputs = Vec::with_capacity(records.len() * shuffles * len);
+    let mut shuffled_rows = Vec::with_capacity(inputs.capacity());
+    let mut masks = Vec::with_capacity(2 * inputs.capacity());
+    let mut weights = Vec::new();
+    let mut layout = Vec::with_capacity(records.len());
+    for r in records.iter_mut() {
+        let (ids, mask) = (&r.ids[..len], &r.mask[..len]);
+        let positions: Vec<usize> = (0..len)
+            .filter(|&t| mask[t] != 0 && !tok.is_boundary(ids[t]))
+            .collect();
+        let sequence: Vec<u32> = positions.iter().map(|&t| ids[t]).collect();
+        let mut references = Vec::with_capacity(shuffles);
+        for _ in 0..shuffles {
+            inputs.extend_from_slice(ids);
+            masks.extend(mask.iter().map(|&m| f32::from(m != 0)));
+            weights.extend_from_slice(&r.weights);
+            let shuffled = dinucleotide_shuffle(&sequence, &mut r.rng);
+            let mut row = ids.to_vec();
+            for (&t, &id) in positions.iter().zip(&shuffled) {
+                row[t] = id;
             }
+            shuffled_rows.extend_from_slice(&row);
+            references.push(shuffled.iter().map(|&id| alphabet.base(id)).collect());
         }
-        contribution[k] = (c / r) as f32;
-        hypothetical[k] = hyp.map(|h| (h / r) as f32);
+        layout.push((positions, sequence, references));
     }
-    let f = &passes.outputs;
-    let convergence = (0..shuffles)
-        .map(|s| {
-            let sum: f64 = (0..len)
-                .map(|t| f64::from(passes.at_input[s][t]) - f64::from(passes.at_reference[s][t]))
-                .sum();
-            (sum - (f64::from(f[s]) - f64::from(f[shuffles + s]))).abs()
-        })
-        .fold(0f64, f64::max);
-    let reference_output = f[shuffles..].iter().map(|&v| f64::from(v)).sum::<f64>() / r;
-    Ok(DeepLiftRecord {
-        bases: sequence.iter().map(|&id| alphabet.base(id)).collect(),
-        hypothetical,
-        contribution,
-        references,
-        output: f[0],
-        reference_output: reference_output as f32,
-        convergence: convergence as f32,
-    })
+    let half = records.len() * shuffles;
+    masks.extend_from_within(..);
+    weights.extend_from_within(..);
+    inputs.extend(shuffled_rows);
+    let passes = Passes::run(
+        input,
+        (inputs, masks, weights),
+        (2 * half, len),
+        acgt_embeddings,
+    )?;
+    let mut out = Vec::with_capacity(records.len());
+    for (i, (positions, sequence, references)) in layout.into_iter().enumerate() {
+        out.push(passes.record(
+            i * shuffles,
+            shuffles,
+            &positions,
+            &sequence,
+            alphabet,
+            references,
+        ));
+    }
+    Ok(out)
 }
 
-/// What one DeepLIFT pass over a record's rows gives, per explained row s (of the first half)
-/// and position t: m·x, m·ref and m·e_b for the four bases.
+/// What one DeepLIFT pass gives, per explained row s (of the first half) and position t: f of
+/// every row, and m·x, m·ref and m·e_b for the four bases.
 struct Passes {
     outputs: Vec<f32>,
     at_input: Vec<Vec<f32>>,
@@ -212,17 +220,19 @@ struct Passes {
 }
 
 impl Passes {
+    /// `ids`, `masks` `[rows × len]` and `weights` `[rows × C]` flat: inputs, then their
+    /// references in the same order.
     fn run(
         input: &Input,
-        flat: Vec<u32>,
+        (ids, masks, weights): (Vec<u32>, Vec<f32>, Vec<f32>),
         (rows, len): (usize, usize),
-        weights: &[f32],
         acgt_embeddings: &Tensor,
     ) -> Result<Self> {
         let device = &input.device;
         let model = input.model()?;
-        let ids = Tensor::from_vec(flat, (rows, len), device)?;
-        let mask = Tensor::ones((rows, len), DType::F32, device)?;
+        let classes = weights.len() / rows.max(1);
+        let ids = Tensor::from_vec(ids, (rows, len), device)?;
+        let mask = Tensor::from_vec(masks, (rows, len), device)?;
         let emb = model.embed(&ids)?.detach();
         let var = Var::from_tensor(&emb)?;
         let logits = {
@@ -231,8 +241,8 @@ impl Passes {
                 .forward_from_embeddings(var.as_tensor(), &mask, None)?
                 .logits
         };
-        let w = Tensor::from_slice(weights, (weights.len(), 1), device)?;
-        let f = logits.to_dtype(DType::F32)?.matmul(&w)?;
+        let w = Tensor::from_vec(weights, (rows, classes), device)?;
+        let f = (logits.to_dtype(DType::F32)? * w)?.sum(1)?;
         let grads = f.sum_all()?.backward()?;
         let half = rows / 2;
         let m = grads
@@ -251,11 +261,64 @@ impl Passes {
             .reshape((half, len * 4))?
             .to_vec2::<f32>()?;
         Ok(Self {
-            outputs: f.flatten_all()?.to_vec1::<f32>()?,
+            outputs: f.to_vec1::<f32>()?,
             at_input,
             at_reference,
             at_base,
         })
+    }
+
+    /// The record whose explained rows are `first..first + shuffles`, at its sequence
+    /// `positions`: means over its references.
+    fn record(
+        &self,
+        first: usize,
+        shuffles: usize,
+        positions: &[usize],
+        sequence: &[u32],
+        alphabet: &Alphabet,
+        references: Vec<Vec<Option<usize>>>,
+    ) -> DeepLiftRecord {
+        let rows = first..first + shuffles;
+        let half = self.at_input.len();
+        let r = shuffles as f64;
+        let mut hypothetical = vec![[0f32; 4]; positions.len()];
+        let mut contribution = vec![0f32; positions.len()];
+        for (k, &t) in positions.iter().enumerate() {
+            let mut hyp = [0f64; 4];
+            let mut c = 0f64;
+            for s in rows.clone() {
+                let m_ref = f64::from(self.at_reference[s][t]);
+                c += f64::from(self.at_input[s][t]) - m_ref;
+                for (b, h) in hyp.iter_mut().enumerate() {
+                    *h += f64::from(self.at_base[s][t * 4 + b]) - m_ref;
+                }
+            }
+            contribution[k] = (c / r) as f32;
+            hypothetical[k] = hyp.map(|h| (h / r) as f32);
+        }
+        let f = &self.outputs;
+        let convergence = rows
+            .clone()
+            .map(|s| {
+                let sum: f64 = self.at_input[s]
+                    .iter()
+                    .zip(&self.at_reference[s])
+                    .map(|(&x, &y)| f64::from(x) - f64::from(y))
+                    .sum();
+                (sum - (f64::from(f[s]) - f64::from(f[half + s]))).abs()
+            })
+            .fold(0f64, f64::max);
+        let reference_output = rows.map(|s| f64::from(f[half + s])).sum::<f64>() / r;
+        DeepLiftRecord {
+            bases: sequence.iter().map(|&id| alphabet.base(id)).collect(),
+            hypothetical,
+            contribution,
+            references,
+            output: f[first],
+            reference_output: reference_output as f32,
+            convergence: convergence as f32,
+        }
     }
 }
 
@@ -358,6 +421,8 @@ pub fn run(args: &ImportanceArgs, input: &Input, started: Instant) -> Result<()>
     let target = choose_target(args, input)?;
     let records = select_records(args, input)?;
     let classes = input.model()?.label_values().len();
+    // Records per pass: each brings 2 × --shuffles rows.
+    let per_pass = (args.batch_size * 16 / args.shuffles).clamp(1, args.batch_size);
     let acgt = Tensor::new(&alphabet.acgt, &input.device)?.unsqueeze(0)?;
     let acgt_embeddings = input.model()?.embed(&acgt)?.squeeze(0)?.detach();
     let mut npz = match &args.npz {
@@ -374,42 +439,51 @@ pub fn run(args: &ImportanceArgs, input: &Input, started: Instant) -> Result<()>
     let mut track = args.bedgraph.as_ref().map(|_| GenomeTrack::default());
     let bar = progress_bar(records.len() as u64, args.runtime.quiet);
     let mut convergence = 0f32;
-    for chunk in records.chunks(args.batch_size) {
+    for chunk in records.chunks(per_pass) {
         let batch = input.batch(chunk)?;
         let predicted = match target {
             Target::Fixed(_) => None,
             Target::Predicted => Some(input.logits(chunk)?),
         };
         let l = batch.max_length;
-        for (i, &r) in chunk.iter().enumerate() {
-            let class = match (&target, &predicted) {
-                (Target::Fixed(c), _) => *c,
-                (_, Some(p)) => argmax(&p[i]),
-                _ => 0,
-            };
-            let mut weights = vec![-1.0 / classes as f32; classes];
-            weights[class] += 1.0;
+        let mut explained: Vec<Explained> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| {
+                let class = match (&target, &predicted) {
+                    (Target::Fixed(c), _) => *c,
+                    (_, Some(p)) => argmax(&p[i]),
+                    _ => 0,
+                };
+                let mut weights = vec![-1.0 / classes as f32; classes];
+                weights[class] += 1.0;
+                let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
+                rng.set_stream(input.index[r].record);
+                Explained {
+                    ids: &batch.input_ids[i * l..(i + 1) * l],
+                    mask: &batch.attention_mask[i * l..(i + 1) * l],
+                    weights,
+                    rng,
+                }
+            })
+            .collect();
+        let results = attribute(
+            input,
+            &alphabet,
+            &acgt_embeddings,
+            &mut explained,
+            args.shuffles,
+        )?;
+        for (&r, d) in chunk.iter().zip(&results) {
             let index = &input.index[r];
-            let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
-            rng.set_stream(index.record);
-            let row = i * l..(i + 1) * l;
-            let d = attribute(
-                input,
-                &alphabet,
-                &acgt_embeddings,
-                (&batch.input_ids[row.clone()], &batch.attention_mask[row]),
-                &weights,
-                args.shuffles,
-                &mut rng,
-            )?;
             convergence = convergence.max(d.convergence);
-            write_tsv(&mut tsv, index.record, &index.name, &d)?;
+            write_tsv(&mut tsv, index.record, &index.name, d)?;
             if let Some(t) = track.as_mut() {
                 let scores: Vec<Option<f32>> = d.contribution.iter().map(|&c| Some(c)).collect();
                 t.add(index, &scores);
             }
             if let Some(n) = npz.as_mut() {
-                n.push(index.record, &d)?;
+                n.push(index.record, d)?;
             }
         }
         bar.inc(chunk.len() as u64);

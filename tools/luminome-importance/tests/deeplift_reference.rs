@@ -160,6 +160,24 @@ fn deeplift_shap_matches_tangermeme_on_the_same_references() {
             "{adapter}: largest |luminome − tangermeme| {worst} (largest value {largest})"
         );
         eprintln!("{adapter}: largest value {largest}, largest difference {worst:e}");
+        // One record per pass (rows padded to each record alone): the same references and,
+        // to rounding, the same contributions as records sharing a pass.
+        let alone = deeplift(
+            &ck,
+            &dataset,
+            dir.path(),
+            &["--shuffles", "8", "--batch-size", "1"],
+        );
+        assert_eq!(alone.npz["references"].0, refs);
+        let apart = alone.npz["hypothetical"]
+            .0
+            .iter()
+            .zip(ours)
+            .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+        assert!(
+            apart < 1e-6,
+            "{adapter}: --batch-size 1 moved values by {apart}"
+        );
     }
     // The tiny random transformers (12 tokens) on the short sequences: attention's products,
     // softmax, GELU and the layer norms under their rules.
