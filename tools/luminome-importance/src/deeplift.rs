@@ -14,7 +14,8 @@
 //!   the record to f(x) − mean f(ref) (completeness; the largest gap is reported), and the
 //!   hypothetical contribution of each base b, (e_b − ref)·m — what TF-MoDISco reads.
 //! - Cost: 2 × `--shuffles` rows per record, one forward and one backward pass; records go
-//!   through in passes of at most 32 × `--batch-size` rows (whole records, at least one).
+//!   through in passes of at most [`MAX_PASS_ROWS`] rows (whole records, at least one, at most
+//!   `--batch-size`).
 //!
 //! f is the output every method explains: logit[target] − mean_c logit[c].
 
@@ -40,6 +41,12 @@ use crate::outputs::GenomeTrack;
 use crate::{argmax, choose_target, commit_outputs, select_records, Input, Target};
 
 const ACGT: [&str; 4] = ["A", "C", "G", "T"];
+
+/// Rows per forward and backward pass, at most (whole records, at least one): the rules keep
+/// several tensors of every layer for the backward pass, and on a CPU passes of 40 rows ran
+/// 1.6x faster than passes of 480 (whose intermediates, 1.7 GB, no longer fit the caches;
+/// docs/benchmarks.md).
+pub const MAX_PASS_ROWS: usize = 64;
 
 /// Most references per record: each is two rows of every forward and backward pass.
 pub const MAX_SHUFFLES: usize = 1000;
@@ -422,7 +429,7 @@ pub fn run(args: &ImportanceArgs, input: &Input, started: Instant) -> Result<()>
     let records = select_records(args, input)?;
     let classes = input.model()?.label_values().len();
     // Records per pass: each brings 2 × --shuffles rows.
-    let per_pass = (args.batch_size * 16 / args.shuffles).clamp(1, args.batch_size);
+    let per_pass = (MAX_PASS_ROWS / (2 * args.shuffles)).clamp(1, args.batch_size);
     let acgt = Tensor::new(&alphabet.acgt, &input.device)?.unsqueeze(0)?;
     let acgt_embeddings = input.model()?.embed(&acgt)?.squeeze(0)?.detach();
     let mut npz = match &args.npz {
