@@ -181,7 +181,8 @@ pub struct ImportanceArgs {
     #[arg(long, value_enum, default_value = "ref-minus-mean")]
     pub ism_score: crate::ism::IsmScore,
 
-    /// --method ism: mutate only the bases inside these intervals (BED, 0-based half-open) of
+    /// --method ism: mutate only the bases inside these intervals (BED, 0-based half-open; or
+    /// a VCF/BCF, named .vcf, .vcf.gz or .bcf: each record's REF bases) of
     /// records with genomic coordinates; the others are left out of the TSV and 0 in the npz,
     /// and records with no base inside are skipped (counted).
     #[arg(help_heading = "Inputs", long)]

@@ -293,16 +293,37 @@ impl IsmArrays {
     }
 }
 
-/// `--positions`: BED intervals, by chromosome, sorted and merged.
+/// `--positions`: BED intervals, or the REF bases of a VCF/BCF's records, by chromosome, sorted
+/// and merged.
 pub struct Positions {
     by_chrom: HashMap<String, Vec<(u64, u64)>>,
+}
+
+/// Whether `path` names a VCF or BCF (by its name: `.vcf`, `.vcf.gz`, `.vcf.bgz`, `.bcf`).
+fn is_variants_file(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    [".vcf", ".vcf.gz", ".vcf.bgz", ".bcf"]
+        .iter()
+        .any(|s| name.ends_with(s))
 }
 
 impl Positions {
     pub fn read(path: &Path) -> Result<Self> {
         let mut by_chrom: HashMap<String, Vec<(u64, u64)>> = HashMap::new();
-        for r in luminome_io::bed::read_all(path)? {
-            by_chrom.entry(r.chrom).or_default().push((r.start, r.end));
+        if is_variants_file(path) {
+            let mut reader = luminome_io::variants::VariantReader::open(path, 1, &[])?;
+            while let Some(v) = reader.next()? {
+                let start = v.pos - 1;
+                let end = start + v.reference.len().max(1) as u64;
+                by_chrom.entry(v.chrom).or_default().push((start, end));
+            }
+        } else {
+            for r in luminome_io::bed::read_all(path)? {
+                by_chrom.entry(r.chrom).or_default().push((r.start, r.end));
+            }
         }
         for v in by_chrom.values_mut() {
             v.sort_unstable();
@@ -404,6 +425,18 @@ mod tests {
         );
         assert!(p.of_row(&row("."), 10).is_none());
         assert!(set(&p.of_row(&row("chr3:0-5(+)"), 5).unwrap()).is_empty());
+        // A VCF: each record's REF bases (POS 103, REF AC → bases 102 and 103).
+        let vcf = dir.path().join("p.vcf");
+        std::fs::write(
+            &vcf,
+            "##fileformat=VCFv4.2\n##contig=<ID=chr1,length=1000>\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\nchr1\t103\t.\tAC\tA\t.\t.\t.\nchr1\t108\t.\tG\tT\t.\t.\t.\n",
+        )
+        .unwrap();
+        let p = Positions::read(&vcf).unwrap();
+        assert_eq!(
+            set(&p.of_row(&row("chr1:100-110(+)"), 10).unwrap()),
+            vec![2, 3, 7]
+        );
     }
 
     #[test]
