@@ -38,7 +38,8 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::args::ImportanceArgs;
 use crate::outputs::GenomeTrack;
-use crate::{argmax, choose_target, commit_outputs, select_records, Input, Target};
+use crate::selection::{choose_target, output_weights, select_records, widest_row, Target};
+use crate::{commit_outputs, Input};
 
 const ACGT: [&str; 4] = ["A", "C", "G", "T"];
 
@@ -436,7 +437,7 @@ pub fn run(args: &ImportanceArgs, input: &Input, started: Instant) -> Result<()>
         Some(path) => Some(Arrays::create(
             path,
             records.len(),
-            crate::widest_row(input, &records)?,
+            widest_row(input, &records)?,
             args.shuffles,
         )?),
         None => None,
@@ -457,13 +458,7 @@ pub fn run(args: &ImportanceArgs, input: &Input, started: Instant) -> Result<()>
             .iter()
             .enumerate()
             .map(|(i, &r)| {
-                let class = match (&target, &predicted) {
-                    (Target::Fixed(c), _) => *c,
-                    (_, Some(p)) => argmax(&p[i]),
-                    _ => 0,
-                };
-                let mut weights = vec![-1.0 / classes as f32; classes];
-                weights[class] += 1.0;
+                let weights = output_weights(&target, predicted.as_ref(), i, classes);
                 let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
                 rng.set_stream(input.index[r].record);
                 Explained {

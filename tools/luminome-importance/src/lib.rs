@@ -8,6 +8,7 @@
 //!   transformer classifiers).
 //! - [`bases`]: token → base spans, k-mer scores spread back onto bases, genomic positions.
 //! - [`outputs`]: TSV, bedGraph, npz.
+//! - [`selection`]: which records, which class, the weights of the explained output.
 //!
 //! Every check (model kind, vocabulary, lengths, labels, method vs adapter, outputs vs
 //! tokenizer) runs before any output is started; outputs appear at their final paths only when
@@ -20,14 +21,14 @@ pub mod expression;
 pub mod ism;
 pub mod methods;
 pub mod outputs;
+pub mod selection;
 pub mod tabular;
 
 use std::io::Write;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use luminome_cli::progress_bar;
-use luminome_engine::input::tokens::real_length;
 use luminome_engine::models::classifier::{
     AdapterKind, ClassifierConfig, ClassifierInput, TokenClassifier,
 };
@@ -41,118 +42,10 @@ use crate::args::{ImportanceArgs, Method};
 use crate::bases::{base_scores, row_bases, scored_tokens};
 use crate::methods::{token_scores, MethodOptions};
 use crate::outputs::{write_tsv_record, GenomeTrack, ModiscoArrays, TSV_HEADER};
+use crate::selection::{choose_target, output_weights, select_records, widest_row, Target};
 
 /// A sequence classifier and the dataset it is explained on, checked against each other.
 pub type Input = ClassifierInput<ClassifierConfig>;
-
-/// Which class each record's scores explain.
-pub(crate) enum Target {
-    /// The same class index for every record.
-    Fixed(usize),
-    /// Each record's predicted class.
-    Predicted,
-}
-
-pub(crate) fn choose_target<C: FamilyConfig>(
-    args: &ImportanceArgs,
-    input: &ClassifierInput<C>,
-) -> Result<Target>
-where
-    C::Model: TokenClassifier,
-{
-    let values = input.model()?.label_values();
-    if let Some(t) = &args.target {
-        let t: i64 = t.parse().with_context(|| {
-            format!("--target {t}: sequence classifiers name a class by its integer label value")
-        })?;
-        let class = values.iter().position(|&v| v == t).with_context(|| {
-            format!(
-                "--target {t}: not a class of the model in {} (its label values: {values:?})",
-                args.checkpoint.display()
-            )
-        })?;
-        return Ok(Target::Fixed(class));
-    }
-    if values.len() == 2 {
-        let larger = if values[1] > values[0] { 1 } else { 0 };
-        return Ok(Target::Fixed(larger));
-    }
-    Ok(Target::Predicted)
-}
-
-/// The records to score, in dataset order.
-pub(crate) fn select_records<C: FamilyConfig>(
-    args: &ImportanceArgs,
-    input: &ClassifierInput<C>,
-) -> Result<Vec<usize>>
-where
-    C::Model: TokenClassifier,
-{
-    let ds = &input.dataset;
-    let mut records: Vec<usize> = match args.only_label {
-        None => (0..ds.len()).collect(),
-        Some(label) => {
-            if !ds.has_labels() {
-                bail!(
-                    "{}: --only-label needs a dataset with labels, and this one has none",
-                    args.dataset.display()
-                );
-            }
-            let all: Vec<usize> = (0..ds.len()).collect();
-            let mut keep = Vec::new();
-            for chunk in all.chunks(4096) {
-                let labels = ds.batch(chunk)?.labels.unwrap_or_default();
-                keep.extend(
-                    chunk
-                        .iter()
-                        .zip(labels)
-                        .filter(|(_, l)| *l == label)
-                        .map(|(&r, _)| r),
-                );
-            }
-            keep
-        }
-    };
-    if let Some(n) = args.records {
-        records.truncate(n);
-    }
-    if records.is_empty() {
-        bail!(
-            "{}: no records selected (check --only-label / --records)",
-            args.dataset.display()
-        );
-    }
-    Ok(records)
-}
-
-/// Longest row in bases among `records` (the L of the npz arrays).
-pub(crate) fn widest_row<C: FamilyConfig>(
-    input: &ClassifierInput<C>,
-    records: &[usize],
-) -> Result<usize>
-where
-    C::Model: TokenClassifier,
-{
-    let tok = input.dataset.tokenizer();
-    let mut width = 0;
-    for chunk in records.chunks(4096) {
-        let b = input.dataset.batch(chunk)?;
-        for r in 0..b.batch {
-            let row = r * b.max_length..(r + 1) * b.max_length;
-            let ids = &b.input_ids[row.clone()];
-            let mask = &b.attention_mask[row];
-            let len = real_length(mask);
-            let zeros = vec![0f32; len];
-            width = width.max(row_bases(&scored_tokens(
-                tok,
-                &ids[..len],
-                &mask[..len],
-                &zeros,
-            )));
-        }
-    }
-    Ok(width)
-}
 
 /// Runs the command.
 pub fn run(args: &ImportanceArgs) -> Result<()> {
@@ -379,13 +272,7 @@ where
         };
         let l = batch.max_length;
         for (i, &r) in chunk.iter().enumerate() {
-            let class = match (&target, &predicted) {
-                (Target::Fixed(c), _) => *c,
-                (_, Some(p)) => argmax(&p[i]),
-                _ => 0,
-            };
-            let mut weights = vec![-1.0 / classes as f32; classes];
-            weights[class] += 1.0;
+            let weights = output_weights(&target, predicted.as_ref(), i, classes);
             let row = i * l..(i + 1) * l;
             let result = ism::mutagenesis(
                 input,
@@ -506,13 +393,6 @@ pub(crate) fn commit_outputs(
         b.commit()?;
     }
     commit_npz()
-}
-
-/// The index of the largest value (the first of ties).
-pub(crate) fn argmax(v: &[f32]) -> usize {
-    v.iter()
-        .enumerate()
-        .fold(0, |best, (k, &x)| if x > v[best] { k } else { best })
 }
 
 /// Scores the selected records of `input` with `score` (token scores `[batch][positions]` of a
