@@ -187,32 +187,25 @@ def write_fixture(out_dir, batch_size):
     by tests/deeplift_reference.rs's instructions in the README), then tangermeme on the same
     references."""
     tensors = {}
+
+    def compare(key, checkpoint, dataset, seqs):
+        npz = os.path.join("/tmp", f"deeplift_fixture_{key}.npz")
+        ours = luminome(checkpoint, dataset, npz, 8)
+        model, cfg, tok = hookable(checkpoint)
+        wrapper = ExplainedOutput(model, cfg, tok, target_class(cfg, None))
+        refs = [references_of(ours, r, len(s)) for r, s in enumerate(seqs)]
+        tensors[f"{key}.hypothetical"] = run_tangermeme(wrapper, seqs, refs, batch_size)
+        tensors[f"{key}.references"] = ours["references"].astype(np.uint8)
+        agreement(f"{key} hypothetical", ours["hypothetical"], tensors[f"{key}.hypothetical"])
+
     dataset = os.path.join(out_dir, "sequences.safetensors")
     seqs = dataset_sequences(dataset, None)
     for adapter in FIXTURE_ADAPTERS:
-        ck = os.path.join(out_dir, f"cnn_{adapter}.safetensors")
-        npz = os.path.join("/tmp", f"deeplift_fixture_{adapter}.npz")
-        ours = luminome(ck, dataset, npz, 8)
-        model, cfg, tok = hookable(ck)
-        wrapper = ExplainedOutput(model, cfg, tok, target_class(cfg, None))
-        refs = [references_of(ours, r, len(s)) for r, s in enumerate(seqs)]
-        theirs = run_tangermeme(wrapper, seqs, refs, batch_size)
-        tensors[f"{adapter}.hypothetical"] = theirs
-        tensors[f"{adapter}.references"] = ours["references"].astype(np.uint8)
-        agreement(f"{adapter} hypothetical", ours["hypothetical"], theirs)
+        compare(adapter, os.path.join(out_dir, f"cnn_{adapter}.safetensors"), dataset, seqs)
     short = os.path.join(out_dir, "short.safetensors")
     short_seqs = dataset_sequences(short, None)
     for adapter in FIXTURE_TRANSFORMERS:
-        ck = os.path.join(ROOT, TINY.format(adapter))
-        npz = os.path.join("/tmp", f"deeplift_fixture_tfm_{adapter}.npz")
-        ours = luminome(ck, short, npz, 8)
-        model, cfg, tok = hookable(ck)
-        wrapper = ExplainedOutput(model, cfg, tok, target_class(cfg, None))
-        refs = [references_of(ours, r, len(s)) for r, s in enumerate(short_seqs)]
-        theirs = run_tangermeme(wrapper, short_seqs, refs, batch_size)
-        tensors[f"tfm_{adapter}.hypothetical"] = theirs
-        tensors[f"tfm_{adapter}.references"] = ours["references"].astype(np.uint8)
-        agreement(f"transformer {adapter} hypothetical", ours["hypothetical"], theirs)
+        compare(f"tfm_{adapter}", os.path.join(ROOT, TINY.format(adapter)), short, short_seqs)
     meta = {
         "sequences": ",".join(seqs),
         "short_sequences": ",".join(short_seqs),
