@@ -19,6 +19,11 @@ Examples:
   luminome-mask-pairs --reference genome.fa --variants snvs.vcf.gz --window 512 \\
       --like hf:kuleshov-group/PlantCaduceus_l20 -o snv_pairs.plantcad.safetensors
 
+  # in-silico saturation mutagenesis: every base of the BED intervals to each other base, one
+  # window per base (index column line = the site's number), scored zero-shot by luminome-predict
+  luminome-mask-pairs --reference test-data/celegans/celegans_small.fa --saturate regions.bed \\
+      --window 512 --like hf:kuleshov-group/PlantCaduceus_l20 -o saturated.safetensors
+
   # two FASTA files whose records pair up in order (same names, same lengths)
   luminome-mask-pairs --fasta-a hap1.fa --fasta-b hap2.fa -o haps.safetensors
 

@@ -37,7 +37,7 @@ pub struct Summary {
 }
 
 fn check_args(a: &Args) -> Result<()> {
-    let sites = a.variants.is_some() || a.saturate.is_some();
+    let sites = variant_input(a).is_some();
     if a.fasta.is_none() && a.fasta_a.is_none() && a.paired.is_none() && !sites {
         bail!("nothing to read: give --fasta, --fasta-a/--fasta-b, --paired or --reference with --variants or --saturate");
     }
@@ -113,7 +113,7 @@ pub fn run(a: &Args) -> Result<Summary> {
         luminome_io::atomic::OutputKind::Safetensors,
     )?;
     let threads = luminome_cli::thread_count(a.threads);
-    let variants = a.variants.is_some() || a.saturate.is_some();
+    let variants = variant_input(a).is_some();
     let mode = match a.mask.unwrap_or(if variants {
         MaskArg::VariantSite
     } else {
