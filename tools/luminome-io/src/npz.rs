@@ -23,14 +23,17 @@ pub enum NpyElem {
     F32,
     I64,
     U8,
+    /// Text of at most this many characters (numpy's `<U`, UTF-32, zero-padded).
+    Unicode(u32),
 }
 
 impl NpyElem {
-    fn descr(self) -> &'static str {
+    fn descr(self) -> String {
         match self {
-            NpyElem::F32 => "<f4",
-            NpyElem::I64 => "<i8",
-            NpyElem::U8 => "|u1",
+            NpyElem::F32 => "<f4".into(),
+            NpyElem::I64 => "<i8".into(),
+            NpyElem::U8 => "|u1".into(),
+            NpyElem::Unicode(n) => format!("<U{n}"),
         }
     }
 
@@ -39,6 +42,7 @@ impl NpyElem {
             NpyElem::F32 => 4,
             NpyElem::I64 => 8,
             NpyElem::U8 => 1,
+            NpyElem::Unicode(n) => 4 * u64::from(n),
         }
     }
 }
@@ -147,8 +151,39 @@ impl NpzWriter {
         Ok(())
     }
 
+    /// Appends strings to a [`NpyElem::Unicode`] array; one longer than its width is an error.
+    pub fn push_str(&mut self, array: usize, values: &[&str]) -> Result<()> {
+        let elem = self
+            .arrays
+            .get(array)
+            .context("internal: no such npz array")?
+            .spec
+            .elem;
+        let NpyElem::Unicode(width) = elem else {
+            bail!("internal: npz array {array} does not hold text");
+        };
+        if let Some(v) = values.iter().find(|v| v.chars().count() > width as usize) {
+            bail!("internal: '{v}' is longer than the {width} characters of npz array {array}");
+        }
+        let s = self.spool(array, elem, values.len())?;
+        for v in values {
+            let mut chars = v.chars();
+            for _ in 0..width {
+                let c = chars.next().map_or(0, u32::from);
+                s.data.write_all(&c.to_le_bytes())?;
+            }
+        }
+        Ok(())
+    }
+
     /// Assembles the archive and moves it to its final path.
-    pub fn commit(mut self) -> Result<()> {
+    pub fn commit(self) -> Result<()> {
+        self.finish()?.commit()
+    }
+
+    /// Assembles the archive in its temporary file, not yet at its final path (committed with
+    /// other outputs, after all of them were written).
+    pub fn finish(mut self) -> Result<AtomicFile> {
         let dest = self.file.dest().to_path_buf();
         let handle = self
             .file
@@ -192,7 +227,7 @@ impl NpzWriter {
             .with_context(|| format!("cannot write {}", dest.display()))?;
         out.flush()?;
         drop(out);
-        self.file.commit()
+        Ok(self.file)
     }
 }
 
@@ -256,8 +291,11 @@ mod tests {
             NpyArraySpec::new("contrib", NpyElem::F32, &[2, 4, 3]),
             NpyArraySpec::new("onehot", NpyElem::U8, &[2, 4, 3]),
             NpyArraySpec::new("record", NpyElem::I64, &[2]),
+            NpyArraySpec::new("chrom", NpyElem::Unicode(5), &[2]),
         ];
         let mut w = NpzWriter::create(&dest, &specs).unwrap();
+        assert!(w.push_str(3, &["chrIII"]).is_err(), "wider than the array");
+        w.push_str(3, &["chrI", "chrII"]).unwrap();
         let contrib: Vec<f32> = (0..24).map(|i| i as f32 * 0.5).collect();
         w.push_f32(0, &contrib).unwrap();
         w.push_u8(1, &[1; 24]).unwrap();
@@ -265,7 +303,8 @@ mod tests {
         w.commit().unwrap();
         let script = "import numpy as np, sys\n\
             d = np.load(sys.argv[1])\n\
-            assert sorted(d.files) == ['contrib', 'onehot', 'record'], d.files\n\
+            assert sorted(d.files) == ['chrom', 'contrib', 'onehot', 'record'], d.files\n\
+            assert d['chrom'].tolist() == ['chrI', 'chrII'] and d['chrom'].dtype == '<U5'\n\
             c = d['contrib']\n\
             assert c.shape == (2, 4, 3) and c.dtype == np.float32, (c.shape, c.dtype)\n\
             assert c[1, 3, 2] == 11.5 and c[0, 1, 0] == 1.5\n\

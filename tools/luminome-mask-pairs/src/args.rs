@@ -104,7 +104,8 @@ pub struct Args {
     /// In-silico saturation mutagenesis: every base inside these BED intervals (0-based,
     /// half-open) to each of the three other bases, one variant window per base (scored by
     /// luminome-predict as with --variants: a TSV row per substitution, the bedGraph's lowest
-    /// LLR per base).
+    /// LLR per base, --npz an (intervals, 4, L) array); the variant ID is the interval,
+    /// chr:start-end 1-based.
     #[arg(
         long,
         help_heading = "Inputs",

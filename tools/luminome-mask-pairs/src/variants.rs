@@ -88,7 +88,9 @@ pub enum VariantInput<'a> {
 
 /// The variants of `--saturate`: for each base of each interval (in file order, then
 /// position), REF = the reference base and ALT = the other three of A, C, G, T; a base that is
-/// not A/C/G/T is left out (counted). `line` numbers the sites 1, 2, … (one window each).
+/// not A/C/G/T is left out (counted). `line` numbers the sites 1, 2, … (one window each); the
+/// variant ID names the site's interval as `chrom:start-end` (1-based, as `window_region`), which
+/// is how luminome-predict --npz puts each interval's substitutions on one row.
 struct SaturatedSites {
     intervals: Vec<(String, u64, u64)>,
     at: (usize, u64),
@@ -143,7 +145,7 @@ impl SaturatedSites {
 
     fn next(&mut self, reference: &mut Reference, counts: &mut Counts) -> Result<Option<Variant>> {
         loop {
-            let Some((chrom, _, end)) = self.intervals.get(self.at.0) else {
+            let Some((chrom, start, end)) = self.intervals.get(self.at.0) else {
                 return Ok(None);
             };
             if self.at.1 >= *end {
@@ -163,7 +165,7 @@ impl SaturatedSites {
                 line: self.site,
                 chrom: chrom.clone(),
                 pos: pos0 + 1,
-                id: ".".into(),
+                id: format!("{chrom}:{}-{end}", start + 1),
                 reference: (base as char).to_string(),
                 alternates: b"ACGT"
                     .iter()
@@ -295,7 +297,8 @@ pub fn variant_windows(
             };
             let index = PairIndexRow {
                 record: 0,
-                name: if v.id == "." {
+                // A saturated site's ID is its interval, shared by all its substitutions.
+                name: if v.id == "." || saturated.is_some() {
                     format!("{}:{}:{}>{}", v.chrom, v.pos, v.reference, alt)
                 } else {
                     v.id.clone()

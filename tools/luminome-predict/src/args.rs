@@ -123,6 +123,12 @@ pub struct PredictArgs {
     #[arg(help_heading = "Outputs", long, alias = "bigwig")]
     pub bedgraph: Option<PathBuf>,
 
+    /// Saturated datasets (luminome-mask-pairs --saturate): every interval's substitutions as
+    /// an .npz — ism (N, 4, L) the LLR of each base, contrib = one-hot × −mean LLR, onehot,
+    /// chrom, start, end (0-based half-open); rows in BED order, L the longest interval.
+    #[arg(help_heading = "Outputs", long)]
+    pub npz: Option<PathBuf>,
+
     /// Chromosome sizes for a bigWig track: the reference's .fai or a chrom.sizes file
     /// [default: the reference the dataset was built from, when it is still there].
     #[arg(help_heading = "Outputs", long)]

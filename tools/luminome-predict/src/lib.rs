@@ -161,6 +161,7 @@ fn run_on_pool(args: &PredictArgs) -> Result<()> {
         ("--metrics", args.metrics.as_ref()),
         ("--vcf", args.vcf.as_ref()),
         ("--bedgraph", args.bedgraph.as_ref()),
+        ("--npz", args.npz.as_ref()),
         ("--embeddings", args.embeddings.as_ref()),
         ("the index of --embeddings", embeddings_index.as_ref()),
     ]
@@ -175,6 +176,7 @@ fn run_on_pool(args: &PredictArgs) -> Result<()> {
             ("--metrics", &args.metrics, OutputKind::Tsv),
             ("--vcf", &args.vcf, OutputKind::Vcf),
             ("--bedgraph", &args.bedgraph, OutputKind::BedGraph),
+            ("--npz", &args.npz, OutputKind::Npz),
             ("--embeddings", &args.embeddings, OutputKind::Safetensors),
         ] {
             if let Some(p) = path {
@@ -208,8 +210,9 @@ fn run_on_pool(args: &PredictArgs) -> Result<()> {
             || args.variants.is_some()
             || args.vcf.is_some()
             || args.bedgraph.is_some()
+            || args.npz.is_some()
         {
-            bail!("--subset, --variants, --vcf and --bedgraph are not for dual encoders");
+            bail!("--subset, --variants, --vcf, --bedgraph and --npz are not for dual encoders");
         }
         return retrieval::run(args, device);
     }
@@ -316,6 +319,7 @@ fn write_predictions(args: &PredictArgs, predictor: &mut dyn Predictor) -> Resul
     let extra = ExtraOutputs {
         vcf: args.vcf.clone(),
         bedgraph: args.bedgraph.clone(),
+        npz: args.npz.clone(),
         chrom_sizes: args.chrom_sizes.clone(),
         variants: args.variants.clone(),
         embeddings: args.embeddings.clone(),

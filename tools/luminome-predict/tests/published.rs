@@ -4,7 +4,7 @@
 //! make_variant_scores.py), and what is refused.
 
 mod common;
-use common::predict;
+use common::{predict, read_tsv};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -53,21 +53,6 @@ fn expected(model: &str) -> HashMap<(String, String), [f64; 3]> {
         .map(|f| {
             let x = |i: usize| f[i].parse::<f64>().unwrap();
             ((f[1].to_string(), f[4].to_string()), [x(5), x(6), x(7)])
-        })
-        .collect()
-}
-
-fn read_tsv(path: &Path) -> Vec<HashMap<String, String>> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
-    lines
-        .map(|l| {
-            header
-                .iter()
-                .zip(l.split('\t'))
-                .map(|(h, v)| (h.to_string(), v.to_string()))
-                .collect()
         })
         .collect()
 }
@@ -329,7 +314,8 @@ fn saturation_scores_every_substitution_as_a_vcf_of_them_would() {
         ];
         mask_pairs(&args).unwrap();
         let (out, track) = (dir.path().join("s.tsv"), dir.path().join("s.bedgraph"));
-        let run = predict(&[
+        let npz = dir.path().join(format!("{}.npz", &flag[2..]));
+        let mut args = vec![
             "--checkpoint",
             model.to_str().unwrap(),
             "--dataset",
@@ -339,7 +325,11 @@ fn saturation_scores_every_substitution_as_a_vcf_of_them_would() {
             "--bedgraph",
             track.to_str().unwrap(),
             "-q",
-        ]);
+        ];
+        if flag == "--saturate" {
+            args.extend(["--npz", npz.to_str().unwrap()]);
+        }
+        let run = predict(&args);
         assert!(
             run.status.success(),
             "{}",
@@ -359,6 +349,13 @@ fn saturation_scores_every_substitution_as_a_vcf_of_them_would() {
             .collect();
         rows.sort_by(|a, b| (a.0, &a.2).cmp(&(b.0, &b.2)));
         let track_lines = std::fs::read_to_string(&track).unwrap().lines().count();
+        if flag == "--saturate" {
+            // The variant ID names the interval (1-based, as window_region).
+            let ids: std::collections::BTreeSet<String> =
+                read_tsv(&out).iter().map(|r| r["id"].clone()).collect();
+            assert_eq!(ids, ["chrT:111-112", "chrT:58-61"].map(String::from).into());
+            saturation_npz_holds_the_tsv(&npz, &rows);
+        }
         scores.push((rows, track_lines));
         if flag == "--saturate" {
             // No VCF records behind it: --vcf is refused, naming why.
@@ -375,6 +372,21 @@ fn saturation_scores_every_substitution_as_a_vcf_of_them_would() {
             let err = String::from_utf8_lossy(&run.stderr);
             assert!(!run.status.success() && err.contains("--saturate"), "{err}");
             assert!(!dir.path().join("x.vcf").exists());
+        } else {
+            // --npz is for saturated intervals, not a VCF's scattered variants.
+            let run = predict(&[
+                "--checkpoint",
+                model.to_str().unwrap(),
+                "--dataset",
+                ds.to_str().unwrap(),
+                "-o",
+                dir.path().join("x.tsv").to_str().unwrap(),
+                "--npz",
+                npz.to_str().unwrap(),
+            ]);
+            let err = String::from_utf8_lossy(&run.stderr);
+            assert!(!run.status.success() && err.contains("--npz"), "{err}");
+            assert!(!npz.exists() && !dir.path().join("x.tsv").exists());
         }
     }
     let (saturated, vcf_scored) = (&scores[0], &scores[1]);
@@ -395,4 +407,54 @@ fn saturation_scores_every_substitution_as_a_vcf_of_them_would() {
     );
     // The track: the bases of the two intervals (adjacent equal values may merge).
     assert_eq!(saturated.1, vcf_scored.1);
+}
+
+/// The --npz of the two saturated intervals (57..61, 110..112): one row each in BED order,
+/// padded to the longer; each substitution's LLR where the TSV has it, 0 at the genome's base,
+/// contrib = one-hot × −mean LLR.
+fn saturation_npz_holds_the_tsv(npz: &Path, rows: &[(u64, String, String, f64)]) {
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(npz).unwrap()).unwrap();
+    let mut bytes = |name: &str| {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut zip.by_name(name).unwrap(), &mut bytes).unwrap();
+        bytes
+    };
+    // The interval's chromosome as numpy text: '<U4', UTF-32 little-endian, two rows.
+    let chrom = bytes("chrom.npy");
+    let text = String::from_utf8_lossy(&chrom);
+    assert!(
+        text.contains("'descr': '<U4'") && text.contains("(2, )"),
+        "{text}"
+    );
+    let utf32: Vec<u8> = "chrT".bytes().flat_map(|b| [b, 0, 0, 0]).collect();
+    assert_eq!(&chrom[chrom.len() - 32..], [utf32.clone(), utf32].concat());
+    let mut read = |name: &str| npyz::NpyFile::new(std::io::Cursor::new(bytes(name))).unwrap();
+    let ism = read("ism.npy");
+    assert_eq!(ism.shape(), &[2, 4, 4]);
+    let ism: Vec<f32> = ism.into_vec().unwrap();
+    let contrib: Vec<f32> = read("contrib.npy").into_vec().unwrap();
+    let onehot: Vec<f32> = read("onehot.npy").into_vec().unwrap();
+    assert_eq!(read("start.npy").into_vec::<i64>().unwrap(), [57, 110]);
+    assert_eq!(read("end.npy").into_vec::<i64>().unwrap(), [61, 112]);
+    let at = |n: usize, b: usize, i: u64| n * 16 + b * 4 + i as usize;
+    for (pos, reference, alt, llr) in rows {
+        let (n, offset) = if *pos <= 61 {
+            (0, pos - 58)
+        } else {
+            (1, pos - 111)
+        };
+        let base = |s: &str| "ACGT".find(s).unwrap();
+        assert!((ism[at(n, base(alt), offset)] as f64 - llr).abs() < 1e-5);
+        assert_eq!(ism[at(n, base(reference), offset)], 0.0);
+        assert_eq!(onehot[at(n, base(reference), offset)], 1.0);
+        let mean: f64 = rows
+            .iter()
+            .filter(|r| r.0 == *pos)
+            .map(|r| r.3)
+            .sum::<f64>()
+            / 3.0;
+        assert!((contrib[at(n, base(reference), offset)] as f64 + mean).abs() < 1e-5);
+    }
+    assert_eq!(onehot.iter().sum::<f32>(), 6.0, "six scored bases");
+    assert!((0..4).all(|b| (2..4).all(|i| onehot[at(1, b, i)] == 0.0 && ism[at(1, b, i)] == 0.0)));
 }

@@ -277,7 +277,7 @@ fn datasets_and_checkpoints_that_do_not_fit_are_refused() {
         ],
         &[
             "pairs.safetensors",
-            "--vcf and --bedgraph need a dataset of variant windows",
+            "--vcf, --bedgraph and --npz need a dataset of variant windows",
         ],
     ); // --variants naming another file than the dataset's: a scored record moved (line 6, I:24,
        // is now I:25).
@@ -419,4 +419,57 @@ fn a_moved_dataset_finds_its_variants_file_beside_it() {
         "{e}"
     );
     assert!(!std::path::Path::new(&out("t.vcf")).exists());
+}
+
+/// `--saturate` scored by a bi-strand model: --npz puts the interval's nine substitutions on one
+/// row, each where the TSV has it.
+#[test]
+fn a_bistrand_model_writes_the_saturation_npz() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _) = inputs(dir.path(), "complement");
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    std::fs::write(p("s.bed"), "I\t20\t23\n").unwrap();
+    mask_pairs(&[
+        "--reference",
+        &p("ref.fa"),
+        "--saturate",
+        &p("s.bed"),
+        "--window",
+        "16",
+        "-o",
+        &p("sat.safetensors"),
+    ]);
+    let ckpt = dir.path().join("m.safetensors");
+    bistrand_checkpoint(&ckpt, Pairing::Complement);
+    let o = predict(&[
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--dataset",
+        &p("sat.safetensors"),
+        "-o",
+        &p("s.tsv"),
+        "--npz",
+        &p("s.npz"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(p("s.npz")).unwrap()).unwrap();
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut zip.by_name("ism.npy").unwrap(), &mut bytes).unwrap();
+    let ism = npyz::NpyFile::new(&bytes[..]).unwrap();
+    assert_eq!(ism.shape(), &[1, 4, 3]);
+    let ism: Vec<f32> = ism.into_vec().unwrap();
+    let rows = read_tsv(Path::new(&p("s.tsv")));
+    assert_eq!(rows.len(), 9);
+    for r in &rows {
+        assert_eq!(r["id"], "I:21-23");
+        let offset = r["pos"].parse::<usize>().unwrap() - 21;
+        let alt = "ACGT".find(r["alt"].as_str()).unwrap();
+        let llr: f32 = r["llr"].parse().unwrap();
+        assert!((ism[alt * 3 + offset] - llr).abs() < 1e-5, "{r:?}");
+    }
+    assert_eq!(
+        ism.iter().filter(|&&x| x == 0.0).count(),
+        3,
+        "the genome's own bases"
+    );
 }

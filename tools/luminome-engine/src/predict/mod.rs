@@ -11,6 +11,7 @@ use luminome_io::atomic::Commit;
 use crate::models::classifier::predictor::ClassOutputs;
 
 pub mod embeddings;
+pub mod saturation;
 pub mod variants;
 use crate::models::FamilyConfig;
 
@@ -24,6 +25,8 @@ pub struct ExtraOutputs {
     /// The variants file the VCF output copies its records from [default: the one the dataset
     /// was built from].
     pub variants: Option<PathBuf>,
+    /// Saturated variant datasets: every interval's substitutions as (N, 4, L) npz arrays.
+    pub npz: Option<PathBuf>,
     /// Chromosome sizes (a `.fai` or `chrom.sizes`) for a bigWig track.
     pub chrom_sizes: Option<PathBuf>,
     /// Per-record embeddings (safetensors), for the families that write them here.
@@ -32,7 +35,7 @@ pub struct ExtraOutputs {
 
 impl ExtraOutputs {
     pub fn any(&self) -> bool {
-        self.vcf.is_some() || self.bedgraph.is_some()
+        self.vcf.is_some() || self.bedgraph.is_some() || self.npz.is_some()
     }
 }
 
@@ -71,7 +74,7 @@ pub trait Predictor {
     fn check_extra(&self, extra: &ExtraOutputs) -> Result<()> {
         if extra.any() {
             bail!(
-                "--vcf and --bedgraph are written for variant datasets scored by a bi-strand model"
+                "--vcf, --bedgraph and --npz are written for variant datasets scored by a bi-strand or published Caduceus model"
             );
         }
         Ok(())

@@ -14,6 +14,7 @@ use luminome_io::pair_dataset::{PairDataset, VariantSite};
 use luminome_io::reference::Reference;
 use luminome_io::variant_scores::{write_scored_vcf, AlleleScore, Indexing, VariantScores};
 
+use super::saturation::{saturated_bed, Saturation};
 use super::ExtraOutputs;
 
 /// The scores of the alleles predicted so far, kept for the VCF and the track.
@@ -22,6 +23,8 @@ pub struct VariantOutputs {
     scores: VariantScores,
     /// Lowest LLR per (chrom, 0-based position).
     track: BTreeMap<(String, u64), f32>,
+    /// Every substitution by interval, for a saturated dataset (--npz).
+    saturation: Option<Saturation>,
 }
 
 impl VariantOutputs {
@@ -32,9 +35,18 @@ impl VariantOutputs {
         o
     }
 
+    /// Outputs for `dataset`: a saturated one's also keep each interval's substitutions.
+    pub fn of_dataset(mut self, dataset: &PairDataset) -> Self {
+        self.saturation = saturated_bed(dataset).map(|_| Saturation::default());
+        self
+    }
+
     /// Records the score of one ALT allele of `v`.
-    pub fn record(&mut self, v: &VariantSite, score: AlleleScore) {
+    pub fn record(&mut self, v: &VariantSite, score: AlleleScore) -> Result<()> {
         let llr = score.llr;
+        if let Some(s) = &mut self.saturation {
+            s.record(v, llr)?;
+        }
         self.scores
             .alleles
             .insert((v.line, v.alternate.clone()), score);
@@ -45,13 +57,20 @@ impl VariantOutputs {
             .entry((v.chrom.clone(), v.pos - 1))
             .or_insert(llr);
         *slot = slot.min(llr);
+        Ok(())
     }
 
     /// Checks, before any output, that the extra outputs can be written for `dataset`.
     pub fn check_extra(dataset: &PairDataset, variants: bool, extra: &ExtraOutputs) -> Result<()> {
         if extra.any() && !variants {
             bail!(
-                "{}: --vcf and --bedgraph need a dataset of variant windows (luminome-mask-pairs --variants)",
+                "{}: --vcf, --bedgraph and --npz need a dataset of variant windows (luminome-mask-pairs --variants or --saturate)",
+                dataset.path().display()
+            );
+        }
+        if extra.npz.is_some() && saturated_bed(dataset).is_none() {
+            bail!(
+                "{}: --npz writes each interval of luminome-mask-pairs --saturate as (4, L) arrays; this dataset's variants come from a file (their scores are in the TSV, or --vcf)",
                 dataset.path().display()
             );
         }
@@ -124,6 +143,15 @@ impl VariantOutputs {
             }
             files.push(Box::new(w));
         }
+        if let Some(dest) = &extra.npz {
+            let saturation = self.saturation.as_ref().with_context(|| {
+                format!(
+                    "internal: {} was not opened as a saturated dataset",
+                    dataset.path().display()
+                )
+            })?;
+            files.push(Box::new(saturation.write_npz(dest)?));
+        }
         Ok(files)
     }
 }
@@ -144,14 +172,9 @@ fn reference_contigs(dataset: &PairDataset) -> Vec<(String, u64)> {
 /// stored (from the current folder), then from the dataset's folder, then by its file name in
 /// the dataset's folder; none existing is an error naming every try and `--variants`.
 fn variants_source(dataset: &PairDataset, extra: &ExtraOutputs) -> Result<PathBuf> {
-    if let Some(bed) = dataset
-        .meta()
-        .sources
-        .get(1)
-        .and_then(|s| s.strip_prefix("saturate:"))
-    {
+    if let Some(bed) = saturated_bed(dataset) {
         bail!(
-            "{}: built by luminome-mask-pairs --saturate {bed} (every substitution of its intervals), so there are no VCF records to annotate; the TSV has a row per substitution and the bedGraph the lowest LLR per base",
+            "{}: built by luminome-mask-pairs --saturate {bed} (every substitution of its intervals), so there are no VCF records to annotate; the TSV has a row per substitution, the bedGraph the lowest LLR per base and --npz every interval as (4, L) arrays",
             dataset.path().display()
         );
     }

@@ -154,8 +154,8 @@ impl PairPredictor {
         let input = PairInput::open(checkpoint, dataset, device)?;
         Ok(Self {
             variants: input.is_variant_dataset(),
+            outputs: VariantOutputs::default().of_dataset(&input.dataset),
             input,
-            outputs: VariantOutputs::default(),
             totals: [0.0; 5],
         })
     }
@@ -202,7 +202,7 @@ impl PairPredictor {
             let llr_a = lp_a[w][ac] - lp_a[w][rc];
             let llr_b = lp_b[w][ab] - lp_b[w][rb];
             let llr = 0.5 * (llr_a + llr_b);
-            self.outputs.record(v, AlleleScore { llr, llr_a, llr_b });
+            self.outputs.record(v, AlleleScore { llr, llr_a, llr_b })?;
             let values = variant_values(v, [Some(llr), Some(llr_a), Some(llr_b)], &row.info);
             out.push(PredictionRow {
                 record: row.record,

@@ -104,13 +104,14 @@ impl CaduceusPredictor {
             );
         }
         let bases = base_ids(&model.tokenizer).context("the model's vocabulary has no A/C/G/T")?;
+        let outputs = VariantOutputs::described(VCF_DESCRIPTIONS).of_dataset(&ds);
         Ok(Self {
             model,
             dataset: ds,
             index,
             bases,
             strands: Strands::default(),
-            outputs: VariantOutputs::described(VCF_DESCRIPTIONS),
+            outputs,
             embeddings: None,
             device,
         })
@@ -294,7 +295,7 @@ impl Predictor for CaduceusPredictor {
                     llr_a: llr_fwd,
                     llr_b: llr_rc.unwrap_or(f32::NAN),
                 },
-            );
+            )?;
             let values = variant_values(v, [Some(llr), Some(llr_fwd), llr_rc], &row.info);
             out.push(PredictionRow {
                 record: row.record,
