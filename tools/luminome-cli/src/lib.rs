@@ -281,7 +281,23 @@ pub fn shorten_message(message: &str) -> String {
 
 /// The command line as a shell would take it back (arguments with other characters quoted).
 pub fn command_line() -> String {
-    quote_args(std::env::args())
+    match COMMAND_LINE.get() {
+        Some(c) => c.clone(),
+        None => quote_args(std::env::args()),
+    }
+}
+
+static COMMAND_LINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Makes [`command_line`] record the process's arguments without the values `drop` marks
+/// (`drop(i, arg)`, `i` from 0, the program name included): luminome-predict --gather writes
+/// what the unsharded command would have written. The first call wins.
+pub fn record_command_without(drop: impl Fn(usize, &str) -> bool) {
+    let kept = std::env::args()
+        .enumerate()
+        .filter(|(i, a)| !drop(*i, a))
+        .map(|(_, a)| a);
+    let _ = COMMAND_LINE.set(quote_args(kept));
 }
 
 fn quote_args(args: impl Iterator<Item = String>) -> String {

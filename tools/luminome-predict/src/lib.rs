@@ -11,6 +11,7 @@
 
 pub mod args;
 pub mod retrieval;
+pub mod shard;
 
 use std::io::Write;
 use std::path::Path;
@@ -147,6 +148,9 @@ fn run_on_pool(args: &PredictArgs) -> Result<()> {
     if let Some(v) = &args.variants {
         inputs.push(("--variants", v.as_path()));
     }
+    for part in &args.gather {
+        inputs.push(("--gather", part.as_path()));
+    }
     let corpus_index = args
         .corpus
         .as_deref()
@@ -171,7 +175,13 @@ fn run_on_pool(args: &PredictArgs) -> Result<()> {
     luminome_io::atomic::check_outputs_distinct(&outputs, &inputs)?;
     {
         use luminome_io::atomic::{check_extension, OutputKind};
-        check_extension("-o", &args.output, OutputKind::Tsv)?;
+        let part = args.shard.is_some();
+        let kind = if part {
+            OutputKind::Safetensors
+        } else {
+            OutputKind::Tsv
+        };
+        check_extension("-o", &args.output, kind)?;
         for (flag, path, kind) in [
             ("--metrics", &args.metrics, OutputKind::Tsv),
             ("--vcf", &args.vcf, OutputKind::Vcf),
@@ -206,6 +216,9 @@ fn run_on_pool(args: &PredictArgs) -> Result<()> {
     }
     let kind = read_checkpoint_meta(args.checkpoint())?.model.kind();
     if kind == "dual" {
+        if args.shard.is_some() || !args.gather.is_empty() {
+            bail!("--shard and --gather are not for dual encoders (a retrieval run ranks every query against the whole corpus)");
+        }
         if args.subset.is_some()
             || args.variants.is_some()
             || args.vcf.is_some()
@@ -314,6 +327,81 @@ fn run_get(args: &PredictArgs, checkpoint: &Path, device: Device) -> Result<()> 
     write_predictions(args, &mut predictor)
 }
 
+/// Predicts `records`, batch by batch, writing their TSV rows to `out`.
+fn predict_rows(
+    args: &PredictArgs,
+    predictor: &mut dyn Predictor,
+    records: std::ops::Range<usize>,
+    out: &mut impl Write,
+) -> Result<()> {
+    let bar = progress_bar(records.len() as u64, args.runtime.quiet);
+    let records: Vec<usize> = records.collect();
+    for chunk in records.chunks(args.batch_size) {
+        for row in predictor.predict(chunk)? {
+            let values = row.values.join("\t");
+            writeln!(out, "{}\t{}\t{values}", row.record, row.name)?;
+        }
+        bar.inc(chunk.len() as u64);
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// `--shard I/N`: predicts the part's records and writes the part file (-o).
+fn predict_shard(
+    args: &PredictArgs,
+    predictor: &mut dyn Predictor,
+    spec: shard::ShardSpec,
+    header: &str,
+) -> Result<()> {
+    let n = predictor.len();
+    let range = spec.records(n, args.batch_size);
+    let mut rows = Vec::new();
+    predict_rows(args, predictor, range.clone(), &mut rows)?;
+    let part = shard::Part {
+        spec,
+        range: range.clone(),
+        rows,
+        tally: predictor.tally(),
+    };
+    shard::write_part(&args.output, args, n, header, &part)?.commit()?;
+    if !args.runtime.quiet {
+        eprintln!(
+            "luminome-predict: part {spec}, records {}..{} of {n} → {}",
+            range.start,
+            range.end,
+            args.output.display()
+        );
+    }
+    Ok(())
+}
+
+/// `--gather PARTS`: the parts' rows to `out`, their tallies replayed so the metrics and extra
+/// outputs are the unsharded run's; returns the metrics.
+fn gather_parts(
+    args: &PredictArgs,
+    predictor: &mut dyn Predictor,
+    extra: &ExtraOutputs,
+    header: &str,
+    out: &mut impl Write,
+) -> Result<Option<Vec<(String, String)>>> {
+    let all: Vec<String> = std::env::args().collect();
+    luminome_cli::record_command_without(|i, _| shard::is_gather_arg(&all, i));
+    let gathered = shard::gather(args, predictor.len(), header)?;
+    let metrics = match (&gathered.tally, predictor.tally().is_some()) {
+        (Some(tally), true) => {
+            predictor.replay(tally)?;
+            predictor.metrics()?
+        }
+        _ if args.metrics.is_some() || extra.any() => bail!(
+            "--gather: this model's parts carry only their rows, so --metrics, --vcf, --bedgraph and --npz cannot be gathered; run those unsharded"
+        ),
+        _ => None,
+    };
+    out.write_all(&gathered.rows)?;
+    Ok(metrics)
+}
+
 /// Runs `predictor` over the dataset and writes the TSV, the metrics and the extra outputs.
 fn write_predictions(args: &PredictArgs, predictor: &mut dyn Predictor) -> Result<()> {
     let extra = ExtraOutputs {
@@ -343,27 +431,21 @@ fn write_predictions(args: &PredictArgs, predictor: &mut dyn Predictor) -> Resul
             }
         );
     }
-    let mut out = AtomicWriter::create(&args.output)?;
     let mut header = vec!["record".to_string(), "name".to_string()];
     header.extend(predictor.columns());
-    writeln!(out, "{}", header.join("\t"))?;
+    let header = header.join("\t");
     let n = predictor.len();
-    let bar = progress_bar(n as u64, args.runtime.quiet);
-    let records: Vec<usize> = (0..n).collect();
-    for chunk in records.chunks(args.batch_size) {
-        for row in predictor.predict(chunk)? {
-            writeln!(
-                out,
-                "{}\t{}\t{}",
-                row.record,
-                row.name,
-                row.values.join("\t")
-            )?;
-        }
-        bar.inc(chunk.len() as u64);
+    if let Some(spec) = args.shard {
+        return predict_shard(args, predictor, spec, &header);
     }
-    bar.finish_and_clear();
-    let metrics = predictor.metrics()?;
+    let mut out = AtomicWriter::create(&args.output)?;
+    writeln!(out, "{header}")?;
+    let metrics = if args.gather.is_empty() {
+        predict_rows(args, predictor, 0..n, &mut out)?;
+        predictor.metrics()?
+    } else {
+        gather_parts(args, predictor, &extra, &header, &mut out)?
+    };
     let metrics_file = match (&args.metrics, &metrics) {
         (Some(path), Some(rows)) => {
             let mut w = AtomicWriter::create(path)?;

@@ -39,6 +39,18 @@ impl ExtraOutputs {
     }
 }
 
+/// The exact numbers behind a predictor's extra outputs and metrics, `width` per predicted
+/// record: what each shard of a sharded run (`luminome-predict --shard`) carries to the gather,
+/// which replays them so its outputs are those of one run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    pub width: usize,
+    /// Dataset row numbers, ascending.
+    pub records: Vec<u64>,
+    /// `records.len() × width`, row-major.
+    pub values: Vec<f32>,
+}
+
 /// A model bound to the dataset it predicts on.
 pub trait Predictor {
     /// Records in the dataset.
@@ -84,6 +96,18 @@ pub trait Predictor {
     /// predictions).
     fn write_extra(&mut self, _extra: &ExtraOutputs) -> Result<Vec<Box<dyn Commit>>> {
         Ok(Vec::new())
+    }
+
+    /// The tally of everything predicted so far, for families whose extra outputs or metrics
+    /// a sharded run gathers; `None` (the default): a gathered run writes only the TSV.
+    fn tally(&self) -> Option<Tally> {
+        None
+    }
+
+    /// Replays the tallies of a sharded run's parts, in record order, as if those records had
+    /// been predicted here. Called only on predictors whose [`Predictor::tally`] is `Some`.
+    fn replay(&mut self, _tally: &Tally) -> Result<()> {
+        bail!("internal: this model keeps no tally to replay")
     }
 
     /// Classifiers whose prediction is the most probable class: the label value of each class,

@@ -15,7 +15,7 @@ use luminome_io::reference::Reference;
 use luminome_io::variant_scores::{write_scored_vcf, AlleleScore, Indexing, VariantScores};
 
 use super::saturation::{saturated_bed, Saturation};
-use super::ExtraOutputs;
+use super::{ExtraOutputs, Tally};
 
 /// The scores of the alleles predicted so far, kept for the VCF and the track.
 #[derive(Default)]
@@ -25,6 +25,8 @@ pub struct VariantOutputs {
     track: BTreeMap<(String, u64), f32>,
     /// Every substitution by interval, for a saturated dataset (--npz).
     saturation: Option<Saturation>,
+    /// Each recorded record and its three scores (a sharded run's part).
+    tally: Tally,
 }
 
 impl VariantOutputs {
@@ -41,9 +43,12 @@ impl VariantOutputs {
         self
     }
 
-    /// Records the score of one ALT allele of `v`.
-    pub fn record(&mut self, v: &VariantSite, score: AlleleScore) -> Result<()> {
+    /// Records the score of one ALT allele of `v`, dataset row `record`.
+    pub fn record(&mut self, record: usize, v: &VariantSite, score: AlleleScore) -> Result<()> {
         let llr = score.llr;
+        self.tally.width = 3;
+        self.tally.records.push(record as u64);
+        self.tally.values.extend([llr, score.llr_a, score.llr_b]);
         if let Some(s) = &mut self.saturation {
             s.record(v, llr)?;
         }
@@ -57,6 +62,40 @@ impl VariantOutputs {
             .entry((v.chrom.clone(), v.pos - 1))
             .or_insert(llr);
         *slot = slot.min(llr);
+        Ok(())
+    }
+
+    /// What [`Self::record`] was given, in order.
+    pub fn tally(&self) -> Tally {
+        Tally {
+            width: 3,
+            ..self.tally.clone()
+        }
+    }
+
+    /// Records a shard's tally again: `site` gives the variant of a dataset row.
+    pub fn replay<'a>(
+        &mut self,
+        tally: &Tally,
+        site: impl Fn(usize) -> Option<&'a VariantSite>,
+    ) -> Result<()> {
+        if tally.width != 3 || tally.values.len() != 3 * tally.records.len() {
+            bail!(
+                "a shard's tally holds {} values per record, not the 3 scores of a variant",
+                tally.width
+            );
+        }
+        for (&r, s) in tally.records.iter().zip(tally.values.chunks_exact(3)) {
+            let v = site(r as usize).with_context(|| {
+                format!("a shard's tally names record {r}, which is no variant of the dataset")
+            })?;
+            let score = AlleleScore {
+                llr: s[0],
+                llr_a: s[1],
+                llr_b: s[2],
+            };
+            self.record(r as usize, v, score)?;
+        }
         Ok(())
     }
 

@@ -25,7 +25,7 @@ use super::task::PairTensors;
 use crate::checkpoint::{read_checkpoint_meta, Checkpoint};
 use crate::input::check_dataset_kind;
 use crate::predict::variants::{variant_columns, variant_values, windows_of, VariantOutputs};
-use crate::predict::{ExtraOutputs, PredictionRow, Predictor};
+use crate::predict::{ExtraOutputs, PredictionRow, Predictor, Tally};
 
 /// The class (A, C, G, T = 0..3) of a base letter.
 fn class_of(base: &str) -> Option<usize> {
@@ -202,7 +202,8 @@ impl PairPredictor {
             let llr_a = lp_a[w][ac] - lp_a[w][rc];
             let llr_b = lp_b[w][ab] - lp_b[w][rb];
             let llr = 0.5 * (llr_a + llr_b);
-            self.outputs.record(v, AlleleScore { llr, llr_a, llr_b })?;
+            self.outputs
+                .record(r, v, AlleleScore { llr, llr_a, llr_b })?;
             let values = variant_values(v, [Some(llr), Some(llr_a), Some(llr_b)], &row.info);
             out.push(PredictionRow {
                 record: row.record,
@@ -316,5 +317,16 @@ impl Predictor for PairPredictor {
 
     fn write_extra(&mut self, extra: &ExtraOutputs) -> Result<Vec<Box<dyn Commit>>> {
         self.outputs.write_extra(&self.input.dataset, extra)
+    }
+
+    /// Variant datasets only: evaluation mode's sums are not kept per record.
+    fn tally(&self) -> Option<Tally> {
+        self.variants.then(|| self.outputs.tally())
+    }
+
+    fn replay(&mut self, tally: &Tally) -> Result<()> {
+        let index = &self.input.index;
+        self.outputs
+            .replay(tally, |r| index.get(r).and_then(|row| row.variant.as_ref()))
     }
 }

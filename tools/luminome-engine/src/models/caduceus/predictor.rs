@@ -21,7 +21,7 @@ use luminome_io::variant_scores::AlleleScore;
 
 use super::Caduceus;
 use crate::predict::variants::{variant_columns, variant_values, windows_of, VariantOutputs};
-use crate::predict::{ExtraOutputs, PredictionRow, Predictor};
+use crate::predict::{ExtraOutputs, PredictionRow, Predictor, Tally};
 
 /// Which windows a score averages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -289,6 +289,7 @@ impl Predictor for CaduceusPredictor {
                 None => llr_fwd,
             };
             self.outputs.record(
+                r,
                 v,
                 AlleleScore {
                     llr,
@@ -312,6 +313,16 @@ impl Predictor for CaduceusPredictor {
 
     fn check_extra(&self, extra: &ExtraOutputs) -> Result<()> {
         VariantOutputs::check_extra(&self.dataset, true, extra)
+    }
+
+    fn tally(&self) -> Option<Tally> {
+        Some(self.outputs.tally())
+    }
+
+    fn replay(&mut self, tally: &Tally) -> Result<()> {
+        let index = &self.index;
+        self.outputs
+            .replay(tally, |r| index.get(r).and_then(|row| row.variant.as_ref()))
     }
 
     fn write_extra(&mut self, extra: &ExtraOutputs) -> Result<Vec<Box<dyn Commit>>> {

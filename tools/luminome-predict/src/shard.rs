@@ -1,0 +1,324 @@
+//! Sharded prediction for clusters: `--shard I/N` predicts one contiguous part of the dataset's
+//! records and writes a part file; `--gather PARTS` joins the parts into the outputs of one run.
+//!
+//! A shard is whole batches of `--batch-size` records, so every batch it runs is a batch of the
+//! unsharded run and its numbers are the same bits (a batch's composition can move the last
+//! float bit). A part holds the TSV rows as written and the predictor's [`Tally`] (the exact
+//! scores behind the VCF, track, npz and metrics); the gather replays the tallies in record
+//! order, so its outputs are the unsharded run's, byte for byte.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use anyhow::{bail, Context, Result};
+use luminome_engine::predict::Tally;
+use luminome_io::tensorfile::{write_tensors, ElemType, TensorFile};
+use safetensors::tensor::TensorView;
+use safetensors::Dtype;
+
+use crate::args::PredictArgs;
+
+/// Part I of N, 1-based.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardSpec {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl FromStr for ShardSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let parsed = s.split_once('/').and_then(|(i, n)| {
+            let (index, count) = (i.trim().parse().ok()?, n.trim().parse().ok()?);
+            (1..=count)
+                .contains(&index)
+                .then_some(Self { index, count })
+        });
+        parsed.ok_or_else(|| format!("{s:?} is not I/N with 1 <= I <= N (e.g. 2/8)"))
+    }
+}
+
+impl std::fmt::Display for ShardSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl ShardSpec {
+    /// Its records among `n`: batches `⌊(I−1)·B/N⌋ .. ⌊I·B/N⌋` of the `B` batches of `batch`
+    /// records (a part may be empty when N exceeds the batches).
+    pub fn records(&self, n: usize, batch: usize) -> Range<usize> {
+        let batches = n.div_ceil(batch);
+        let first = (self.index - 1) * batches / self.count;
+        let end = self.index * batches / self.count;
+        (first * batch).min(n)..(end * batch).min(n)
+    }
+}
+
+/// Metadata keys of a part file.
+const KIND: &str = "luminome_predict_part";
+
+/// What a part records of the run that made it; the gather checks the parts agree with each
+/// other and with its own arguments.
+fn run_identity(args: &PredictArgs, n: usize, header: &str) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    m.insert("records".into(), n.to_string());
+    m.insert("batch_size".into(), args.batch_size.to_string());
+    m.insert("header".into(), header.to_string());
+    m.insert("dataset_bytes".into(), file_bytes(&args.dataset));
+    let checkpoints: Vec<String> = args.checkpoints.iter().map(|c| file_bytes(c)).collect();
+    m.insert("checkpoint_bytes".into(), checkpoints.join(","));
+    m
+}
+
+/// A file's size, a folder's total of its files (a published checkpoint), or the name as given
+/// (`hf:ORG/NAME`): enough to catch a part of another dataset or model.
+fn file_bytes(path: &Path) -> String {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => m.len().to_string(),
+        Ok(m) if m.is_dir() => std::fs::read_dir(path)
+            .map(|d| {
+                d.filter_map(|e| e.ok()?.metadata().ok())
+                    .filter(|m| m.is_file())
+                    .map(|m| m.len())
+                    .sum::<u64>()
+            })
+            .unwrap_or(0)
+            .to_string(),
+        _ => path.display().to_string(),
+    }
+}
+
+/// One shard's output, written by [`write_part`].
+pub struct Part {
+    pub spec: ShardSpec,
+    pub range: Range<usize>,
+    /// The TSV rows (no header), as the unsharded run writes them.
+    pub rows: Vec<u8>,
+    pub tally: Option<Tally>,
+}
+
+/// Writes `part` to `dest` (committed by the caller).
+pub fn write_part(
+    dest: &Path,
+    args: &PredictArgs,
+    n: usize,
+    header: &str,
+    part: &Part,
+) -> Result<luminome_io::atomic::AtomicFile> {
+    let mut meta = run_identity(args, n, header);
+    meta.insert(KIND.into(), "1".into());
+    meta.insert("shard".into(), part.spec.to_string());
+    meta.insert("first_record".into(), part.range.start.to_string());
+    meta.insert("end_record".into(), part.range.end.to_string());
+    meta.insert("version".into(), env!("CARGO_PKG_VERSION").into());
+    let mut tensors = vec![(
+        "rows".to_string(),
+        TensorView::new(Dtype::U8, vec![part.rows.len()], &part.rows)?,
+    )];
+    let (records, values);
+    if let Some(t) = &part.tally {
+        records = t
+            .records
+            .iter()
+            .flat_map(|r| r.to_le_bytes())
+            .collect::<Vec<u8>>();
+        values = t
+            .values
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>();
+        let shape = vec![t.records.len(), t.width];
+        tensors.push((
+            "tally_records".into(),
+            TensorView::new(Dtype::I64, vec![t.records.len()], &records)?,
+        ));
+        tensors.push((
+            "tally_values".into(),
+            TensorView::new(Dtype::F32, shape, &values)?,
+        ));
+    }
+    write_tensors(dest, &tensors, &meta)
+}
+
+/// The parts of `--gather`, checked and in shard order: the rows to write and the tallies to
+/// replay (`None` when the parts carry none).
+pub struct Gathered {
+    pub rows: Vec<u8>,
+    pub tally: Option<Tally>,
+}
+
+/// Reads and checks every part: each of 1..N once, all of one run (records, batch size, TSV
+/// header, dataset and checkpoint sizes, as `args` and `n` give them now), contiguous records
+/// from 0 to `n`.
+pub fn gather(args: &PredictArgs, n: usize, header: &str) -> Result<Gathered> {
+    let expected = run_identity(args, n, header);
+    let mut parts: BTreeMap<usize, (PathBuf, TensorFile, ShardSpec)> = BTreeMap::new();
+    let mut count = None;
+    for path in &args.gather {
+        let file = TensorFile::open(path)?;
+        let meta = file.metadata();
+        if meta.get(KIND).map(String::as_str) != Some("1") {
+            bail!("{}: not a part of luminome-predict --shard", path.display());
+        }
+        for (key, want) in &expected {
+            let have = meta.get(key).map(String::as_str).unwrap_or("");
+            if have != want {
+                bail!("{}: its {key} is {have:?} where this run has {want:?}: a part of another run (dataset, model, --batch-size or columns)", path.display());
+            }
+        }
+        let spec: ShardSpec = meta
+            .get("shard")
+            .map_or("", |s| s)
+            .parse()
+            .map_err(|e| anyhow::anyhow!("{}: shard {e}", path.display()))?;
+        if *count.get_or_insert(spec.count) != spec.count {
+            bail!(
+                "{}: part {spec}, where the first part said {} parts",
+                path.display(),
+                count.unwrap_or(0)
+            );
+        }
+        if let Some((other, _, _)) = parts.get(&spec.index) {
+            bail!(
+                "{} and {} are both part {spec}",
+                other.display(),
+                path.display()
+            );
+        }
+        parts.insert(spec.index, (path.clone(), file, spec));
+    }
+    let count = count.context("--gather needs the part files")?;
+    let missing: Vec<String> = (1..=count)
+        .filter(|i| !parts.contains_key(i))
+        .map(|i| format!("{i}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "--gather: parts {} are missing (rerun those shards)",
+            missing.join(", ")
+        );
+    }
+    join(parts.into_values(), n)
+}
+
+/// Concatenates the parts' rows and tallies, checking their records follow on.
+fn join(
+    parts: impl Iterator<Item = (PathBuf, TensorFile, ShardSpec)>,
+    n: usize,
+) -> Result<Gathered> {
+    let (mut rows, mut tally, mut next) = (Vec::new(), None::<Tally>, 0usize);
+    for (path, file, spec) in parts {
+        let meta = file.metadata();
+        let bound = |k: &str| -> Result<usize> {
+            meta.get(k)
+                .and_then(|v| v.parse().ok())
+                .with_context(|| format!("{}: no {k} in its metadata", path.display()))
+        };
+        let range = bound("first_record")?..bound("end_record")?;
+        if range != spec.records(n, bound("batch_size")?) || range.start != next {
+            bail!(
+                "{}: part {spec} holds records {range:?}, not those that follow record {next}",
+                path.display()
+            );
+        }
+        next = range.end;
+        rows.extend_from_slice(file.require("rows")?.bytes);
+        if let Some(records) = file.tensor("tally_records") {
+            let values = file.require("tally_values")?;
+            let width = values.shape.get(1).copied().unwrap_or(0);
+            let fits = records.elem == ElemType::I64
+                && values.elem == ElemType::F32
+                && values.shape.first() == records.shape.first();
+            if !fits || tally.as_ref().is_some_and(|t| t.width != width) {
+                bail!(
+                    "{}: its tally is not one this run's parts write",
+                    path.display()
+                );
+            }
+            let t = tally.get_or_insert_with(|| Tally {
+                width,
+                ..Tally::default()
+            });
+            let le8 = |c: &[u8]| <[u8; 8]>::try_from(c).expect("8 bytes");
+            let le4 = |c: &[u8]| <[u8; 4]>::try_from(c).expect("4 bytes");
+            t.records.extend(
+                records
+                    .bytes
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(le8(c))),
+            );
+            t.values.extend(
+                values
+                    .bytes
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes(le4(c))),
+            );
+        }
+    }
+    if next != n {
+        bail!("--gather: the parts end at record {next} of {n}");
+    }
+    Ok(Gathered { rows, tally })
+}
+
+/// Whether argument `i` of the process belongs to `--gather` (the flag or one of its values),
+/// so the gathered VCF records the command an unsharded run would have.
+pub fn is_gather_arg(args: &[String], i: usize) -> bool {
+    let Some(flag) = args[..=i.min(args.len() - 1)]
+        .iter()
+        .rposition(|a| a == "--gather" || a.starts_with("--gather="))
+    else {
+        return false;
+    };
+    if args[flag].starts_with("--gather=") {
+        return i == flag;
+    }
+    // The flag, then its values up to the next option.
+    i == flag
+        || args[flag + 1..=i]
+            .iter()
+            .all(|a| !a.starts_with('-') || a == "-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_are_whole_batches_covering_every_record_once() {
+        for n in [0, 1, 5, 64, 65, 1000] {
+            for count in 1..=7 {
+                let mut next = 0;
+                for index in 1..=count {
+                    let r = ShardSpec { index, count }.records(n, 16);
+                    assert_eq!(r.start, next, "n {n} shard {index}/{count}");
+                    assert!(r.start % 16 == 0 || r.start == n);
+                    next = r.end;
+                }
+                assert_eq!(next, n);
+            }
+        }
+        assert!("0/3".parse::<ShardSpec>().is_err() && "4/3".parse::<ShardSpec>().is_err());
+        assert_eq!(
+            "2/3".parse::<ShardSpec>().unwrap(),
+            ShardSpec { index: 2, count: 3 }
+        );
+    }
+
+    #[test]
+    fn the_gather_flag_and_its_values_are_left_out_of_the_command() {
+        let args: Vec<String> = "p --checkpoint m --gather a b -o x.tsv --gather=c"
+            .split(' ')
+            .map(String::from)
+            .collect();
+        let kept: Vec<&str> = (0..args.len())
+            .filter(|&i| !is_gather_arg(&args, i))
+            .map(|i| args[i].as_str())
+            .collect();
+        assert_eq!(kept, ["p", "--checkpoint", "m", "-o", "x.tsv"]);
+    }
+}
