@@ -41,7 +41,7 @@ def main_nf_channels(text: str):
     inputs = []
     for line in section(text, "input", "output").splitlines():
         code = line.split("//")[0].strip()
-        if code.startswith("tuple"):
+        if code.startswith(("tuple", "path(", "val(")):
             inputs.append([next(filter(None, m)) for m in ELEMENT.findall(code)])
         elif code.startswith(("val ", "path ")):
             inputs.append([code.split()[1]])

@@ -120,7 +120,20 @@ CASES = [
     Case("celegans_snvs_scores", "predictvariants",
          [[{"id": "celegans_snvs"}, Out("celegans_snvs", "pairs"), Out("celegans_snvs", "index"),
            td("celegans/celegans_small.snv.vcf")],
-          [{"id": "celegans_bistrand"}, Out("celegans_bistrand", "best")]]),
+          [{"id": "celegans_bistrand"}, Out("celegans_bistrand", "best")], []],
+         prefix="celegans_snvs"),
+    # The same scores as three parts gathered (-profile test's --variant_shards 3).
+    *[Case(f"celegans_snvs_part{i}", "predictshard",
+           [[{"id": "celegans_snvs", "shard": i, "shards": 3}, Out("celegans_snvs", "pairs"),
+             Out("celegans_snvs", "index")],
+            [{"id": "celegans_bistrand"}, Out("celegans_bistrand", "best")]],
+           values={"shard": f"{i}/3"}, prefix=f"celegans_snvs.{i}-of-3") for i in (1, 2, 3)],
+    Case("celegans_snvs_gathered", "predictvariants",
+         [[{"id": "celegans_snvs"}, Out("celegans_snvs", "pairs"), Out("celegans_snvs", "index"),
+           td("celegans/celegans_small.snv.vcf")],
+          [{"id": "celegans_bistrand"}, Out("celegans_bistrand", "best")],
+          [Out(f"celegans_snvs_part{i}", "part") for i in (3, 1, 2)]],
+         prefix="celegans_snvs"),
     # Regions -> expression model -> predict and importance (region dataset with its two tables).
     Case("chr22_slice", "regions",
          [[{"id": "chr22_slice", "accessibility": ["K562", "GM12878"], "expression": ["K562", "GM12878"]},
@@ -219,7 +232,7 @@ def parse_module(tool: str) -> Module:
         if not line or line.startswith("//"):
             continue
         code = line.split("//")[0]
-        if code.startswith("tuple"):
+        if code.startswith(("tuple", "path(", "val(")):
             inputs.append([Element(k, n, s or "") for k, n, s in ELEMENT.findall(code)])
         elif code.startswith(("val ", "path ")):
             kind, name = code.split()[:2]
@@ -378,6 +391,14 @@ def main() -> None:
     try:
         for case in CASES:
             run_case(case, modules[case.module], root, produced, version)
+        # Scatter-gather: three parts gathered are one task's outputs, byte for byte (the VCF's
+        # recorded command included: the gather records it without --gather).
+        for emit in ("scores", "vcf", "tbi", "bedgraph"):
+            one, gathered = (produced[(case, emit)].read_bytes()
+                             for case in ("celegans_snvs_scores", "celegans_snvs_gathered"))
+            if one != gathered:
+                raise SystemExit(f"predictvariants {emit}: three parts gathered differ from one task")
+        print("ok   celegans_snvs_gathered       the same bytes as celegans_snvs_scores (tsv, vcf, tbi, bedGraph)")
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

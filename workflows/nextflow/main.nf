@@ -28,6 +28,7 @@ include { LUMINOME_TRAIN as LUMINOME_TRAIN_CLASSIFY      } from './modules/local
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_BISTRAND      } from './modules/local/luminome/train/main'
 include { LUMINOME_MASKPAIRS                             } from './modules/local/luminome/maskpairs/main'
 include { LUMINOME_PREDICTVARIANTS                       } from './modules/local/luminome/predictvariants/main'
+include { LUMINOME_PREDICTSHARD                          } from './modules/local/luminome/predictshard/main'
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_PRETRAIN      } from './modules/local/luminome/train/main'
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_EXPRESSION    } from './modules/local/luminome/train/main'
 include { LUMINOME_PREDICT as LUMINOME_PREDICT_EXPRESSION } from './modules/local/luminome/predict/main'
@@ -242,7 +243,22 @@ workflow {
                     .filter { id, _pairs, _index -> id == params.variants_dataset }
                     .join(ch_variants)
                     .map { id, pairs, index, variants -> [[id: id], pairs, index, variants] }
-                LUMINOME_PREDICTVARIANTS(ch_score, LUMINOME_TRAIN_BISTRAND.out.best)
+                // --variant_shards N > 1: N tasks score whole batches each (LUMINOME_PREDICTSHARD),
+                // one task gathers their parts into the outputs of one run; -resume reruns only a
+                // failed part.
+                def shards = params.variant_shards as int
+                def ch_parts = channel.value([])
+                if (shards > 1) {
+                    def ch_model = LUMINOME_TRAIN_BISTRAND.out.best.first()
+                    ch_shards = ch_score
+                        .combine(channel.of(1..shards))
+                        .map { meta, pairs, index, _variants, shard -> [meta + [shard: shard, shards: shards], pairs, index] }
+                    LUMINOME_PREDICTSHARD(ch_shards, ch_model)
+                    ch_parts = LUMINOME_PREDICTSHARD.out.part
+                        .map { _meta, part -> part }
+                        .collect(sort: true)
+                }
+                LUMINOME_PREDICTVARIANTS(ch_score, LUMINOME_TRAIN_BISTRAND.out.best, ch_parts)
             }
         }
     }

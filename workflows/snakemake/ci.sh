@@ -242,6 +242,23 @@ assert bedgraph[0].startswith("track type=bedGraph"), bedgraph[0]
 assert len(bedgraph) - 1 == len({(r["chrom"], r["pos"]) for r in scores}), len(bedgraph)
 print(f"predict variants: {len(scores)} SNVs scored, VCF and bedGraph written")
 
+# celegans_snvs ran as three shards (--shard, --gather), celegans_snvs_one_job as one job:
+# the same bytes; in the VCF all but the header line that records the command (its output
+# names differ by the run id).
+variants = results / "predict" / "variants"
+for name in ("scores.tsv", "llr.bedgraph", "scores.vcf.gz"):
+    sharded, one = (variants / f"{run}.{name}" for run in ("celegans_snvs", "celegans_snvs_one_job"))
+    if name.endswith(".gz"):
+        lines = [
+            [l for l in gzip.open(f, "rt") if not l.startswith("##luminome_predictCommand")]
+            for f in (sharded, one)
+        ]
+        assert lines[0] == lines[1], f"{name}: the sharded run differs from one job"
+    else:
+        assert sharded.read_bytes() == one.read_bytes(), f"{name}: the sharded run differs from one job"
+assert not (variants / "celegans_snvs.parts").exists() or not any((variants / "celegans_snvs.parts").iterdir())
+print("predict variants: three shards gathered = one job, byte for byte")
+
 # luminome-regions: 9 genes x 2 cell types, N = 50 regions (.test/config/config.yaml).
 regions = results / "regions" / "chr22_slice.safetensors"
 tensors = load_file(regions)

@@ -352,6 +352,27 @@ def variant_inputs(wildcards):
     }
 
 
+def variant_shards(run_id):
+    """How many jobs score a variant run (1: one job, no parts)."""
+    return VARIANT_RUNS[run_id].get("shards", 1)
+
+
+def variant_parts(wildcards):
+    """The part files a sharded variant run gathers (none for one job)."""
+    count = variant_shards(wildcards.id)
+    if count == 1:
+        return []
+    return [
+        f"{OUTDIR}/predict/variants/{wildcards.id}.parts/{i}-of-{count}.part.safetensors"
+        for i in range(1, count + 1)
+    ]
+
+
+def variant_gather(wildcards, input):
+    """--gather and the parts, for a sharded run."""
+    return f"--gather {' '.join(input.parts)}" if input.parts else ""
+
+
 def variant_options(wildcards):
     parts = [PREDICT["extra"], VARIANT_RUNS[wildcards.id].get("args", "")]
     parts.append(f"--device {PREDICT['device']}")

@@ -69,9 +69,40 @@ rule predict:
 # mask_pairs dataset (reference + variants) with a train_bistrand model. Outputs per run id:
 # {outdir}/predict/variants/{id}.scores.tsv (one row per ALT allele), {id}.scores.vcf.gz (the
 # input's records with LLR, LLR_A, LLR_B and REF_MATCH in INFO) and {id}.llr.bedgraph.
+# With `shards: N` the scoring runs as N jobs (predict_variants_shard, each whole batches of
+# the dataset's records) whose parts predict_variants joins (--gather): the same bytes as one
+# job, and a failed shard reruns alone.
+rule predict_variants_shard:
+    input:
+        unpack(variant_inputs),
+    output:
+        part=temp(
+            f"{OUTDIR}/predict/variants/{{id}}.parts/{{shard}}-of-{{shards}}.part.safetensors"
+        ),
+    log:
+        f"{LOGDIR}/predict/variants/{{id}}.{{shard}}-of-{{shards}}.log",
+    wildcard_constraints:
+        id=ids_pattern(VARIANT_RUNS),
+        shard=r"[0-9]+",
+        shards=r"[0-9]+",
+    conda:
+        "../envs/luminome.yaml"
+    threads: PREDICT["threads"]
+    resources:
+        mem_mb=PREDICT["mem_mb"],
+        gpu=gpu_count(PREDICT),
+    params:
+        options=variant_options,
+    shell:
+        "luminome-predict --checkpoint {input.checkpoint} --dataset {input.dataset}"
+        " --variants {input.variants} {params.options} --threads {threads}"
+        " --shard {wildcards.shard}/{wildcards.shards} -o {output.part} 2> {log}"
+
+
 rule predict_variants:
     input:
         unpack(variant_inputs),
+        parts=variant_parts,
     output:
         scores=report(
             f"{OUTDIR}/predict/variants/{{id}}.scores.tsv",
@@ -93,9 +124,10 @@ rule predict_variants:
         gpu=gpu_count(PREDICT),
     params:
         options=variant_options,
+        gather=variant_gather,
     shell:
         "luminome-predict --checkpoint {input.checkpoint} --dataset {input.dataset}"
-        " --variants {input.variants} {params.options} --threads {threads}"
+        " --variants {input.variants} {params.options} --threads {threads} {params.gather}"
         " -o {output.scores} --vcf {output.vcf} --bedgraph {output.bedgraph} 2> {log}"
 
 
