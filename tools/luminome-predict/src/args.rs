@@ -30,6 +30,16 @@ Variant effects (a bi-strand model; a luminome-mask-pairs --variants dataset):
   LLR_B (Number=A) and REF_MATCH in INFO (BGZF when it ends in .gz); the bedGraph has the lowest
   LLR per position.
 
+Sharded across jobs (any model; a cluster's array job, one part each, then one gather):
+  luminome-predict --checkpoint bistrand/best.safetensors --dataset snv_pairs.safetensors \
+      --shard 3/8 -o part3.part.safetensors
+  luminome-predict --checkpoint bistrand/best.safetensors --dataset snv_pairs.safetensors \
+      --gather part*.part.safetensors -o snv.scores.tsv --vcf snv.scores.vcf.gz
+  A part is whole batches of --batch-size records; the gathered outputs are the bytes one job
+  writes with the same arguments and --batch-size. Variant scorers and classifiers gather every
+  output; ensembles, expression, tabular and GET models their TSV (run --metrics unsharded).
+  docs/scale-out.md.
+
 Zero-shot variant effects from a published model (Caduceus/PlantCaduceus: a checkpoint folder
 in the Hugging Face layout, or hf:ORG/NAME fetched once into the Hugging Face cache):
   luminome-mask-pairs --reference genome.fa --variants snvs.vcf.gz --window 512 \\

@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 use anyhow::{bail, Context, Result};
 use luminome_engine::predict::Tally;
-use luminome_io::tensorfile::{write_tensors, ElemType, TensorFile};
+use luminome_io::tensorfile::{write_tensors, TensorFile};
 use safetensors::tensor::TensorView;
 use safetensors::Dtype;
 
@@ -138,7 +138,7 @@ pub fn write_part(
         ));
         tensors.push((
             "tally_values".into(),
-            TensorView::new(Dtype::F32, shape, &values)?,
+            TensorView::new(Dtype::F64, shape, &values)?,
         ));
     }
     write_tensors(dest, &tensors, &meta)
@@ -227,42 +227,65 @@ fn join(
         }
         next = range.end;
         rows.extend_from_slice(file.require("rows")?.bytes);
-        if let Some(records) = file.tensor("tally_records") {
-            let values = file.require("tally_values")?;
-            let width = values.shape.get(1).copied().unwrap_or(0);
-            let fits = records.elem == ElemType::I64
-                && values.elem == ElemType::F32
-                && values.shape.first() == records.shape.first();
-            if !fits || tally.as_ref().is_some_and(|t| t.width != width) {
+        if let Some(t) = read_tally(&path)? {
+            if tally.as_ref().is_some_and(|have| have.width != t.width) {
                 bail!(
                     "{}: its tally is not one this run's parts write",
                     path.display()
                 );
             }
-            let t = tally.get_or_insert_with(|| Tally {
-                width,
+            let all = tally.get_or_insert_with(|| Tally {
+                width: t.width,
                 ..Tally::default()
             });
-            let le8 = |c: &[u8]| <[u8; 8]>::try_from(c).expect("8 bytes");
-            let le4 = |c: &[u8]| <[u8; 4]>::try_from(c).expect("4 bytes");
-            t.records.extend(
-                records
-                    .bytes
-                    .chunks_exact(8)
-                    .map(|c| u64::from_le_bytes(le8(c))),
-            );
-            t.values.extend(
-                values
-                    .bytes
-                    .chunks_exact(4)
-                    .map(|c| f32::from_le_bytes(le4(c))),
-            );
+            all.records.extend(t.records);
+            all.values.extend(t.values);
         }
     }
     if next != n {
         bail!("--gather: the parts end at record {next} of {n}");
     }
     Ok(Gathered { rows, tally })
+}
+
+/// A part's tally, when it has one: read with the safetensors crate, since luminome-io's
+/// dataset reader holds no f64 (the tally's, so a classifier's probabilities stay exact).
+fn read_tally(path: &Path) -> Result<Option<Tally>> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let file = safetensors::SafeTensors::deserialize(&bytes)
+        .map_err(|e| anyhow::anyhow!("{}: not a valid safetensors file: {e}", path.display()))?;
+    let Ok(records) = file.tensor("tally_records") else {
+        return Ok(None);
+    };
+    let values = file
+        .tensor("tally_values")
+        .map_err(|_| anyhow::anyhow!("{}: tally_records without tally_values", path.display()))?;
+    let (n, width) = match values.shape() {
+        [n, w] => (*n, *w),
+        _ => (usize::MAX, 0),
+    };
+    let fits =
+        records.dtype() == Dtype::I64 && values.dtype() == Dtype::F64 && records.shape() == [n];
+    if !fits {
+        bail!(
+            "{}: its tally is not one luminome-predict --shard writes",
+            path.display()
+        );
+    }
+    let le8 = |c: &[u8]| <[u8; 8]>::try_from(c).expect("8 bytes");
+    Ok(Some(Tally {
+        width,
+        records: records
+            .data()
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(le8(c)))
+            .collect(),
+        values: values
+            .data()
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(le8(c)))
+            .collect(),
+    }))
 }
 
 /// Whether argument `i` of the process belongs to `--gather` (the flag or one of its values),

@@ -200,9 +200,10 @@ fn parts_that_do_not_make_one_run_are_refused() {
     assert!(!dir.path().join("x.part.safetensors").exists());
 }
 
-/// A classifier keeps no tally: its rows gather (the same bytes), its metrics do not.
+/// A classifier's parts carry its probabilities: the gathered TSV and metrics are one run's.
+/// An ensemble keeps no tally: its rows gather, its metrics are refused.
 #[test]
-fn a_classifier_gathers_its_rows_and_refuses_metrics() {
+fn a_classifier_gathers_its_rows_and_metrics() {
     let dir = tempfile::tempdir().unwrap();
     let ds = dir.path().join("ds.safetensors");
     let seqs = [
@@ -220,46 +221,47 @@ fn a_classifier_gathers_its_rows_and_refuses_metrics() {
         .map(|(i, s)| rec(s, Some(i as i64 % 2)))
         .collect();
     write_dataset(&ds, &recs, 12);
-    let ckpt = fixture_checkpoint("gated");
-    let base = [
-        "--checkpoint",
-        ckpt.to_str().unwrap(),
-        "--dataset",
-        ds.to_str().unwrap(),
-    ];
-    let one = dir.path().join("one.tsv");
-    ok(&predict(
-        &[
-            &base[..],
-            &["-o", one.to_str().unwrap(), "--batch-size", "2"],
-        ]
-        .concat(),
-    ));
-    let mut parts = Vec::new();
-    for i in 1..=3 {
-        let p = dir.path().join(format!("p{i}.part.safetensors"));
-        let spec = format!("{i}/3");
-        let args = [
-            "--shard",
-            &spec,
-            "-o",
-            p.to_str().unwrap(),
-            "--batch-size",
-            "2",
-        ];
-        ok(&predict(&[&base[..], &args].concat()));
-        parts.push(p.display().to_string());
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let (gated, mean) = (fixture_checkpoint("gated"), fixture_checkpoint("mean"));
+    for (name, models) in [("one", vec![&gated]), ("ensemble", vec![&gated, &mean])] {
+        let mut base = vec!["--checkpoint"];
+        base.extend(models.iter().map(|m| m.to_str().unwrap()));
+        base.extend(["--dataset", ds.to_str().unwrap(), "--batch-size", "2"]);
+        let (tsv, metrics) = (p(&format!("{name}.tsv")), p(&format!("{name}.metrics.tsv")));
+        ok(&predict(
+            &[&base[..], &["-o", &tsv, "--metrics", &metrics]].concat(),
+        ));
+        let mut gather = base.clone();
+        gather.push("--gather");
+        let parts: Vec<String> = (1..=3)
+            .map(|i| p(&format!("{name}{i}.part.safetensors")))
+            .collect();
+        for (i, part) in parts.iter().enumerate() {
+            let spec = format!("{}/3", i + 1);
+            ok(&predict(
+                &[&base[..], &["--shard", &spec, "-o", part]].concat(),
+            ));
+            gather.push(part);
+        }
+        let (g_tsv, g_metrics) = (
+            p(&format!("{name}.g.tsv")),
+            p(&format!("{name}.g.metrics.tsv")),
+        );
+        gather.extend(["-o", &g_tsv]);
+        let o = predict(&[&gather[..], &["--metrics", &g_metrics]].concat());
+        if name == "one" {
+            ok(&o);
+            assert_eq!(
+                std::fs::read(&metrics).unwrap(),
+                std::fs::read(&g_metrics).unwrap()
+            );
+        } else {
+            assert!(
+                !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("unsharded")
+            );
+            assert!(!Path::new(&g_metrics).exists());
+            ok(&predict(&gather));
+        }
+        assert_eq!(std::fs::read(&tsv).unwrap(), std::fs::read(&g_tsv).unwrap());
     }
-    let many = dir.path().join("many.tsv");
-    let mut gather = base.to_vec();
-    gather.push("--gather");
-    gather.extend(parts.iter().map(String::as_str));
-    gather.extend(["-o", many.to_str().unwrap(), "--batch-size", "2"]);
-    ok(&predict(&gather));
-    assert_eq!(std::fs::read(&one).unwrap(), std::fs::read(&many).unwrap());
-    let metrics = dir.path().join("m.tsv");
-    gather.extend(["--metrics", metrics.to_str().unwrap()]);
-    let o = predict(&gather);
-    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("unsharded"));
-    assert!(!metrics.exists());
 }

@@ -47,8 +47,8 @@ pub struct Tally {
     pub width: usize,
     /// Dataset row numbers, ascending.
     pub records: Vec<u64>,
-    /// `records.len() × width`, row-major.
-    pub values: Vec<f32>,
+    /// `records.len() × width`, row-major (f64: a classifier's probabilities exactly).
+    pub values: Vec<f64>,
 }
 
 /// A model bound to the dataset it predicts on.

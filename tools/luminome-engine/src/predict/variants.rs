@@ -48,7 +48,8 @@ impl VariantOutputs {
         let llr = score.llr;
         self.tally.width = 3;
         self.tally.records.push(record as u64);
-        self.tally.values.extend([llr, score.llr_a, score.llr_b]);
+        let exact = [llr, score.llr_a, score.llr_b].map(f64::from);
+        self.tally.values.extend(exact);
         if let Some(s) = &mut self.saturation {
             s.record(v, llr)?;
         }
@@ -89,10 +90,11 @@ impl VariantOutputs {
             let v = site(r as usize).with_context(|| {
                 format!("a shard's tally names record {r}, which is no variant of the dataset")
             })?;
+            // f32 → f64 → f32 is exact.
             let score = AlleleScore {
-                llr: s[0],
-                llr_a: s[1],
-                llr_b: s[2],
+                llr: s[0] as f32,
+                llr_a: s[1] as f32,
+                llr_b: s[2] as f32,
             };
             self.record(r as usize, v, score)?;
         }

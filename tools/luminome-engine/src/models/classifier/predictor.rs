@@ -5,14 +5,14 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use candle_core::Device;
 use luminome_metrics::{argmax, softmax, ClassificationMetrics};
 
 use super::input::ClassifierInput;
 use super::token_classifier::TokenClassifier;
 use crate::models::FamilyConfig;
-use crate::predict::{ClassBatch, PredictionRow, Predictor};
+use crate::predict::{ClassBatch, PredictionRow, Predictor, Tally};
 
 /// The label values of a classifier's classes and everything it has predicted: the output
 /// columns, the rows and the metrics of one classifier or of an ensemble.
@@ -24,6 +24,8 @@ pub struct ClassOutputs {
     truth: Vec<usize>,
     /// Their probabilities, row-major `[n, classes]`.
     probs: Vec<f64>,
+    /// Each labelled record: its label value then its probabilities (a sharded run's part).
+    tally: Tally,
 }
 
 impl ClassOutputs {
@@ -33,6 +35,7 @@ impl ClassOutputs {
             has_truth,
             truth: Vec::new(),
             probs: Vec::new(),
+            tally: Tally::default(),
         }
     }
 
@@ -52,7 +55,11 @@ impl ClassOutputs {
         let Some(labels) = &batch.labels else {
             return Ok(());
         };
-        for (l, p) in labels.iter().zip(&batch.probs) {
+        self.tally.width = 1 + self.label_values.len();
+        for (((record, _), l), p) in batch.records.iter().zip(labels).zip(&batch.probs) {
+            self.tally.records.push(*record);
+            self.tally.values.push(*l as f64);
+            self.tally.values.extend(p);
             // Checked when the dataset was opened: every label is a class.
             let class = self
                 .label_values
@@ -63,6 +70,33 @@ impl ClassOutputs {
             self.probs.extend(p);
         }
         Ok(())
+    }
+
+    /// What the metrics are computed from, per labelled record; `None` without labels.
+    pub fn tally(&self) -> Option<Tally> {
+        self.has_truth.then(|| Tally {
+            width: 1 + self.label_values.len(),
+            ..self.tally.clone()
+        })
+    }
+
+    /// Records a sharded run's tallies again (label value, then the probabilities).
+    pub fn replay(&mut self, tally: &Tally) -> Result<()> {
+        let width = 1 + self.label_values.len();
+        if tally.width != width || tally.values.len() != width * tally.records.len() {
+            bail!(
+                "a shard's tally holds {} values per record, not a label and {} probabilities",
+                tally.width,
+                self.label_values.len()
+            );
+        }
+        let rows = tally.values.chunks_exact(width);
+        let batch = ClassBatch {
+            records: tally.records.iter().map(|&r| (r, String::new())).collect(),
+            labels: Some(rows.clone().map(|v| v[0] as i64).collect()),
+            probs: rows.map(|v| v[1..].to_vec()).collect(),
+        };
+        self.record(&batch)
     }
 
     /// Records `batch` ([`ClassOutputs::record`]) and formats its rows.
@@ -143,6 +177,14 @@ where
 
     fn metrics(&self) -> Result<Option<Vec<(String, String)>>> {
         Ok(self.outputs.metrics()?.map(|m| m.rows()))
+    }
+
+    fn tally(&self) -> Option<Tally> {
+        self.outputs.tally()
+    }
+
+    fn replay(&mut self, tally: &Tally) -> Result<()> {
+        self.outputs.replay(tally)
     }
 
     fn class_labels(&self) -> Option<&[i64]> {
