@@ -313,6 +313,9 @@ def build_base(base: Path, bins: dict[str, str], log=print):
     r("luminome-train", "bistrand", "--train", "cel_pairs.safetensors", "-o", "run_bis",
       "--d-model", "8", "--layers", "1", "--cross-heads", "2", *TINY_RUN)
     _keep_ckpt(base, "run_bis", "bis")
+    for i in (1, 2):  # the parts of a sharded variant run (luminome-predict --gather)
+        r("luminome-predict", "--checkpoint", "bis.safetensors", "--dataset", "snv_pairs.safetensors",
+          "--shard", f"{i}/2", "--batch-size", "4", "-o", f"snv.p{i}.part.safetensors", *q)
     r("luminome-train", "region-pretrain", "--train", "tiles.safetensors", "--preset", "tiny",
       "--holdout", "genes", "--blocks", "3", "-o", "run_rp", *TINY_RUN)
     _keep_ckpt(base, "run_rp", "rp")

@@ -133,24 +133,6 @@ pub struct PredictArgs {
     #[arg(help_heading = "Outputs", long, alias = "bigwig")]
     pub bedgraph: Option<PathBuf>,
 
-    /// Predict only part I of N (1-based) of the dataset's records — contiguous, whole
-    /// batches of --batch-size — and write a part file (-o X.part.safetensors: the rows and the
-    /// exact scores behind the other outputs) for --gather. One job per part on a cluster.
-    #[arg(
-        help_heading = "Sharding",
-        long,
-        value_name = "I/N",
-        conflicts_with_all = ["gather", "metrics", "vcf", "bedgraph", "npz", "embeddings"]
-    )]
-    pub shard: Option<crate::shard::ShardSpec>,
-
-    /// Join the part files of a --shard run (every part 1..N once, any order) into the outputs
-    /// of one run: -o, --metrics, --vcf, --bedgraph and --npz byte-identical to an unsharded
-    /// run with the same arguments and --batch-size. Give --checkpoint and --dataset as for
-    /// the parts.
-    #[arg(help_heading = "Sharding", long, value_name = "PART", num_args = 1..)]
-    pub gather: Vec<PathBuf>,
-
     /// Saturated datasets (luminome-mask-pairs --saturate): every interval's substitutions as
     /// an .npz — ism (N, 4, L) the LLR of each base, contrib = one-hot × −mean LLR, onehot,
     /// chrom, start, end (0-based half-open); rows in BED order, L the longest interval.
@@ -205,6 +187,24 @@ pub struct PredictArgs {
     /// Records per forward pass.
     #[arg(help_heading = "Model options", long, default_value_t = 64)]
     pub batch_size: usize,
+
+    /// Predict only part I of N (1-based) of the dataset's records — contiguous, whole
+    /// batches of --batch-size — and write a part file (-o X.part.safetensors: the rows and the
+    /// exact scores behind the other outputs) for --gather. One job per part on a cluster.
+    #[arg(
+        help_heading = "Sharding",
+        long,
+        value_name = "I/N",
+        conflicts_with_all = ["gather", "metrics", "vcf", "bedgraph", "npz", "embeddings"]
+    )]
+    pub shard: Option<crate::shard::ShardSpec>,
+
+    /// Join the part files of a --shard run (every part 1..N once, any order) into the outputs
+    /// of one run: -o, --metrics, --vcf, --bedgraph and --npz byte-identical to an unsharded
+    /// run with the same arguments and --batch-size. Give --checkpoint and --dataset as for
+    /// the parts.
+    #[arg(help_heading = "Sharding", long, value_name = "PART", num_args = 1..)]
+    pub gather: Vec<PathBuf>,
 
     #[command(flatten)]
     pub runtime: luminome_cli::RuntimeArgs,

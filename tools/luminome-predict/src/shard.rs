@@ -226,7 +226,14 @@ fn join(
             );
         }
         next = range.end;
-        rows.extend_from_slice(file.require("rows")?.bytes);
+        let part_rows = file.require("rows")?;
+        if part_rows.elem != luminome_io::tensorfile::ElemType::U8 || part_rows.shape.len() != 1 {
+            bail!(
+                "{}: its rows are not the bytes luminome-predict --shard writes",
+                path.display()
+            );
+        }
+        rows.extend_from_slice(part_rows.bytes);
         if let Some(t) = read_tally(&path)? {
             if tally.as_ref().is_some_and(|have| have.width != t.width) {
                 bail!(
