@@ -362,7 +362,7 @@ fn predict_shard(
         spec,
         range: range.clone(),
         rows,
-        tally: predictor.tally(),
+        tally: predictor.tallied().map(|t| t.tally()),
     };
     shard::write_part(&args.output, args, n, header, &part)?.commit()?;
     if !args.runtime.quiet {
@@ -388,9 +388,9 @@ fn gather_parts(
     let all: Vec<String> = std::env::args().collect();
     luminome_cli::record_command_without(|i, _| shard::is_gather_arg(&all, i));
     let gathered = shard::gather(args, predictor.len(), header)?;
-    let metrics = match (&gathered.tally, predictor.tally().is_some()) {
-        (Some(tally), true) => {
-            predictor.replay(tally)?;
+    let metrics = match (&gathered.tally, predictor.tallied()) {
+        (Some(tally), Some(tallied)) => {
+            tallied.replay(tally)?;
             predictor.metrics()?
         }
         _ if args.metrics.is_some() || extra.any() => bail!(

@@ -51,6 +51,16 @@ pub struct Tally {
     pub values: Vec<f64>,
 }
 
+/// A predictor that keeps a [`Tally`]: its sharded runs gather every output, not only the TSV.
+pub trait Tallied {
+    /// The tally of everything predicted so far.
+    fn tally(&self) -> Tally;
+
+    /// Replays the tallies of a sharded run's parts, in record order, as if those records had
+    /// been predicted here.
+    fn replay(&mut self, tally: &Tally) -> Result<()>;
+}
+
 /// A model bound to the dataset it predicts on.
 pub trait Predictor {
     /// Records in the dataset.
@@ -98,16 +108,10 @@ pub trait Predictor {
         Ok(Vec::new())
     }
 
-    /// The tally of everything predicted so far, for families whose extra outputs or metrics
-    /// a sharded run gathers; `None` (the default): a gathered run writes only the TSV.
-    fn tally(&self) -> Option<Tally> {
+    /// The predictor as [`Tallied`], for families whose extra outputs or metrics a sharded run
+    /// gathers; `None` (the default): a gathered run writes only the TSV.
+    fn tallied(&mut self) -> Option<&mut dyn Tallied> {
         None
-    }
-
-    /// Replays the tallies of a sharded run's parts, in record order, as if those records had
-    /// been predicted here. Called only on predictors whose [`Predictor::tally`] is `Some`.
-    fn replay(&mut self, _tally: &Tally) -> Result<()> {
-        bail!("internal: this model keeps no tally to replay")
     }
 
     /// Classifiers whose prediction is the most probable class: the label value of each class,

@@ -25,7 +25,7 @@ use super::task::PairTensors;
 use crate::checkpoint::{read_checkpoint_meta, Checkpoint};
 use crate::input::check_dataset_kind;
 use crate::predict::variants::{variant_columns, variant_values, windows_of, VariantOutputs};
-use crate::predict::{ExtraOutputs, PredictionRow, Predictor, Tally};
+use crate::predict::{ExtraOutputs, PredictionRow, Predictor, Tallied, Tally};
 
 /// The class (A, C, G, T = 0..3) of a base letter.
 fn class_of(base: &str) -> Option<usize> {
@@ -320,8 +320,18 @@ impl Predictor for PairPredictor {
     }
 
     /// Variant datasets only: evaluation mode's sums are not kept per record.
-    fn tally(&self) -> Option<Tally> {
-        self.variants.then(|| self.outputs.tally())
+    fn tallied(&mut self) -> Option<&mut dyn Tallied> {
+        if self.variants {
+            Some(self)
+        } else {
+            None
+        }
+    }
+}
+
+impl Tallied for PairPredictor {
+    fn tally(&self) -> Tally {
+        self.outputs.tally()
     }
 
     fn replay(&mut self, tally: &Tally) -> Result<()> {

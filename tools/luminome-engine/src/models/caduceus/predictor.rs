@@ -21,7 +21,7 @@ use luminome_io::variant_scores::AlleleScore;
 
 use super::Caduceus;
 use crate::predict::variants::{variant_columns, variant_values, windows_of, VariantOutputs};
-use crate::predict::{ExtraOutputs, PredictionRow, Predictor, Tally};
+use crate::predict::{ExtraOutputs, PredictionRow, Predictor, Tallied, Tally};
 
 /// Which windows a score averages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -315,14 +315,8 @@ impl Predictor for CaduceusPredictor {
         VariantOutputs::check_extra(&self.dataset, true, extra)
     }
 
-    fn tally(&self) -> Option<Tally> {
-        Some(self.outputs.tally())
-    }
-
-    fn replay(&mut self, tally: &Tally) -> Result<()> {
-        let index = &self.index;
-        self.outputs
-            .replay(tally, |r| index.get(r).and_then(|row| row.variant.as_ref()))
+    fn tallied(&mut self) -> Option<&mut dyn Tallied> {
+        Some(self)
     }
 
     fn write_extra(&mut self, extra: &ExtraOutputs) -> Result<Vec<Box<dyn Commit>>> {
@@ -350,5 +344,17 @@ impl Predictor for CaduceusPredictor {
             )?);
         }
         Ok(files)
+    }
+}
+
+impl Tallied for CaduceusPredictor {
+    fn tally(&self) -> Tally {
+        self.outputs.tally()
+    }
+
+    fn replay(&mut self, tally: &Tally) -> Result<()> {
+        let index = &self.index;
+        self.outputs
+            .replay(tally, |r| index.get(r).and_then(|row| row.variant.as_ref()))
     }
 }

@@ -12,7 +12,7 @@ use luminome_metrics::{argmax, softmax, ClassificationMetrics};
 use super::input::ClassifierInput;
 use super::token_classifier::TokenClassifier;
 use crate::models::FamilyConfig;
-use crate::predict::{ClassBatch, PredictionRow, Predictor, Tally};
+use crate::predict::{ClassBatch, PredictionRow, Predictor, Tallied, Tally};
 
 /// The label values of a classifier's classes and everything it has predicted: the output
 /// columns, the rows and the metrics of one classifier or of an ensemble.
@@ -72,16 +72,27 @@ impl ClassOutputs {
         Ok(())
     }
 
-    /// What the metrics are computed from, per labelled record; `None` without labels.
-    pub fn tally(&self) -> Option<Tally> {
-        self.has_truth.then(|| Tally {
+    /// As [`Tallied`] when there are labels (the metrics need them; without, only the TSV).
+    pub fn tallied(&mut self) -> Option<&mut dyn Tallied> {
+        if self.has_truth {
+            Some(self)
+        } else {
+            None
+        }
+    }
+}
+
+/// What the metrics are computed from: each labelled record's label value, then its
+/// probabilities.
+impl Tallied for ClassOutputs {
+    fn tally(&self) -> Tally {
+        Tally {
             width: 1 + self.label_values.len(),
             ..self.tally.clone()
-        })
+        }
     }
 
-    /// Records a sharded run's tallies again (label value, then the probabilities).
-    pub fn replay(&mut self, tally: &Tally) -> Result<()> {
+    fn replay(&mut self, tally: &Tally) -> Result<()> {
         let width = 1 + self.label_values.len();
         if tally.width != width || tally.values.len() != width * tally.records.len() {
             bail!(
@@ -98,7 +109,9 @@ impl ClassOutputs {
         };
         self.record(&batch)
     }
+}
 
+impl ClassOutputs {
     /// Records `batch` ([`ClassOutputs::record`]) and formats its rows.
     pub fn rows(&mut self, batch: ClassBatch) -> Result<Vec<PredictionRow>> {
         self.record(&batch)?;
@@ -179,12 +192,8 @@ where
         Ok(self.outputs.metrics()?.map(|m| m.rows()))
     }
 
-    fn tally(&self) -> Option<Tally> {
-        self.outputs.tally()
-    }
-
-    fn replay(&mut self, tally: &Tally) -> Result<()> {
-        self.outputs.replay(tally)
+    fn tallied(&mut self) -> Option<&mut dyn Tallied> {
+        self.outputs.tallied()
     }
 
     fn class_labels(&self) -> Option<&[i64]> {
