@@ -114,13 +114,15 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     luminome_cli::on_pool(|| run_on_pool(args))
 }
 
-/// [`run`] from the thread pool on.
-fn run_on_pool(args: &PredictArgs) -> Result<()> {
+/// Every output's folder exists, no output is an input or another output, and each output
+/// has its kind's extension — before anything is opened.
+fn check_paths(args: &PredictArgs) -> Result<()> {
     for out in [
         Some(&args.output),
         args.metrics.as_ref(),
         args.vcf.as_ref(),
         args.bedgraph.as_ref(),
+        args.npz.as_ref(),
         args.embeddings.as_ref(),
     ]
     .into_iter()
@@ -194,6 +196,12 @@ fn run_on_pool(args: &PredictArgs) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// [`run`] from the thread pool on.
+fn run_on_pool(args: &PredictArgs) -> Result<()> {
+    check_paths(args)?;
     let device = parse_device(&args.runtime.device)?;
     if let Some(get) = get_checkpoint(args)? {
         return run_get(args, &get, device);
@@ -242,25 +250,29 @@ fn run_on_pool(args: &PredictArgs) -> Result<()> {
             args.checkpoint().display()
         );
     }
-    let mut predictor = if args.checkpoints.len() == 1 {
-        open_predictor(args.checkpoint(), &args.dataset, device)?
-    } else {
-        let members = args
-            .checkpoints
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let member = open_predictor(c, &args.dataset, device.clone())
-                    .with_context(|| format!("ensemble member {} ({})", i + 1, c.display()))?;
-                Ok((member, c.clone()))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Box::new(EnsemblePredictor::new(members)?)
-    };
+    let mut predictor = open_checkpoints(args, device)?;
     if let Some(subset) = args.subset {
         predictor.select_subset(subset)?;
     }
     write_predictions(args, predictor.as_mut())
+}
+
+/// The model of `--checkpoint` on the dataset, or the ensemble of several.
+fn open_checkpoints(args: &PredictArgs, device: Device) -> Result<Box<dyn Predictor>> {
+    if args.checkpoints.len() == 1 {
+        return open_predictor(args.checkpoint(), &args.dataset, device);
+    }
+    let members = args
+        .checkpoints
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let member = open_predictor(c, &args.dataset, device.clone())
+                .with_context(|| format!("ensemble member {} ({})", i + 1, c.display()))?;
+            Ok((member, c.clone()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Box::new(EnsemblePredictor::new(members)?))
 }
 
 /// A published model (Caduceus/PlantCaduceus folder or hf:ORG/NAME) on a variant dataset.
