@@ -45,17 +45,20 @@ for n in 2 4; do
     (
         cd "shards_$n"
         start=$(date +%s.%N)
+        pids=()
         for i in $(seq 1 "$n"); do
             timed "shard_${i}_of_$n" "${predict[@]}" --threads 1 --shard "$i/$n" -o "p$i.part.safetensors" &
+            pids+=($!)
         done
-        wait
+        for pid in "${pids[@]}"; do wait "$pid"; done
         end=$(date +%s.%N)
         printf 'shards_%s_parallel_wall\t%.2f\t\t\t\n' "$n" "$(echo "$end - $start" | bc)" >> "$out/times.tsv"
         timed "gather_$n" "${predict[@]}" --threads 2 --gather p*.part.safetensors "${outputs[@]}"
     )
     # The gather records the command without --gather: compare with the two-thread job's.
     for f in scores.tsv scores.vcf.gz scores.vcf.gz.tbi scores.bedgraph; do
-        cmp "one_t2/$f" "shards_$n/$f" && echo "shards_$n/$f: the same bytes as one job"
+        cmp "one_t2/$f" "shards_$n/$f" || exit 1
+        echo "shards_$n/$f: the same bytes as one job"
     done
 done
 cat conditions.txt times.tsv

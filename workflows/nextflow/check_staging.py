@@ -121,7 +121,7 @@ CASES = [
          [[{"id": "celegans_snvs"}, Out("celegans_snvs", "pairs"), Out("celegans_snvs", "index"),
            td("celegans/celegans_small.snv.vcf")],
           [{"id": "celegans_bistrand"}, Out("celegans_bistrand", "best")], []],
-         prefix="celegans_snvs"),
+         values={"device": ""}, prefix="celegans_snvs"),
     # The same scores as three parts gathered (-profile test's --variant_shards 3).
     *[Case(f"celegans_snvs_part{i}", "predictshard",
            [[{"id": "celegans_snvs", "shard": i, "shards": 3}, Out("celegans_snvs", "pairs"),
@@ -133,7 +133,7 @@ CASES = [
            td("celegans/celegans_small.snv.vcf")],
           [{"id": "celegans_bistrand"}, Out("celegans_bistrand", "best")],
           [Out(f"celegans_snvs_part{i}", "part") for i in (3, 1, 2)]],
-         prefix="celegans_snvs"),
+         values={"device": ""}, prefix="celegans_snvs"),
     # Regions -> expression model -> predict and importance (region dataset with its two tables).
     Case("chr22_slice", "regions",
          [[{"id": "chr22_slice", "accessibility": ["K562", "GM12878"], "expression": ["K562", "GM12878"]},

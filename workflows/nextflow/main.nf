@@ -250,7 +250,7 @@ workflow {
                 def ch_parts = channel.value([])
                 if (shards > 1) {
                     def ch_model = LUMINOME_TRAIN_BISTRAND.out.best.first()
-                    ch_shards = ch_score
+                    def ch_shards = ch_score
                         .combine(channel.of(1..shards))
                         .map { meta, pairs, index, _variants, shard -> [meta + [shard: shard, shards: shards], pairs, index] }
                     LUMINOME_PREDICTSHARD(ch_shards, ch_model)

@@ -30,10 +30,11 @@ Variant effects (a bi-strand model; a luminome-mask-pairs --variants dataset):
   LLR_B (Number=A) and REF_MATCH in INFO (BGZF when it ends in .gz); the bedGraph has the lowest
   LLR per position.
 
-Sharded across jobs (any model; a cluster's array job, one part each, then one gather):
-  luminome-predict --checkpoint bistrand/best.safetensors --dataset snv_pairs.safetensors \
+Sharded across jobs (every model but dual encoders; an array job, one part each, then one
+gather):
+  luminome-predict --checkpoint bistrand/best.safetensors --dataset snv_pairs.safetensors \\
       --shard 3/8 -o part3.part.safetensors
-  luminome-predict --checkpoint bistrand/best.safetensors --dataset snv_pairs.safetensors \
+  luminome-predict --checkpoint bistrand/best.safetensors --dataset snv_pairs.safetensors \\
       --gather part*.part.safetensors -o snv.scores.tsv --vcf snv.scores.vcf.gz
   A part is whole batches of --batch-size records; the gathered outputs are the bytes one job
   writes with the same arguments and --batch-size. Variant scorers and classifiers gather every
@@ -135,7 +136,8 @@ pub struct PredictArgs {
 
     /// Saturated datasets (luminome-mask-pairs --saturate): every interval's substitutions as
     /// an .npz — ism (N, 4, L) the LLR of each base, contrib = one-hot × −mean LLR, onehot,
-    /// chrom, start, end (0-based half-open); rows in BED order, L the longest interval.
+    /// chrom, start, end (0-based half-open); a row per distinct interval in BED order (none
+    /// for one without an A/C/G/T base), L the longest interval.
     #[arg(help_heading = "Outputs", long)]
     pub npz: Option<PathBuf>,
 
@@ -203,7 +205,13 @@ pub struct PredictArgs {
     /// of one run: -o, --metrics, --vcf, --bedgraph and --npz byte-identical to an unsharded
     /// run with the same arguments and --batch-size. Give --checkpoint and --dataset as for
     /// the parts.
-    #[arg(help_heading = "Sharding", long, value_name = "PART", num_args = 1..)]
+    #[arg(
+        help_heading = "Sharding",
+        long,
+        value_name = "PART",
+        num_args = 1..,
+        conflicts_with = "embeddings"
+    )]
     pub gather: Vec<PathBuf>,
 
     #[command(flatten)]

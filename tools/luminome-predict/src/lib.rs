@@ -368,6 +368,9 @@ fn predict_shard(
 ) -> Result<()> {
     let n = predictor.len();
     let range = spec.records(n, args.batch_size);
+    if let Some(t) = predictor.tallied() {
+        t.start_tally();
+    }
     let mut rows = Vec::new();
     predict_rows(args, predictor, range.clone(), &mut rows)?;
     let part = shard::Part {
@@ -399,8 +402,8 @@ fn gather_parts(
 ) -> Result<Option<Vec<(String, String)>>> {
     let all: Vec<String> = std::env::args().collect();
     luminome_cli::record_command_without(|i, _| shard::is_gather_arg(&all, i));
-    let gathered = shard::gather(args, predictor.len(), header)?;
-    let metrics = match (&gathered.tally, predictor.tallied()) {
+    let tally = shard::gather(args, predictor.len(), header, out)?;
+    let metrics = match (&tally, predictor.tallied()) {
         (Some(tally), Some(tallied)) => {
             tallied.replay(tally)?;
             predictor.metrics()?
@@ -410,7 +413,6 @@ fn gather_parts(
         ),
         _ => None,
     };
-    out.write_all(&gathered.rows)?;
     Ok(metrics)
 }
 

@@ -51,45 +51,92 @@ impl ShardSpec {
     /// Its records among `n`: batches `⌊(I−1)·B/N⌋ .. ⌊I·B/N⌋` of the `B` batches of `batch`
     /// records (a part may be empty when N exceeds the batches).
     pub fn records(&self, n: usize, batch: usize) -> Range<usize> {
-        let batches = n.div_ceil(batch);
-        let first = (self.index - 1) * batches / self.count;
-        let end = self.index * batches / self.count;
-        (first * batch).min(n)..(end * batch).min(n)
+        let batches = n.div_ceil(batch) as u128;
+        let (index, count) = (self.index as u128, self.count as u128);
+        let first = ((index - 1) * batches / count) as usize;
+        let end = (index * batches / count) as usize;
+        first.saturating_mul(batch).min(n)..end.saturating_mul(batch).min(n)
     }
 }
 
 /// Metadata keys of a part file.
 const KIND: &str = "luminome_predict_part";
 
-/// What a part records of the run that made it; the gather checks the parts agree with each
-/// other and with its own arguments.
-fn run_identity(args: &PredictArgs, n: usize, header: &str) -> BTreeMap<String, String> {
+/// What a part records of the run that made it, and the gather checks against its own
+/// arguments: everything that changes a number (records, batch size, columns, the dataset's
+/// and the checkpoints' contents, the scoring options, the tool's version).
+fn run_identity(args: &PredictArgs, n: usize, header: &str) -> Result<BTreeMap<String, String>> {
     let mut m = BTreeMap::new();
     m.insert("records".into(), n.to_string());
     m.insert("batch_size".into(), args.batch_size.to_string());
     m.insert("header".into(), header.to_string());
-    m.insert("dataset_bytes".into(), file_bytes(&args.dataset));
-    let checkpoints: Vec<String> = args.checkpoints.iter().map(|c| file_bytes(c)).collect();
-    m.insert("checkpoint_bytes".into(), checkpoints.join(","));
-    m
+    m.insert("dataset".into(), fingerprint(&args.dataset)?);
+    let checkpoints: Result<Vec<String>> =
+        args.checkpoints.iter().map(|c| fingerprint(c)).collect();
+    m.insert("checkpoints".into(), checkpoints?.join(","));
+    let options = format!(
+        "strands={:?} subset={:?} get_heads={:?}",
+        args.strands, args.subset, args.get_heads
+    );
+    m.insert("options".into(), options);
+    m.insert("version".into(), env!("CARGO_PKG_VERSION").into());
+    Ok(m)
 }
 
-/// A file's size, a folder's total of its files (a published checkpoint), or the name as given
-/// (`hf:ORG/NAME`): enough to catch a part of another dataset or model.
-fn file_bytes(path: &Path) -> String {
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_file() => m.len().to_string(),
-        Ok(m) if m.is_dir() => std::fs::read_dir(path)
-            .map(|d| {
-                d.filter_map(|e| e.ok()?.metadata().ok())
-                    .filter(|m| m.is_file())
-                    .map(|m| m.len())
-                    .sum::<u64>()
-            })
-            .unwrap_or(0)
-            .to_string(),
-        _ => path.display().to_string(),
+/// What a part is compared on with the other parts only (the gather, which computes nothing,
+/// may run elsewhere): the device its numbers came from.
+fn part_only(args: &PredictArgs) -> BTreeMap<String, String> {
+    BTreeMap::from([("device".to_string(), args.runtime.device.clone())])
+}
+
+/// A file's size and CRC-32 (symlinks followed: the Hugging Face cache links its files); a
+/// folder's regular files by name, each so; an `hf:` name, its cached snapshot folder.
+fn fingerprint(path: &Path) -> Result<String> {
+    let resolved = match path.to_str().filter(|s| s.starts_with("hf:")) {
+        Some(name) => match luminome_cli::hub::open_checkpoint(name) {
+            Ok(c) => c.config_path().parent().map(Path::to_path_buf),
+            Err(_) => None,
+        },
+        None => Some(path.to_path_buf()),
+    };
+    let Some(path) = resolved else {
+        return Ok(path.display().to_string());
+    };
+    if !path.is_dir() {
+        return file_fingerprint(&path);
     }
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    names.sort();
+    let parts: Result<Vec<String>> = names
+        .iter()
+        .map(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            Ok(format!("{name}:{}", file_fingerprint(p)?))
+        })
+        .collect();
+    Ok(parts?.join(" "))
+}
+
+fn file_fingerprint(path: &Path) -> Result<String> {
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut crc = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut size = 0u64;
+    loop {
+        let got = std::io::Read::read(&mut file, &mut buf)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if got == 0 {
+            break;
+        }
+        crc.update(&buf[..got]);
+        size += got as u64;
+    }
+    Ok(format!("{size}/{:08x}", crc.finalize()))
 }
 
 /// One shard's output, written by [`write_part`].
@@ -109,12 +156,12 @@ pub fn write_part(
     header: &str,
     part: &Part,
 ) -> Result<luminome_io::atomic::AtomicFile> {
-    let mut meta = run_identity(args, n, header);
+    let mut meta = run_identity(args, n, header)?;
+    meta.extend(part_only(args));
     meta.insert(KIND.into(), "1".into());
     meta.insert("shard".into(), part.spec.to_string());
     meta.insert("first_record".into(), part.range.start.to_string());
     meta.insert("end_record".into(), part.range.end.to_string());
-    meta.insert("version".into(), env!("CARGO_PKG_VERSION").into());
     let mut tensors = vec![(
         "rows".to_string(),
         TensorView::new(Dtype::U8, vec![part.rows.len()], &part.rows)?,
@@ -144,20 +191,19 @@ pub fn write_part(
     write_tensors(dest, &tensors, &meta)
 }
 
-/// The parts of `--gather`, checked and in shard order: the rows to write and the tallies to
-/// replay (`None` when the parts carry none).
-pub struct Gathered {
-    pub rows: Vec<u8>,
-    pub tally: Option<Tally>,
-}
-
-/// Reads and checks every part: each of 1..N once, all of one run (records, batch size, TSV
-/// header, dataset and checkpoint sizes, as `args` and `n` give them now), contiguous records
-/// from 0 to `n`.
-pub fn gather(args: &PredictArgs, n: usize, header: &str) -> Result<Gathered> {
-    let expected = run_identity(args, n, header);
-    let mut parts: BTreeMap<usize, (PathBuf, TensorFile, ShardSpec)> = BTreeMap::new();
-    let mut count = None;
+/// Reads and checks every part: each of 1..N once, all of one run (the same [`run_identity`]
+/// as this gather's arguments, the same device among themselves), contiguous records from 0 to
+/// `n`; writes their rows to `out` in record order, one part at a time, and returns their
+/// tallies joined (`None` when the parts carry none).
+pub fn gather(
+    args: &PredictArgs,
+    n: usize,
+    header: &str,
+    out: &mut impl std::io::Write,
+) -> Result<Option<Tally>> {
+    let expected = run_identity(args, n, header)?;
+    let mut parts: BTreeMap<usize, (PathBuf, ShardSpec)> = BTreeMap::new();
+    let (mut count, mut first_device) = (None, None::<(PathBuf, String)>);
     for path in &args.gather {
         let file = TensorFile::open(path)?;
         let meta = file.metadata();
@@ -167,8 +213,18 @@ pub fn gather(args: &PredictArgs, n: usize, header: &str) -> Result<Gathered> {
         for (key, want) in &expected {
             let have = meta.get(key).map(String::as_str).unwrap_or("");
             if have != want {
-                bail!("{}: its {key} is {have:?} where this run has {want:?}: a part of another run (dataset, model, --batch-size or columns)", path.display());
+                bail!("{}: its {key} is {have:?} where this run has {want:?}: a part of another run (dataset, model, options, --batch-size or version)", path.display());
             }
+        }
+        let device = meta.get("device").cloned().unwrap_or_default();
+        match &first_device {
+            Some((other, d)) if *d != device => bail!(
+                "{} was scored on {device:?} and {} on {d:?}: the parts of one run come from one device",
+                path.display(),
+                other.display()
+            ),
+            Some(_) => {}
+            None => first_device = Some((path.clone(), device)),
         }
         let spec: ShardSpec = meta
             .get("shard")
@@ -182,14 +238,14 @@ pub fn gather(args: &PredictArgs, n: usize, header: &str) -> Result<Gathered> {
                 count.unwrap_or(0)
             );
         }
-        if let Some((other, _, _)) = parts.get(&spec.index) {
+        if let Some((other, _)) = parts.get(&spec.index) {
             bail!(
                 "{} and {} are both part {spec}",
                 other.display(),
                 path.display()
             );
         }
-        parts.insert(spec.index, (path.clone(), file, spec));
+        parts.insert(spec.index, (path.clone(), spec));
     }
     let count = count.context("--gather needs the part files")?;
     let missing: Vec<String> = (1..=count)
@@ -202,16 +258,20 @@ pub fn gather(args: &PredictArgs, n: usize, header: &str) -> Result<Gathered> {
             missing.join(", ")
         );
     }
-    join(parts.into_values(), n)
+    join(parts.into_values(), n, args.batch_size, out)
 }
 
-/// Concatenates the parts' rows and tallies, checking their records follow on.
+/// Writes the parts' rows to `out` and joins their tallies, checking their records follow on
+/// and that every part carries a tally or none does.
 fn join(
-    parts: impl Iterator<Item = (PathBuf, TensorFile, ShardSpec)>,
+    parts: impl Iterator<Item = (PathBuf, ShardSpec)>,
     n: usize,
-) -> Result<Gathered> {
-    let (mut rows, mut tally, mut next) = (Vec::new(), None::<Tally>, 0usize);
-    for (path, file, spec) in parts {
+    batch: usize,
+    out: &mut impl std::io::Write,
+) -> Result<Option<Tally>> {
+    let (mut tally, mut next, mut with_tally) = (None::<Tally>, 0usize, None::<bool>);
+    for (path, spec) in parts {
+        let file = TensorFile::open(&path)?;
         let meta = file.metadata();
         let bound = |k: &str| -> Result<usize> {
             meta.get(k)
@@ -219,25 +279,33 @@ fn join(
                 .with_context(|| format!("{}: no {k} in its metadata", path.display()))
         };
         let range = bound("first_record")?..bound("end_record")?;
-        if range != spec.records(n, bound("batch_size")?) || range.start != next {
+        if range != spec.records(n, batch) || range.start != next {
             bail!(
                 "{}: part {spec} holds records {range:?}, not those that follow record {next}",
                 path.display()
             );
         }
         next = range.end;
-        let part_rows = file.require("rows")?;
-        if part_rows.elem != luminome_io::tensorfile::ElemType::U8 || part_rows.shape.len() != 1 {
+        let rows = file.require("rows")?;
+        if rows.elem != luminome_io::tensorfile::ElemType::U8 || rows.shape.len() != 1 {
             bail!(
                 "{}: its rows are not the bytes luminome-predict --shard writes",
                 path.display()
             );
         }
-        rows.extend_from_slice(part_rows.bytes);
-        if let Some(t) = read_tally(&path)? {
-            if tally.as_ref().is_some_and(|have| have.width != t.width) {
+        out.write_all(rows.bytes)?;
+        let part_tally = read_tally(&path)?;
+        if *with_tally.get_or_insert(part_tally.is_some()) != part_tally.is_some() {
+            bail!(
+                "{}: some parts carry a tally and others not: parts of different runs",
+                path.display()
+            );
+        }
+        if let Some(t) = part_tally {
+            let inside = t.records.iter().all(|&r| range.contains(&(r as usize)));
+            if !inside || tally.as_ref().is_some_and(|have| have.width != t.width) {
                 bail!(
-                    "{}: its tally is not one this run's parts write",
+                    "{}: its tally is not one of its own records",
                     path.display()
                 );
             }
@@ -252,7 +320,7 @@ fn join(
     if next != n {
         bail!("--gather: the parts end at record {next} of {n}");
     }
-    Ok(Gathered { rows, tally })
+    Ok(tally)
 }
 
 /// A part's tally, when it has one: read with the safetensors crate, since luminome-io's

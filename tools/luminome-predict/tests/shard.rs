@@ -183,6 +183,58 @@ fn parts_that_do_not_make_one_run_are_refused() {
         &["--gather", ds.to_str().unwrap(), "--batch-size", "2"],
         "not a part",
     );
+    // Other scoring options than the parts': refused.
+    let b2 = ["--batch-size", "2"];
+    refused(
+        &[&["--gather", p1, p2, p3, "--strands", "forward"], &b2[..]].concat(),
+        "options",
+    );
+    let o = run(&[
+        "--gather",
+        p1,
+        p2,
+        p3,
+        "--batch-size",
+        "2",
+        "-o",
+        "a.tsv",
+        "--embeddings",
+        "e.safetensors",
+    ]);
+    assert!(!o.status.success() && !dir.path().join("e.safetensors").exists());
+    // The same model with one weight changed (same size, a folder of the same names): refused.
+    let other = dir.path().join("other_model");
+    std::fs::create_dir(&other).unwrap();
+    for f in std::fs::read_dir(&model).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, other.join(f.file_name().unwrap())).unwrap();
+    }
+    let weights = other.join("model.safetensors");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    std::fs::write(&weights, bytes).unwrap();
+    let o = predict_in(
+        dir.path(),
+        &[
+            "--checkpoint",
+            other.to_str().unwrap(),
+            "--dataset",
+            ds.to_str().unwrap(),
+            "-q",
+            "--gather",
+            p1,
+            p2,
+            p3,
+            "--batch-size",
+            "2",
+            "-o",
+            "all.tsv",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("checkpoints"), "{err}");
+    assert!(!dir.path().join("all.tsv").exists());
     // --shard writes a part, not a TSV; nothing else beside it.
     let o = run(&["--shard", "1/3", "-o", "x.tsv"]);
     assert!(!o.status.success());

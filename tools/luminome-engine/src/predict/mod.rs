@@ -53,7 +53,10 @@ pub struct Tally {
 
 /// A predictor that keeps a [`Tally`]: its sharded runs gather every output, not only the TSV.
 pub trait Tallied {
-    /// The tally of everything predicted so far.
+    /// Keeps a tally of what is predicted from here on (a shard's part; other runs keep none).
+    fn start_tally(&mut self);
+
+    /// The tally of everything predicted since [`Tallied::start_tally`].
     fn tally(&self) -> Tally;
 
     /// Replays the tallies of a sharded run's parts, in record order, as if those records had

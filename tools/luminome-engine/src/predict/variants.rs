@@ -25,8 +25,8 @@ pub struct VariantOutputs {
     track: BTreeMap<(String, u64), f32>,
     /// Every substitution by interval, for a saturated dataset (--npz).
     saturation: Option<Saturation>,
-    /// Each recorded record and its three scores (a sharded run's part).
-    tally: Tally,
+    /// Each recorded record and its three scores, when kept (a sharded run's part).
+    tally: Option<Tally>,
 }
 
 impl VariantOutputs {
@@ -46,10 +46,11 @@ impl VariantOutputs {
     /// Records the score of one ALT allele of `v`, dataset row `record`.
     pub fn record(&mut self, record: usize, v: &VariantSite, score: AlleleScore) -> Result<()> {
         let llr = score.llr;
-        self.tally.width = 3;
-        self.tally.records.push(record as u64);
-        let exact = [llr, score.llr_a, score.llr_b].map(f64::from);
-        self.tally.values.extend(exact);
+        if let Some(t) = &mut self.tally {
+            t.records.push(record as u64);
+            t.values
+                .extend([llr, score.llr_a, score.llr_b].map(f64::from));
+        }
         if let Some(s) = &mut self.saturation {
             s.record(v, llr)?;
         }
@@ -66,12 +67,20 @@ impl VariantOutputs {
         Ok(())
     }
 
-    /// What [`Self::record`] was given, in order.
-    pub fn tally(&self) -> Tally {
-        Tally {
+    /// Keeps what [`Self::record`] is given from here on, for [`Self::tally`].
+    pub fn start_tally(&mut self) {
+        self.tally = Some(Tally {
             width: 3,
-            ..self.tally.clone()
-        }
+            ..Tally::default()
+        });
+    }
+
+    /// What [`Self::record`] was given since [`Self::start_tally`], in order.
+    pub fn tally(&self) -> Tally {
+        self.tally.clone().unwrap_or(Tally {
+            width: 3,
+            ..Tally::default()
+        })
     }
 
     /// Records a shard's tally again: `site` gives the variant of a dataset row.

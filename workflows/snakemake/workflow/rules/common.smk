@@ -373,6 +373,29 @@ def variant_gather(wildcards, input):
     return f"--gather {' '.join(input.parts)}" if input.parts else ""
 
 
+def variant_gather_options(wildcards):
+    """A sharded run's gather computes nothing: one CPU thread (the parts were scored on the
+    section's device)."""
+    if variant_shards(wildcards.id) == 1:
+        return variant_options(wildcards)
+    parts = [
+        PREDICT["extra"],
+        VARIANT_RUNS[wildcards.id].get("args", ""),
+        "--device cpu",
+    ]
+    return " ".join(part for part in parts if part)
+
+
+def variant_job_threads(wildcards):
+    """Threads of predict_variants: the section's, or one to gather parts."""
+    return 1 if variant_shards(wildcards.id) > 1 else PREDICT["threads"]
+
+
+def variant_job_gpus(wildcards):
+    """GPUs of predict_variants: none to gather parts."""
+    return 0 if variant_shards(wildcards.id) > 1 else gpu_count(PREDICT)
+
+
 def variant_options(wildcards):
     parts = [PREDICT["extra"], VARIANT_RUNS[wildcards.id].get("args", "")]
     parts.append(f"--device {PREDICT['device']}")

@@ -118,12 +118,12 @@ rule predict_variants:
         id=ids_pattern(VARIANT_RUNS),
     conda:
         "../envs/luminome.yaml"
-    threads: PREDICT["threads"]
+    threads: variant_job_threads
     resources:
         mem_mb=PREDICT["mem_mb"],
-        gpu=gpu_count(PREDICT),
+        gpu=variant_job_gpus,
     params:
-        options=variant_options,
+        options=variant_gather_options,
         gather=variant_gather,
     shell:
         "luminome-predict --checkpoint {input.checkpoint} --dataset {input.dataset}"

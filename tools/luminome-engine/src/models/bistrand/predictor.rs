@@ -330,6 +330,10 @@ impl Predictor for PairPredictor {
 }
 
 impl Tallied for PairPredictor {
+    fn start_tally(&mut self) {
+        self.outputs.start_tally();
+    }
+
     fn tally(&self) -> Tally {
         self.outputs.tally()
     }

@@ -348,6 +348,10 @@ impl Predictor for CaduceusPredictor {
 }
 
 impl Tallied for CaduceusPredictor {
+    fn start_tally(&mut self) {
+        self.outputs.start_tally();
+    }
+
     fn tally(&self) -> Tally {
         self.outputs.tally()
     }

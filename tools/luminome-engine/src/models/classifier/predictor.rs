@@ -24,8 +24,10 @@ pub struct ClassOutputs {
     truth: Vec<usize>,
     /// Their probabilities, row-major `[n, classes]`.
     probs: Vec<f64>,
-    /// Each labelled record: its label value then its probabilities (a sharded run's part).
-    tally: Tally,
+    /// The labelled records predicted since [`Tallied::start_tally`] (a shard's part: their
+    /// labels and probabilities are `truth` and `probs` from `tally_from` on).
+    tally_records: Option<Vec<u64>>,
+    tally_from: usize,
 }
 
 impl ClassOutputs {
@@ -35,7 +37,8 @@ impl ClassOutputs {
             has_truth,
             truth: Vec::new(),
             probs: Vec::new(),
-            tally: Tally::default(),
+            tally_records: None,
+            tally_from: 0,
         }
     }
 
@@ -55,11 +58,10 @@ impl ClassOutputs {
         let Some(labels) = &batch.labels else {
             return Ok(());
         };
-        self.tally.width = 1 + self.label_values.len();
-        for (((record, _), l), p) in batch.records.iter().zip(labels).zip(&batch.probs) {
-            self.tally.records.push(*record);
-            self.tally.values.push(*l as f64);
-            self.tally.values.extend(p);
+        if let Some(records) = &mut self.tally_records {
+            records.extend(batch.records.iter().map(|(r, _)| *r));
+        }
+        for (l, p) in labels.iter().zip(&batch.probs) {
             // Checked when the dataset was opened: every label is a class.
             let class = self
                 .label_values
@@ -85,10 +87,22 @@ impl ClassOutputs {
 /// What the metrics are computed from: each labelled record's label value, then its
 /// probabilities.
 impl Tallied for ClassOutputs {
+    fn start_tally(&mut self) {
+        self.tally_records = Some(Vec::new());
+        self.tally_from = self.truth.len();
+    }
+
     fn tally(&self) -> Tally {
+        let classes = self.label_values.len();
+        let mut values = Vec::new();
+        for (i, &class) in self.truth.iter().enumerate().skip(self.tally_from) {
+            values.push(self.label_values[class] as f64);
+            values.extend(&self.probs[i * classes..(i + 1) * classes]);
+        }
         Tally {
-            width: 1 + self.label_values.len(),
-            ..self.tally.clone()
+            width: 1 + classes,
+            records: self.tally_records.clone().unwrap_or_default(),
+            values,
         }
     }
 

@@ -33,7 +33,8 @@ process LUMINOME_PREDICTVARIANTS {
     script:
     def args = task.ext.args ?: ''
     prefix = task.ext.prefix ?: "${meta.id}"
-    def device = task.accelerator ? '--device cuda' : ''
+    // A gather (parts given) computes nothing: it stays on the CPU.
+    def device = (task.accelerator && !parts) ? '--device cuda' : ''
     def gather = parts ? "--gather ${parts}" : ''
     """
     luminome-predict \\
