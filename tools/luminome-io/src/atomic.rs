@@ -71,10 +71,20 @@ impl OutputKind {
     fn extensions(self) -> &'static [&'static str] {
         match self {
             Self::Safetensors => &["safetensors"],
-            Self::Tsv => &["tsv", "txt", "tab"],
+            // `.gz`: written gzip-compressed (AtomicWriter).
+            Self::Tsv => &["tsv", "txt", "tab", "tsv.gz", "txt.gz", "tab.gz"],
             Self::Npz => &["npz"],
             Self::Vcf => &["vcf", "vcf.gz", "vcf.bgz"],
-            Self::BedGraph => &["bedgraph", "bdg", "bg", "bw", "bigwig"],
+            Self::BedGraph => &[
+                "bedgraph",
+                "bdg",
+                "bg",
+                "bw",
+                "bigwig",
+                "bedgraph.gz",
+                "bdg.gz",
+                "bg.gz",
+            ],
             Self::BigWig => &["bw", "bigwig"],
         }
     }
@@ -445,6 +455,10 @@ mod tests {
         );
         assert!(check_extension("--npz", &p("a.safetensors"), OutputKind::Npz).is_err());
         assert!(check_extension("-o", &p("p.fa.gz"), OutputKind::Tsv).is_err());
+        // Gzip-compressed text outputs, as AtomicWriter writes them.
+        assert!(check_extension("-o", &p("scores.tsv.gz"), OutputKind::Tsv).is_ok());
+        assert!(check_extension("--bedgraph", &p("t.bedgraph.gz"), OutputKind::BedGraph).is_ok());
+        assert!(check_extension("-o", &p("t.bedgraph.gz"), OutputKind::Tsv).is_err());
     }
 
     #[test]

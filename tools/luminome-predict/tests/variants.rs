@@ -473,3 +473,33 @@ fn a_bistrand_model_writes_the_saturation_npz() {
         "the genome's own bases"
     );
 }
+
+/// `-o x.tsv.gz` and `--bedgraph x.bedgraph.gz` write gzip: the same text as the plain names.
+#[test]
+fn gz_names_write_the_same_text_gzip_compressed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, ds) = inputs(dir.path(), "complement");
+    let ckpt = dir.path().join("m.safetensors");
+    bistrand_checkpoint(&ckpt, Pairing::Complement);
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    for (tsv, track) in [("s.tsv", "s.bedgraph"), ("s.tsv.gz", "s.bedgraph.gz")] {
+        let o = predict(&[
+            "--checkpoint",
+            ckpt.to_str().unwrap(),
+            "--dataset",
+            ds.to_str().unwrap(),
+            "-o",
+            &p(tsv),
+            "--bedgraph",
+            &p(track),
+            "-q",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    for (plain, gz) in [("s.tsv", "s.tsv.gz"), ("s.bedgraph", "s.bedgraph.gz")] {
+        let mut text = String::new();
+        let file = std::fs::File::open(p(gz)).unwrap();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut text).unwrap();
+        assert_eq!(text, std::fs::read_to_string(p(plain)).unwrap(), "{gz}");
+    }
+}
