@@ -3,7 +3,7 @@
 //! outputs at each gene's read slot and strand, and what is refused.
 
 mod common;
-use common::predict;
+use common::{predict, read_tsv};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -18,21 +18,6 @@ fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../luminome-engine/tests/fixtures/get_region")
         .join(name)
-}
-
-fn read_tsv(path: &Path) -> Vec<HashMap<String, String>> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
-    lines
-        .map(|l| {
-            header
-                .iter()
-                .zip(l.split('\t'))
-                .map(|(h, v)| (h.to_string(), v.to_string()))
-                .collect()
-        })
-        .collect()
 }
 
 /// A synthetic region dataset with `features` columns (the last the accessibility), with
