@@ -4,7 +4,9 @@
 # Run from the repository root after:
 #   cargo build --release -p luminome-tokenize --bins --examples
 #   pip install tokenizers numpy
-# Prints one line per command: median wall seconds over 5 runs (after 1 warm-up) and peak RSS.
+# Prints one line per command: median wall seconds and median CPU seconds (user + system: what a
+# core budget counts; luminome-tokenize --threads 1 still reads on one thread and tokenizes and
+# writes on another) over 5 runs (after 1 warm-up), and peak RSS. PEERS=0 skips the Python peer.
 # Each luminome run writes a fresh output: the previous run's files are removed inside the timed
 # command (so the removal is counted). Replacing an existing output is timed on its own line: on
 # ext4, renaming over an existing file makes the filesystem allocate and start writing the new
@@ -22,13 +24,15 @@ RUNS=${RUNS:-5}
 time_cmd() { # label, command...: median wall time and max RSS of $RUNS runs after a warm-up
   local label=$1; shift
   "$@" >/dev/null 2>&1
-  local t=() rss=0 s m
+  local t=() c=() rss=0 s u y m
   for _ in $(seq "$RUNS"); do
-    /usr/bin/time -f '%e %M' -o "$OUT/t" "$@" >/dev/null 2>&1
-    read -r s m < "$OUT/t"; t+=("$s"); (( m > rss )) && rss=$m
+    /usr/bin/time -f '%e %U %S %M' -o "$OUT/t" "$@" >/dev/null 2>&1
+    read -r s u y m < "$OUT/t"; t+=("$s"); c+=("$(echo "$u + $y" | bc)"); (( m > rss )) && rss=$m
   done
-  local med; med=$(printf '%s\n' "${t[@]}" | sort -g | sed -n "$(( (RUNS + 1) / 2 ))p")
-  printf '%-58s median %6.2f s  peak RSS %7d KiB\n' "$label" "$med" "$rss"
+  local mid=$(( (RUNS + 1) / 2 ))
+  local med; med=$(printf '%s\n' "${t[@]}" | sort -g | sed -n "${mid}p")
+  local cpu; cpu=$(printf '%s\n' "${c[@]}" | sort -g | sed -n "${mid}p")
+  printf '%-58s median %6.2f s  CPU %6.2f s  peak RSS %7d KiB\n' "$label" "$med" "$cpu" "$rss"
 }
 
 FRESH=(sh -c 'rm -f "$1" "${1%.safetensors}.index.tsv"; shift; exec "$@"' fresh)
@@ -41,6 +45,7 @@ for f in "$ECOLI" "$CHR22"; do
   done
   time_cmd "$n luminome nucleotide w512 threads=1, replacing the output" $BIN/luminome-tokenize "$f" --overflow window --window 512 --threads 1 -q -o "$OUT/c.safetensors"
   time_cmd "$n needletail parse+count (ceiling)" $BIN/examples/needletail_count "$f"
+  [ "${PEERS:-1}" = 0 ] && continue
   RUNS=3 time_cmd "$n HF tokenizers char (peer)" "$PYTHON" bench/tokenize/hf_tokenize.py "$f" char 512
   RUNS=3 time_cmd "$n HF tokenizers 6-mer WordLevel (peer)" "$PYTHON" bench/tokenize/hf_tokenize.py "$f" 6mer 512
 done
