@@ -262,7 +262,8 @@ pub fn gather(
 }
 
 /// Writes the parts' rows to `out` and joins their tallies, checking their records follow on
-/// and that every part carries a tally or none does.
+/// and that every part carries a tally or none does. Each part is read once, whole (its rows
+/// and tally; the metadata was checked by [`gather`]).
 fn join(
     parts: impl Iterator<Item = (PathBuf, ShardSpec)>,
     n: usize,
@@ -271,11 +272,16 @@ fn join(
 ) -> Result<Option<Tally>> {
     let (mut tally, mut next, mut with_tally) = (None::<Tally>, 0usize, None::<bool>);
     for (path, spec) in parts {
-        let file = TensorFile::open(&path)?;
-        let meta = file.metadata();
+        let bytes =
+            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let not_valid =
+            |e| anyhow::anyhow!("{}: not a valid safetensors file: {e}", path.display());
+        let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).map_err(not_valid)?;
+        let file = safetensors::SafeTensors::deserialize(&bytes).map_err(not_valid)?;
         let bound = |k: &str| -> Result<usize> {
-            meta.get(k)
-                .and_then(|v| v.parse().ok())
+            meta.metadata()
+                .as_ref()
+                .and_then(|m| m.get(k)?.parse().ok())
                 .with_context(|| format!("{}: no {k} in its metadata", path.display()))
         };
         let range = bound("first_record")?..bound("end_record")?;
@@ -286,15 +292,16 @@ fn join(
             );
         }
         next = range.end;
-        let rows = file.require("rows")?;
-        if rows.elem != luminome_io::tensorfile::ElemType::U8 || rows.shape.len() != 1 {
-            bail!(
+        match file.tensor("rows") {
+            Ok(rows) if rows.dtype() == Dtype::U8 && rows.shape().len() == 1 => {
+                out.write_all(rows.data())?
+            }
+            _ => bail!(
                 "{}: its rows are not the bytes luminome-predict --shard writes",
                 path.display()
-            );
+            ),
         }
-        out.write_all(rows.bytes)?;
-        let part_tally = read_tally(&path)?;
+        let part_tally = read_tally(&file, &path)?;
         if *with_tally.get_or_insert(part_tally.is_some()) != part_tally.is_some() {
             bail!(
                 "{}: some parts carry a tally and others not: parts of different runs",
@@ -323,12 +330,9 @@ fn join(
     Ok(tally)
 }
 
-/// A part's tally, when it has one: read with the safetensors crate, since luminome-io's
-/// dataset reader holds no f64 (the tally's, so a classifier's probabilities stay exact).
-fn read_tally(path: &Path) -> Result<Option<Tally>> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let file = safetensors::SafeTensors::deserialize(&bytes)
-        .map_err(|e| anyhow::anyhow!("{}: not a valid safetensors file: {e}", path.display()))?;
+/// A part's tally, when it has one (f64 values, which luminome-io's dataset reader does not
+/// hold: a classifier's probabilities stay exact).
+fn read_tally(file: &safetensors::SafeTensors, path: &Path) -> Result<Option<Tally>> {
     let Ok(records) = file.tensor("tally_records") else {
         return Ok(None);
     };
