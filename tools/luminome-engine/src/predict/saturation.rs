@@ -7,10 +7,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use luminome_io::atomic::AtomicFile;
 use luminome_io::npz::{NpyArraySpec, NpyElem, NpzWriter};
 use luminome_io::pair_dataset::{PairDataset, VariantSite};
+
+use super::variants::base_class;
 
 /// The BED a dataset was saturated from, when `luminome-mask-pairs --saturate` built it (its
 /// second source is `saturate:BED`).
@@ -60,7 +62,15 @@ impl Saturation {
                 v.id
             );
         }
-        let (reference, alternate) = (base_index(&v.reference, v)?, base_index(&v.alternate, v)?);
+        let class = |allele: &str| {
+            base_class(allele).with_context(|| {
+                format!(
+                    "the saturated site {}:{} has allele {allele}, not one of A, C, G, T",
+                    v.chrom, v.pos
+                )
+            })
+        };
+        let (reference, alternate) = (class(&v.reference)?, class(&v.alternate)?);
         let slot = self
             .bases
             .entry((i, v.pos - 1 - interval.start))
@@ -130,21 +140,6 @@ fn parse_interval(v: &VariantSite) -> Result<Interval> {
         None => bail!(
             "variant_id {} of the saturated site {}:{} is not an interval chrom:start-end (the dataset's index was changed after luminome-mask-pairs --saturate wrote it)",
             v.id,
-            v.chrom,
-            v.pos
-        ),
-    }
-}
-
-/// A, C, G, T as 0..4.
-fn base_index(allele: &str, v: &VariantSite) -> Result<usize> {
-    match allele.to_ascii_uppercase().as_str() {
-        "A" => Ok(0),
-        "C" => Ok(1),
-        "G" => Ok(2),
-        "T" => Ok(3),
-        _ => bail!(
-            "the saturated site {}:{} has allele {allele}, not one of A, C, G, T",
             v.chrom,
             v.pos
         ),

@@ -270,6 +270,13 @@ fn variants_source(dataset: &PairDataset, extra: &ExtraOutputs) -> Result<PathBu
     )
 }
 
+/// The class of a single-base allele: A, C, G, T → 0..3 (any case); `None` for anything else.
+pub fn base_class(allele: &str) -> Option<usize> {
+    ["A", "C", "G", "T"]
+        .iter()
+        .position(|b| b.eq_ignore_ascii_case(allele))
+}
+
 /// The TSV columns of a variant scorer after `record name`: the variant, its three scores (named
 /// by the family) and the INFO values mask-pairs kept.
 pub fn variant_columns(scores: [&str; 3], info_keys: &[String]) -> Vec<String> {

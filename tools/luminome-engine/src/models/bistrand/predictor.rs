@@ -19,18 +19,15 @@ use luminome_io::atomic::Commit;
 use luminome_io::pair_dataset::{MaskMode, PairDataset, PairIndexRow, Pairing};
 use luminome_io::variant_scores::AlleleScore;
 
-use super::config::{BiStrandConfig, BASES};
+use super::config::BiStrandConfig;
 use super::model::BiStrandModel;
 use super::task::PairTensors;
 use crate::checkpoint::{read_checkpoint_meta, Checkpoint};
 use crate::input::check_dataset_kind;
-use crate::predict::variants::{variant_columns, variant_values, windows_of, VariantOutputs};
+use crate::predict::variants::{
+    base_class, variant_columns, variant_values, windows_of, VariantOutputs,
+};
 use crate::predict::{ExtraOutputs, PredictionRow, Predictor, Tallied, Tally};
-
-/// The class (A, C, G, T = 0..3) of a base letter.
-fn class_of(base: &str) -> Option<usize> {
-    BASES.iter().position(|b| b.eq_ignore_ascii_case(base))
-}
 
 /// A paired dataset checked against a bi-strand checkpoint.
 pub struct PairInput {
@@ -184,7 +181,7 @@ impl PairPredictor {
                 .variant
                 .as_ref()
                 .context("internal: variant row without variant")?;
-            let (Some(rc), Some(ac)) = (class_of(&v.reference), class_of(&v.alternate)) else {
+            let (Some(rc), Some(ac)) = (base_class(&v.reference), base_class(&v.alternate)) else {
                 bail!(
                     "{}: record {}: {}>{} is not a single-base substitution",
                     self.input.dataset.path().display(),

@@ -20,7 +20,9 @@ use luminome_io::pair_dataset::{MaskMode, PairDataset, PairIndexRow, Pairing};
 use luminome_io::variant_scores::AlleleScore;
 
 use super::Caduceus;
-use crate::predict::variants::{variant_columns, variant_values, windows_of, VariantOutputs};
+use crate::predict::variants::{
+    base_class, variant_columns, variant_values, windows_of, VariantOutputs,
+};
 use crate::predict::{ExtraOutputs, PredictionRow, Predictor, Tallied, Tally};
 
 /// Which windows a score averages.
@@ -226,13 +228,6 @@ impl CaduceusPredictor {
 /// ln P over A, C, G, T at one site.
 type BaseLogProbs = [f32; 4];
 
-/// A, C, G, T → 0..3.
-fn class_of(base: &str) -> Option<usize> {
-    ["A", "C", "G", "T"]
-        .iter()
-        .position(|b| b.eq_ignore_ascii_case(base))
-}
-
 impl Predictor for CaduceusPredictor {
     fn len(&self) -> usize {
         self.dataset.len()
@@ -263,7 +258,7 @@ impl Predictor for CaduceusPredictor {
                 .variant
                 .as_ref()
                 .context("internal: variant row without variant")?;
-            let (Some(rc_class), Some(ac)) = (class_of(&v.reference), class_of(&v.alternate))
+            let (Some(rc_class), Some(ac)) = (base_class(&v.reference), base_class(&v.alternate))
             else {
                 bail!(
                     "{}: record {}: {}>{} is not a single-base substitution",
