@@ -4,23 +4,11 @@
 //! make_variant_scores.py), and what is refused.
 
 mod common;
-use common::{predict, read_tsv};
+use common::{caduceus_fixtures, mask_pairs, predict, read_tsv};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-use clap::Parser;
-
-fn caduceus_fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../luminome-engine/tests/fixtures/caduceus")
-}
-
-fn mask_pairs(args: &[&str]) -> anyhow::Result<()> {
-    let mut all = vec!["luminome-mask-pairs", "--quiet"];
-    all.extend(args);
-    luminome_mask_pairs::run(&luminome_mask_pairs::args::Args::parse_from(all)).map(|_| ())
-}
 
 /// The fixture's SNVs in 41-base windows, in `model`'s vocabulary.
 fn dataset(dir: &Path, model: &str) -> PathBuf {

@@ -7,18 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use clap::Parser;
 use common::*;
-
-fn caduceus() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../luminome-engine/tests/fixtures/caduceus")
-}
-
-fn mask_pairs(args: &[&str]) {
-    let mut all = vec!["luminome-mask-pairs", "--quiet"];
-    all.extend(args);
-    luminome_mask_pairs::run(&luminome_mask_pairs::args::Args::parse_from(all)).unwrap();
-}
 
 /// luminome-predict run from `dir` (outputs named relative to it, so two folders' commands,
 /// recorded in the VCF header, are the same).
@@ -39,7 +28,7 @@ fn ok(o: &Output) {
 /// A variant dataset of the Caduceus fixture's SNVs (nine alleles) or of every substitution of
 /// two intervals (eighteen).
 fn dataset(dir: &Path, saturate: bool) -> PathBuf {
-    let v = caduceus().join("variants");
+    let v = caduceus_fixtures().join("variants");
     let bed = dir.join("sites.bed");
     std::fs::write(&bed, "chrT\t57\t61\nchrT\t110\t112\n").unwrap();
     let (flag, input) = if saturate {
@@ -56,17 +45,18 @@ fn dataset(dir: &Path, saturate: bool) -> PathBuf {
         "--window",
         "41",
         "--like",
-        caduceus().join("ps_rcps_fused").to_str().unwrap(),
+        caduceus_fixtures().join("ps_rcps_fused").to_str().unwrap(),
         "-o",
         ds.to_str().unwrap(),
-    ]);
+    ])
+    .unwrap();
     ds
 }
 
 /// Runs `outputs` once in `dir/one` and as `shards` parts gathered in `dir/many` (parts given
 /// in reverse order), then compares every output file byte for byte.
 fn one_run_and_gathered(dir: &Path, ds: &Path, batch: &str, shards: usize, outputs: &[&str]) {
-    let model = caduceus().join("ps_rcps_fused");
+    let model = caduceus_fixtures().join("ps_rcps_fused");
     let common = [
         "--checkpoint",
         model.to_str().unwrap(),
@@ -129,7 +119,7 @@ fn gathered_saturation_npz_is_the_bytes_of_one_run() {
 fn parts_that_do_not_make_one_run_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let ds = dataset(dir.path(), false);
-    let model = caduceus().join("ps_rcps_fused");
+    let model = caduceus_fixtures().join("ps_rcps_fused");
     let run = |args: &[&str]| {
         let mut all = vec![
             "--checkpoint",

@@ -6,7 +6,6 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use candle_core::Device;
-use clap::Parser;
 use common::*;
 use luminome_engine::checkpoint::{save_checkpoint, CheckpointMeta};
 use luminome_engine::input::InputSpec;
@@ -14,12 +13,6 @@ use luminome_engine::models::bistrand::{BiStrandConfig, PairInput};
 use luminome_engine::{BuiltModel, ModelConfig};
 use luminome_io::pair_dataset::Pairing;
 use luminome_io::token_dataset::TokenizerInfo;
-
-fn mask_pairs(args: &[&str]) {
-    let mut all = vec!["luminome-mask-pairs", "--quiet"];
-    all.extend(args);
-    luminome_mask_pairs::run(&luminome_mask_pairs::args::Args::parse_from(all)).unwrap();
-}
 
 /// A reference, a VCF (a multi-allelic SNV, an indel, a REF mismatch, two SNVs on one position)
 /// and the variant dataset of its SNVs.
@@ -44,7 +37,8 @@ fn inputs(dir: &Path, pairing: &str) -> (PathBuf, PathBuf) {
         pairing,
         "-o",
         ds.to_str().unwrap(),
-    ]);
+    ])
+    .unwrap();
     (vcf, ds)
 }
 
@@ -438,7 +432,8 @@ fn a_bistrand_model_writes_the_saturation_npz() {
         "16",
         "-o",
         &p("sat.safetensors"),
-    ]);
+    ])
+    .unwrap();
     let ckpt = dir.path().join("m.safetensors");
     bistrand_checkpoint(&ckpt, Pairing::Complement);
     let o = predict(&[

@@ -168,3 +168,16 @@ pub fn read_tsv(path: &Path) -> Vec<HashMap<String, String>> {
         })
         .collect()
 }
+
+/// The published-model fixtures (Caduceus/PlantCaduceus random checkpoints, a reference and SNVs).
+pub fn caduceus_fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../luminome-engine/tests/fixtures/caduceus")
+}
+
+/// Runs luminome-mask-pairs (quiet) as the workflow would, through its library.
+pub fn mask_pairs(args: &[&str]) -> anyhow::Result<()> {
+    use clap::Parser;
+    let mut all = vec!["luminome-mask-pairs", "--quiet"];
+    all.extend(args);
+    luminome_mask_pairs::run(&luminome_mask_pairs::args::Args::parse_from(all)).map(|_| ())
+}
