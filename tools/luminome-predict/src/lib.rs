@@ -400,20 +400,27 @@ fn gather_parts(
     header: &str,
     out: &mut impl Write,
 ) -> Result<Option<Vec<(String, String)>>> {
+    let rows_only = || {
+        anyhow::anyhow!(
+            "--gather: this model's parts carry only their rows, so --metrics, --vcf, --bedgraph and --npz cannot be gathered; run those unsharded"
+        )
+    };
+    let wants_more = args.metrics.is_some() || extra.any();
+    // Refused before any part is read when the model keeps no tally at all.
+    if wants_more && predictor.tallied().is_none() {
+        return Err(rows_only());
+    }
     let all: Vec<String> = std::env::args().collect();
     luminome_cli::record_command_without(|i, _| shard::is_gather_arg(&all, i));
     let tally = shard::gather(args, predictor.len(), header, out)?;
-    let metrics = match (&tally, predictor.tallied()) {
+    match (&tally, predictor.tallied()) {
         (Some(tally), Some(tallied)) => {
             tallied.replay(tally)?;
-            predictor.metrics()?
+            predictor.metrics()
         }
-        _ if args.metrics.is_some() || extra.any() => bail!(
-            "--gather: this model's parts carry only their rows, so --metrics, --vcf, --bedgraph and --npz cannot be gathered; run those unsharded"
-        ),
-        _ => None,
-    };
-    Ok(metrics)
+        _ if wants_more => Err(rows_only()),
+        _ => Ok(None),
+    }
 }
 
 /// Runs `predictor` over the dataset and writes the TSV, the metrics and the extra outputs.
