@@ -82,6 +82,37 @@ impl ClassOutputs {
             None
         }
     }
+
+    /// Records `batch` ([`ClassOutputs::record`]) and formats its rows.
+    pub fn rows(&mut self, batch: ClassBatch) -> Result<Vec<PredictionRow>> {
+        self.record(&batch)?;
+        let label_values = &self.label_values;
+        let mut rows = Vec::with_capacity(batch.probs.len());
+        for (i, ((record, name), p)) in batch.records.into_iter().zip(batch.probs).enumerate() {
+            let mut values = Vec::with_capacity(p.len() + 2);
+            if let Some(l) = &batch.labels {
+                values.push(l[i].to_string());
+            }
+            values.extend(p.iter().map(|x| format!("{x:.6}")));
+            values.push(label_values[argmax(&p)].to_string());
+            rows.push(PredictionRow {
+                record,
+                name,
+                values,
+            });
+        }
+        Ok(rows)
+    }
+
+    /// The metrics over every labelled record seen; `None` without labels.
+    pub fn metrics(&self) -> Result<Option<ClassificationMetrics>> {
+        if !self.has_truth || self.truth.is_empty() {
+            return Ok(None);
+        }
+        ClassificationMetrics::compute(&self.truth, &self.probs, self.label_values.len())
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("cannot compute metrics: {e}"))
+    }
 }
 
 /// What the metrics are computed from: each labelled record's label value, then its
@@ -122,39 +153,6 @@ impl Tallied for ClassOutputs {
             probs: rows.map(|v| v[1..].to_vec()).collect(),
         };
         self.record(&batch)
-    }
-}
-
-impl ClassOutputs {
-    /// Records `batch` ([`ClassOutputs::record`]) and formats its rows.
-    pub fn rows(&mut self, batch: ClassBatch) -> Result<Vec<PredictionRow>> {
-        self.record(&batch)?;
-        let label_values = &self.label_values;
-        let mut rows = Vec::with_capacity(batch.probs.len());
-        for (i, ((record, name), p)) in batch.records.into_iter().zip(batch.probs).enumerate() {
-            let mut values = Vec::with_capacity(p.len() + 2);
-            if let Some(l) = &batch.labels {
-                values.push(l[i].to_string());
-            }
-            values.extend(p.iter().map(|x| format!("{x:.6}")));
-            values.push(label_values[argmax(&p)].to_string());
-            rows.push(PredictionRow {
-                record,
-                name,
-                values,
-            });
-        }
-        Ok(rows)
-    }
-
-    /// The metrics over every labelled record seen; `None` without labels.
-    pub fn metrics(&self) -> Result<Option<ClassificationMetrics>> {
-        if !self.has_truth || self.truth.is_empty() {
-            return Ok(None);
-        }
-        ClassificationMetrics::compute(&self.truth, &self.probs, self.label_values.len())
-            .map(Some)
-            .map_err(|e| anyhow::anyhow!("cannot compute metrics: {e}"))
     }
 }
 
