@@ -289,14 +289,14 @@ pub fn command_line() -> String {
 
 static COMMAND_LINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
-/// Makes [`command_line`] record the process's arguments without the values `drop` marks
-/// (`drop(i, arg)`, `i` from 0, the program name included): luminome-predict --gather writes
-/// what the unsharded command would have written. The first call wins.
-pub fn record_command_without(drop: impl Fn(usize, &str) -> bool) {
-    let kept = std::env::args()
-        .enumerate()
-        .filter(|(i, a)| !drop(*i, a))
-        .map(|(_, a)| a);
+/// Makes [`command_line`] record the process's arguments without those `drop(args, i)` marks
+/// (`i` from 0, the program name included): luminome-predict --gather writes what the unsharded
+/// command would have written. The first call wins.
+pub fn record_command_without(drop: impl Fn(&[String], usize) -> bool) {
+    let args: Vec<String> = std::env::args().collect();
+    let kept = (0..args.len())
+        .filter(|&i| !drop(&args, i))
+        .map(|i| args[i].clone());
     let _ = COMMAND_LINE.set(quote_args(kept));
 }
 

@@ -410,8 +410,7 @@ fn gather_parts(
     if wants_more && predictor.tallied().is_none() {
         return Err(rows_only());
     }
-    let all: Vec<String> = std::env::args().collect();
-    luminome_cli::record_command_without(|i, _| shard::is_gather_arg(&all, i));
+    luminome_cli::record_command_without(shard::is_gather_arg);
     let tally = shard::gather(args, predictor.len(), header, out)?;
     match (&tally, predictor.tallied()) {
         (Some(tally), Some(tallied)) => {
