@@ -15,14 +15,20 @@
 #   plantcad_l20_shrunk/,        when CAD_CKPT (default /work/bench-data/plantcad_l20_random,
 #   snvs_cad_small.*,            bench/caduceus/make_random_checkpoint.py --size l20) exists: that
 #   snvs_cad_large.*             checkpoint shrunk by bench/gpu/regrow_checkpoint.py, and the SNVs
-#                                of the first 12 / all 2,000 positions in its vocabulary (--like).
-# BIN (default target/release) holds luminome-tokenize and luminome-mask-pairs (built if missing).
+#                                of the first 12 / all 2,000 positions in its vocabulary (--like);
+#   saturate_{small,large}.*     with it, in-silico saturation mutagenesis windows (--saturate) of
+#                                12 bases and of four 500-bp intervals of chromosome V;
+#   attrib/                      test.safetensors (the 5,920 GUE prom_core_all test rows, single
+#                                nucleotides, --max-length 72) and two CNN classifiers trained
+#                                here on the bundled 2,000 training rows (300 steps, seed 1):
+#                                cnn/ (mean adapter) and gated/ (DynamicGated), for stage attrib.
+# BIN (default target/release) holds luminome-tokenize, -mask-pairs and -train (built if missing).
 set -euo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 data=${DATA:-../shared/data}
 bin=${BIN:-target/release}
-[[ -x $bin/luminome-tokenize && -x $bin/luminome-mask-pairs ]] ||
-    cargo build --release --locked -q -p luminome-tokenize -p luminome-mask-pairs
+[[ -x $bin/luminome-tokenize && -x $bin/luminome-mask-pairs && -x $bin/luminome-train ]] ||
+    cargo build --release --locked -q -p luminome-tokenize -p luminome-mask-pairs -p luminome-train
 for s in train dev test; do
     "$bin/luminome-tokenize" "$data/gue/prom/prom_core_all/$s.csv" -q --scheme kmer -k 3 \
         --kmer-mode non-overlapping -o "$out/$s.safetensors"
@@ -48,5 +54,27 @@ if [[ -f $cad/model.safetensors ]]; then
         "$bin/luminome-mask-pairs" --quiet --reference "$tmp/celegans.fa" --like "$cad" \
             --variants "$out/snvs_cad_$set.tsv" --window 512 -o "$out/snvs_cad_$set.pairs.safetensors"
     done
+    printf 'V\t100000\t100012\n' > "$out/saturate_small.bed"
+    for i in 0 1 2 3; do
+        printf 'V\t%d\t%d\n' $((120000 + i * 10000)) $((120500 + i * 10000))
+    done > "$out/saturate_large.bed"
+    for set in small large; do
+        "$bin/luminome-mask-pairs" --quiet --reference "$tmp/celegans.fa" --like "$cad" \
+            --saturate "$out/saturate_$set.bed" --window 512 -o "$out/saturate_$set.safetensors"
+    done
 fi
-ls -la "$out"
+mkdir -p "$out/attrib"
+bundled=test-data/gue_prom_core_all
+for s in train dev; do
+    "$bin/luminome-tokenize" "$bundled/$s.csv" -q --max-length 72 -o "$tmp/attrib_$s.safetensors"
+done
+"$bin/luminome-tokenize" "$data/gue/prom/prom_core_all/test.csv" -q --max-length 72 \
+    -o "$out/attrib/test.safetensors"
+for m in cnn:mean gated:gated; do
+    [[ -f $out/attrib/${m%%:*}/best.safetensors ]] ||
+        "$bin/luminome-train" classify --train "$tmp/attrib_train.safetensors" \
+            --dev "$tmp/attrib_dev.safetensors" --backbone cnn --adapter "${m##*:}" --steps 300 \
+            --eval-every 100 --seed 1 --no-kmer-floor -q -o "$out/attrib/${m%%:*}"
+    rm -f "$out/attrib/${m%%:*}"/last*.safetensors
+done
+ls -la "$out" "$out/attrib"

@@ -15,6 +15,21 @@ CUDA-against-CPU comparison of the scores wants weights like the real ones, so:
 
 DEST_DIR gets model.safetensors (tensor names, order, dtypes and shapes of SRC_DIR's) and the
 config and tokenizer files. Only numpy is needed; the same OUT_DIR regrows the same bytes.
+
+Without the authors' code (make_random_checkpoint.py needs their package and mamba_ssm):
+
+    regrow_checkpoint.py grow FIXTURE_DIR DEST_DIR D_MODEL N_LAYER D_STATE
+                                                  # a random checkpoint at a published size in
+                                                  # the layout of a tiny Caduceus fixture
+                                                  # (ps_rcps_fused: PlantCaduceus' architecture):
+                                                  # its layer 0's tensor names repeated N_LAYER
+                                                  # times, shapes from the sizes, values drawn as
+                                                  # Mamba initialises them (A_log = log 1..d_state,
+                                                  # dt bias = softplus^-1 of dt in [1e-3, 1e-1],
+                                                  # D = 1, linear layers uniform +-1/sqrt(fan_in))
+                                                  # with the fixture's perturbation of each kind
+
+For speed and CUDA-against-CPU checks only: the weights are random either way.
 """
 import json
 import shutil
@@ -104,7 +119,68 @@ def regrow(out, dst):
     write_safetensors(dst / "model.safetensors", meta, tensors)
 
 
+def grown_shape(kind, d_model, d_inner, d_state, dt_rank, vocab):
+    return {"embedding.weight": [vocab, d_model], "A_log": [d_inner, d_state], "D": [d_inner],
+            "conv1d.bias": [d_inner], "conv1d.weight": [d_inner, 1, 4],
+            "dt_proj.bias": [d_inner], "dt_proj.weight": [d_inner, dt_rank],
+            "in_proj.weight": [2 * d_inner, d_model], "out_proj.weight": [d_model, d_inner],
+            "x_proj.weight": [dt_rank + 2 * d_state, d_inner], "norm.weight": [d_model],
+            "norm_f.weight": [d_model]}[kind]
+
+
+def grown_values(kind, shape, rng):
+    n = int(np.prod(shape))
+    if kind == "A_log":
+        a = np.log(np.tile(np.arange(1, shape[1] + 1, dtype=np.float64), (shape[0], 1)))
+        return (a + rng.normal(0, 0.05, shape)).ravel()
+    if kind == "dt_proj.bias":
+        dt = np.exp(rng.uniform(np.log(1e-3), np.log(1e-1), n))
+        return dt + np.log(-np.expm1(-dt))
+    if kind in ("D", "norm.weight", "norm_f.weight"):
+        return 1 + rng.normal(0, 0.1, n)
+    if kind == "embedding.weight":
+        return rng.normal(0, 0.5, n)
+    fan_in = 4 if kind.startswith("conv1d") else shape[1]  # conv1d: depthwise, kernel 4
+    bound = 1 / np.sqrt(fan_in)
+    return rng.uniform(-bound, bound, n)
+
+
+def grow(fixture, dst, d_model, n_layer, d_state):
+    d_model, n_layer, d_state = int(d_model), int(n_layer), int(d_state)
+    d_inner, dt_rank = 2 * d_model, -(-d_model // 16)
+    dst = Path(dst)
+    dst.mkdir(parents=True, exist_ok=True)
+    meta, tensors = read_safetensors(Path(fixture) / "model.safetensors")
+    out, rng = {}, np.random.default_rng(20)
+    for layer in range(n_layer):
+        for name, (dtype, shape, a) in tensors.items():
+            if ".layers." in name and ".layers.0." not in name:
+                continue
+            if ".layers." not in name and layer > 0:
+                continue
+            grown = name.replace(".layers.0.", f".layers.{layer}.")
+            if dtype == "I64":  # the complement maps: vocabulary-sized, kept
+                out[grown] = (dtype, shape, a)
+                continue
+            kind = next(k for k in ("embedding.weight", "A_log", "D", "conv1d.bias", "conv1d.weight",
+                                    "dt_proj.bias", "dt_proj.weight", "in_proj.weight",
+                                    "out_proj.weight", "x_proj.weight", "norm_f.weight",
+                                    "norm.weight") if name.endswith("." + k))
+            shape = grown_shape(kind, d_model, d_inner, d_state, dt_rank, shape[0])
+            out[grown] = (dtype, shape, grown_values(kind, shape, rng))
+    copy_side_files(fixture, dst)
+    cfg = json.loads((Path(fixture) / "config.json").read_text())
+    cfg.update(d_model=d_model, n_layer=n_layer)
+    cfg["ssm_cfg"]["d_state"] = d_state
+    (dst / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    (dst / "expected.safetensors").unlink(missing_ok=True)
+    write_safetensors(dst / "model.safetensors", meta, out)
+    n = sum(int(np.prod(s)) for name, (d, s, _) in out.items() if d != "I64")
+    print(f"{dst}: {len(out)} tensors, {n:,} parameters")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] not in ("shrink", "regrow"):
+    modes = {"shrink": (shrink, 4), "regrow": (regrow, 4), "grow": (grow, 7)}
+    if len(sys.argv) < 2 or sys.argv[1] not in modes or len(sys.argv) != modes[sys.argv[1]][1]:
         sys.exit(__doc__)
-    {"shrink": shrink, "regrow": regrow}[sys.argv[1]](sys.argv[2], sys.argv[3])
+    modes[sys.argv[1]][0](*sys.argv[2:])

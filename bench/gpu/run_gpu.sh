@@ -5,7 +5,7 @@
 #
 #   bench/gpu/run_gpu.sh BIN_DIR DATA_DIR OUT_DIR        # from the repository root
 #
-# BIN_DIR   build_cuda.sh's output (luminome-train, luminome-predict, bench_step, cuda_check;
+# BIN_DIR   build_cuda.sh's output (luminome-train, -predict, -importance, bench_step, cuda_check;
 #           lib/ optional: without it the host's CUDA 13 libraries are used).
 # DATA_DIR  bench/gpu/prepare_data.sh's output, made on any machine with the CPU build:
 #           train/dev/test.safetensors of GUE prom_core_all in non-overlapping 3-mers, and the
@@ -43,6 +43,15 @@
 #            bench/gpu/regrow_checkpoint.py): a few SNVs on both devices (SNVs/s, largest LLR
 #            difference) and 6,000 on the device alone, one strand (PlantCaduceus' own score)
 #            and both; CAD_BATCHES (default 64) the batch sizes tried on the device.
+#   attrib   luminome-importance (saliency, ig, ism, deepliftshap; gates for the gated model) of
+#            two CNN classifiers on the device and on the CPU: seconds and the largest score
+#            difference; ism and deepliftshap of ATTRIB_LARGE records on the device alone.
+#   saturate in-silico saturation mutagenesis (mask-pairs --saturate, predict --npz) with the
+#            l20-sized checkpoint: 12 bases on both devices (largest `ism` difference), 2,000 on
+#            the device alone; SAT_BATCH (default 128) the batch.
+#   shards   the 6,000 SNVs with the l20-sized checkpoint in one job and as SHARDS (default 2)
+#            `--shard I/N` parts running at once on the same GPU, gathered on the CPU: seconds,
+#            and whether the gathered TSV and bedGraph are byte-identical to the one job's.
 #   profile  where CUDA training steps of the benchmark model spend their time: ncu's kernel
 #            durations (one metric, clocks left alone) over the first PROFILE_LAUNCHES kernels
 #            of bench_step (a few steps), when ncu can read the GPU's counters there.
@@ -268,11 +277,17 @@ if [[ " $stages " == *" variants "* ]]; then
         "variants LLR" >> "$summary"
 fi
 
-if [[ " $stages " == *" caduceus "* ]]; then
-    # The random PlantCaduceus_l20-sized checkpoint, regrown from the shrunk copy that travelled.
-    cad=$out/plantcad_l20
+# regrow_caduceus: the random PlantCaduceus_l20-sized checkpoint at $cad, regrown once from the
+# shrunk copy that travelled (stages caduceus, saturate, shards).
+cad=$out/plantcad_l20
+regrow_caduceus() {
+    [[ -f $cad/model.safetensors ]] && return
     stage "caduceus: regrow the l20 checkpoint"
     limited python3 bench/gpu/regrow_checkpoint.py regrow "$data/plantcad_l20_shrunk" "$cad"
+}
+
+if [[ " $stages " == *" caduceus "* ]]; then
+    regrow_caduceus
     for set in small large; do
         snvs=$(awk -F'\t' '{n += split($5, a, ",")} END {print n}' "$data/snvs_cad_$set.tsv")
         for strands in forward both; do
@@ -297,6 +312,106 @@ if [[ " $stages " == *" caduceus "* ]]; then
                 "$out/caduceus_small.$strands.cpu.b$b.tsv" llr "caduceus LLR $strands" >> "$summary"
         done
     done
+fi
+
+if [[ " $stages " == *" attrib "* ]]; then
+    # Attribution on the device against the CPU: the CNN classifiers prepare_data.sh trained
+    # (GUE prom_core_all rows of 70 bp; `cnn` under the mean adapter, `gated` under DynamicGated),
+    # every method, ATTRIB_RECORDS (default 200) test records on both: whole-process seconds and
+    # the largest difference of the per-base scores; then ATTRIB_LARGE (default 2000) records on
+    # the device alone for ism and deepliftshap (the costly methods).
+    n=${ATTRIB_RECORDS:-200}
+    for model in cnn gated; do
+        methods="saliency ig ism deepliftshap"
+        [[ $model == gated ]] && methods="gates $methods"
+        for method in $methods; do
+            for dev in "$device" cpu; do
+                stage "attrib: $model $method, $n records on $dev"
+                secs=$(seconds "$bin/luminome-importance" --checkpoint "$data/attrib/$model/best.safetensors" \
+                    --dataset "$data/attrib/test.safetensors" --method "$method" --records "$n" \
+                    --device "$dev" --threads "$threads" -q -o "$out/attrib_$model.$method.$dev.tsv")
+                printf 'attrib %s %s on %s\t%s records in %s s whole process\n' "$model" "$method" \
+                    "$dev" "$n" "$secs" >> "$summary"
+            done
+            compare_columns "$out/attrib_$model.$method.$device.tsv" "$out/attrib_$model.$method.cpu.tsv" \
+                score "attrib $model $method scores" >> "$summary"
+        done
+        for method in ism deepliftshap; do
+            large=${ATTRIB_LARGE:-2000}
+            stage "attrib: $model $method, $large records on $device"
+            secs=$(seconds "$bin/luminome-importance" --checkpoint "$data/attrib/$model/best.safetensors" \
+                --dataset "$data/attrib/test.safetensors" --method "$method" --records "$large" \
+                --device "$device" --threads "$threads" -q -o "$out/attrib_large_$model.$method.tsv")
+            printf 'attrib large %s %s on %s\t%s records in %s s whole process = %s records/s\n' \
+                "$model" "$method" "$device" "$large" "$secs" \
+                "$(awk -v n="$large" -v s="$secs" 'BEGIN { printf "%.1f", n / s }')" >> "$summary"
+            rm -f "$out/attrib_large_$model.$method.tsv"
+        done
+    done
+fi
+
+if [[ " $stages " == *" saturate "* ]]; then
+    # In-silico saturation mutagenesis with the l20-sized checkpoint (luminome-mask-pairs
+    # --saturate, one masked window per base): a short interval on both devices (seconds, the
+    # largest difference of the npz `ism` arrays), the long intervals on the device alone.
+    regrow_caduceus
+    for set in small large; do
+        bases=$(awk -F'\t' '{n += $3 - $2} END {print n}' "$data/saturate_$set.bed")
+        for strands in forward both; do
+            for dev in "$device" cpu; do
+                [[ $set == large && $dev == cpu ]] && continue
+                stage "saturate: $bases bases ($set, $strands) on $dev"
+                secs=$(seconds "$bin/luminome-predict" --checkpoint "$cad" \
+                    --dataset "$data/saturate_$set.safetensors" --strands "$strands" \
+                    --batch-size "${SAT_BATCH:-128}" --device "$dev" --threads "$threads" --quiet \
+                    -o "$out/saturate_$set.$strands.$dev.tsv" --npz "$out/saturate_$set.$strands.$dev.npz")
+                printf 'saturate %s %s on %s\t%s bases (x3 substitutions) in %s s whole process = %s bases/s\n' \
+                    "$set" "$strands" "$dev" "$bases" "$secs" \
+                    "$(awk -v n="$bases" -v s="$secs" 'BEGIN { printf "%.1f", n / s }')" >> "$summary"
+            done
+            [[ $set == small ]] && python3 - "$out/saturate_small.$strands" "$device" "$strands" >> "$summary" << 'EOF'
+import sys
+import numpy as np
+a, b = (np.load(f"{sys.argv[1]}.{d}.npz") for d in (sys.argv[2], "cpu"))
+same = all(np.array_equal(a[k], b[k]) for k in ("onehot", "chrom", "start", "end"))
+print(f"saturate npz {sys.argv[3]}\tism {a['ism'].shape}: max |device - cpu| "
+      f"{np.abs(a['ism'] - b['ism']).max():.2e}; onehot/chrom/start/end equal: {same}")
+EOF
+        done
+        rm -f "$out"/saturate_large.*.tsv
+    done
+fi
+
+if [[ " $stages " == *" shards "* ]]; then
+    # Sharded variant scoring on one GPU (docs/scale-out.md): the 6,000 SNVs (large set) in one job, then as
+    # SHARDS (default 2) parts run at the same time on the same GPU and gathered; the gathered
+    # outputs must be byte-identical to the one job's (each part is whole batches of one run).
+    regrow_caduceus
+    shards=${SHARDS:-2}
+    b=${SHARD_BATCH:-256}
+    one=(--checkpoint "$cad" --dataset "$data/snvs_cad_large.pairs.safetensors" --batch-size "$b"
+        --device "$device" --threads "$threads" --quiet)
+    stage "shards: one job"
+    secs=$(seconds "$bin/luminome-predict" "${one[@]}" -o "$out/shards_one.tsv" --bedgraph "$out/shards_one.bedgraph")
+    snvs=$(awk -F'\t' '{n += split($5, a, ",")} END {print n}' "$data/snvs_cad_large.tsv")
+    printf 'shards one job\t%s SNVs, batch %s: %s s whole process\n' "$snvs" "$b" "$secs" >> "$summary"
+    stage "shards: $shards parts at once on one GPU"
+    start=$(date +%s.%N)
+    for i in $(seq 1 "$shards"); do
+        limited "$bin/luminome-predict" "${one[@]}" --shard "$i/$shards" -o "$out/shards_$i.part.safetensors" &
+    done
+    wait
+    parts_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    gather_s=$(seconds "$bin/luminome-predict" --checkpoint "$cad" --batch-size "$b" \
+        --dataset "$data/snvs_cad_large.pairs.safetensors" --device cpu --threads 1 --quiet \
+        --gather "$out"/shards_*.part.safetensors -o "$out/shards_gathered.tsv" \
+        --bedgraph "$out/shards_gathered.bedgraph")
+    same=no
+    cmp -s "$out/shards_one.tsv" "$out/shards_gathered.tsv" &&
+        cmp -s "$out/shards_one.bedgraph" "$out/shards_gathered.bedgraph" && same=yes
+    printf 'shards %s at once\tparts %s s (all running together), gather %s s on the CPU; TSV and bedGraph byte-identical to the one job: %s\n' \
+        "$shards" "$parts_s" "$gather_s" "$same" >> "$summary"
+    rm -f "$out"/shards_*.part.safetensors "$out"/shards_*.tsv
 fi
 
 if [[ " $stages " == *" profile "* ]]; then
