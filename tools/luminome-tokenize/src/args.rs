@@ -78,7 +78,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = KmerMode::Overlapping)]
     pub kmer_mode: KmerMode,
 
-    /// tokenizer.json for --scheme hf.
+    /// tokenizer.json for --scheme hf, or a published checkpoint whose tokenizer.json is used
+    /// (a folder in the Hugging Face layout, or hf:ORG/NAME, e.g. hf:zhihan1996/DNABERT-2-117M).
     #[arg(help_heading = "Inputs", long)]
     pub tokenizer: Option<PathBuf>,
 
@@ -219,6 +220,7 @@ impl Args {
                             .tokenizer
                             .as_ref()
                             .context("--scheme hf needs --tokenizer tokenizer.json")?;
+                        let path = &tokenizer_file(path)?;
                         let json = std::fs::read_to_string(path)
                             .with_context(|| format!("cannot read {}", path.display()))?;
                         (Scheme::hf(path)?, Some(json))
@@ -336,6 +338,22 @@ impl Args {
         }
         Ok(all)
     }
+}
+
+/// `--tokenizer`: a tokenizer.json, or a published checkpoint (a folder in the Hugging Face
+/// layout, or hf:ORG/NAME) whose tokenizer.json is taken, so data for a model is made with that
+/// model's own vocabulary.
+fn tokenizer_file(arg: &std::path::Path) -> Result<PathBuf> {
+    let name = arg.to_string_lossy();
+    if !(arg.is_dir() || name.starts_with("hf:")) {
+        return Ok(arg.to_path_buf());
+    }
+    let ck = luminome_cli::hub::open_checkpoint(&name)?;
+    let file = ck.dir.join("tokenizer.json");
+    if !file.is_file() {
+        anyhow::bail!("{name}: no tokenizer.json in {}", ck.dir.display());
+    }
+    Ok(file)
 }
 
 /// The scheme (and tokenizer.json, [CLS]/[SEP] framing) recorded in a dataset or checkpoint.

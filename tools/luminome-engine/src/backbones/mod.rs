@@ -3,6 +3,7 @@
 //! padding mask `[B, L]`, nothing else), so a new backbone serves every head at once.
 
 pub mod cnn;
+pub mod dnabert2;
 pub mod transformer;
 
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::nn::DropoutRng;
 pub use cnn::{CnnArgs, CnnConfig, DilatedResidualCnn};
+pub use dnabert2::{Dnabert2Config, Dnabert2Encoder};
 pub use transformer::{
     AttentionKind, Encoder, EncoderArgs, EncoderConfig, EncoderDefaults, EncoderStack,
     PositionEncoding,
@@ -60,6 +62,8 @@ pub trait Backbone: std::fmt::Debug + Send + Sync {
 pub enum BackboneKind {
     Transformer,
     Cnn,
+    /// The published DNABERT-2 encoder (from `--init DIR|hf:ORG/NAME` only).
+    Dnabert2,
 }
 
 impl std::str::FromStr for BackboneKind {
@@ -68,7 +72,8 @@ impl std::str::FromStr for BackboneKind {
         match s {
             "transformer" => Ok(Self::Transformer),
             "cnn" => Ok(Self::Cnn),
-            _ => anyhow::bail!("unknown backbone {s:?} (expected transformer or cnn)"),
+            "dnabert2" => Ok(Self::Dnabert2),
+            _ => anyhow::bail!("unknown backbone {s:?} (expected transformer, cnn or dnabert2)"),
         }
     }
 }
@@ -84,6 +89,9 @@ pub enum BackboneConfig {
     /// The dilated residual CNN over one-hot bases; parameters under `cnn.*`.
     #[serde(rename = "cnn")]
     Cnn(CnnConfig),
+    /// The published DNABERT-2 encoder; parameters under `bert.*`, the checkpoint's names.
+    #[serde(rename = "dnabert2")]
+    Dnabert2(Dnabert2Config),
 }
 
 impl BackboneConfig {
@@ -91,6 +99,7 @@ impl BackboneConfig {
         match self {
             Self::Transformer(_) => BackboneKind::Transformer,
             Self::Cnn(_) => BackboneKind::Cnn,
+            Self::Dnabert2(_) => BackboneKind::Dnabert2,
         }
     }
 
@@ -99,6 +108,7 @@ impl BackboneConfig {
         match self {
             Self::Transformer(_) => "encoder",
             Self::Cnn(_) => "cnn",
+            Self::Dnabert2(_) => "bert",
         }
     }
 
@@ -106,6 +116,7 @@ impl BackboneConfig {
         match self {
             Self::Transformer(c) => c.validate(),
             Self::Cnn(c) => c.validate(),
+            Self::Dnabert2(c) => c.validate(),
         }
     }
 
@@ -113,6 +124,7 @@ impl BackboneConfig {
         match self {
             Self::Transformer(c) => c.d_model,
             Self::Cnn(c) => c.channels,
+            Self::Dnabert2(c) => c.hidden_size,
         }
     }
 
@@ -121,6 +133,7 @@ impl BackboneConfig {
         match self {
             Self::Transformer(c) => c.max_length,
             Self::Cnn(c) => c.max_length,
+            Self::Dnabert2(c) => c.max_length,
         }
     }
 
@@ -129,6 +142,7 @@ impl BackboneConfig {
         match self {
             Self::Transformer(c) => c.layer_norm_eps,
             Self::Cnn(c) => c.layer_norm_eps,
+            Self::Dnabert2(c) => c.layer_norm_eps,
         }
     }
 
@@ -137,6 +151,7 @@ impl BackboneConfig {
         match self {
             Self::Transformer(c) => c.dropout,
             Self::Cnn(c) => c.dropout,
+            Self::Dnabert2(c) => c.hidden_dropout_prob,
         }
     }
 
@@ -146,6 +161,7 @@ impl BackboneConfig {
         Ok(match self {
             Self::Transformer(c) => Arc::new(Encoder::new(c, vb)?),
             Self::Cnn(c) => Arc::new(DilatedResidualCnn::new(c, vb)?),
+            Self::Dnabert2(c) => Arc::new(Dnabert2Encoder::new(c, vb)?),
         })
     }
 }

@@ -39,6 +39,24 @@ impl TrainDefaults {
         loss_patience: Some(5),
         steps: None,
     };
+    /// A published foundation model fine-tuned whole (DNABERT-2's own recipe: learning rate
+    /// 3e-5, weight decay 0.01; docs/pretrained-models.md).
+    pub const FINE_TUNE: Self = Self {
+        lr: 3e-5,
+        weight_decay: 0.01,
+        patience: None,
+        loss_patience: None,
+        steps: None,
+    };
+    /// A published foundation model kept frozen (`--freeze-encoder`): only the adapter trains,
+    /// from scratch, at the rate a new head needs.
+    pub const FROZEN_BACKBONE: Self = Self {
+        lr: 1e-3,
+        weight_decay: 0.01,
+        patience: None,
+        loss_patience: None,
+        steps: None,
+    };
     /// The CNN backbone, whatever the size (the recipe of docs/results.md): early stopping
     /// after 10 evaluations without a better dev metric.
     pub const CNN: Self = Self {

@@ -15,6 +15,7 @@ pub mod config;
 pub mod input;
 pub mod model;
 pub mod predictor;
+pub mod published;
 pub mod setup;
 pub mod task;
 pub mod token_classifier;

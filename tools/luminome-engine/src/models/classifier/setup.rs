@@ -15,6 +15,7 @@ use super::config::{AdapterKind, ClassifierConfig};
 /// floor on GUE core promoters (0.38 vs 0.33 test MCC, scripts/quickstart.sh) where mean
 /// pooling stays below it (0.17–0.24).
 pub const DEFAULT_ADAPTER: AdapterKind = AdapterKind::Gated;
+use super::published::PublishedBackbone;
 use super::task::{ClassifierTask, LabelledSet};
 use super::token_classifier::TokenClassifier;
 use crate::backbones::{BackboneConfig, BackboneKind, CnnArgs, EncoderArgs, EncoderDefaults};
@@ -50,8 +51,9 @@ dev_auroc, dev_f1, dev_mcc). Labels: the training set's label values are the cla
 pub struct ClassifyArgs {
     #[command(flatten)]
     pub train: TrainArgs,
-    /// Backbone: transformer (the --d-model … --position flags) or cnn (a dilated residual CNN
-    /// over single nucleotides, the --cnn-* flags; docs/engine.md) [default: cnn with
+    /// Backbone: transformer (the --d-model … --position flags), cnn (a dilated residual CNN
+    /// over single nucleotides, the --cnn-* flags; docs/engine.md) or dnabert2 (the published
+    /// encoder, from --init DIR|hf:ORG/NAME; the default when --init is one) [default: cnn with
     /// --rc-augment --rc-average for single-nucleotide datasets, at every size; transformer for
     /// k-mer or BPE tokens, with --init or a transformer size; docs/small-data.md].
     #[arg(long)]
@@ -74,7 +76,9 @@ pub struct ClassifyArgs {
     /// on GUE core promoters where mean does not (docs/results.md); resuming, the checkpoint's.
     #[arg(long, value_name = "ADAPTER")]
     pub adapter: Option<AdapterKind>,
-    /// Initialise the encoder from a masked-LM checkpoint (its encoder settings are used).
+    /// Initialise the encoder from a masked-LM checkpoint (its encoder settings are used), or
+    /// from a published DNABERT-2 checkpoint: a folder in the Hugging Face layout or
+    /// hf:ORG/NAME (the data tokenized with its tokenizer: --scheme hf --tokenizer DIR).
     #[arg(help_heading = "Inputs", long)]
     pub init: Option<PathBuf>,
     /// Train the adapter only; the encoder stays as initialised.
@@ -341,7 +345,15 @@ impl ClassifyArgs {
             true => Some(self.reverse_complement(data)?),
             false => None,
         };
+        let published = match choice.backbone {
+            BackboneKind::Dnabert2 => match &self.init {
+                Some(init) => Some(PublishedBackbone::open(init, &data.train)?),
+                None => bail!("--backbone dnabert2 is the published DNABERT-2 encoder: give its checkpoint with --init DIR or --init hf:ORG/NAME"),
+            },
+            _ => None,
+        };
         let backbone = match choice.backbone {
+            BackboneKind::Dnabert2 => published.as_ref().expect("opened above").backbone.clone(),
             BackboneKind::Transformer => {
                 BackboneConfig::Transformer(self.encoder_config(data, defaults)?)
             }
@@ -378,7 +390,9 @@ impl ClassifyArgs {
             rc_average,
         });
         let b = BuiltModel::new(&config, device, t.seed)?;
-        if let Some(init) = &self.init {
+        if let Some(p) = &published {
+            p.load(&b.varmap, device)?;
+        } else if let Some(init) = &self.init {
             let (_, tensors) = read_safetensors(init, device)?;
             load_into(&b.varmap, &tensors, init, Some("encoder."))?;
         }
@@ -400,12 +414,21 @@ impl ClassifyArgs {
             && self.init.is_none()
             && !self.encoder.sizes_given()
             && nucleotides;
+        let published = self
+            .init
+            .as_deref()
+            .is_some_and(crate::models::caduceus::is_published_checkpoint);
         let backbone = match (self.backbone, auto_cnn) {
             (Some(b), _) => b,
+            (None, _) if published => BackboneKind::Dnabert2,
             (None, true) => BackboneKind::Cnn,
             (None, false) => BackboneKind::Transformer,
         };
         let (encoder, train) = match (backbone, small) {
+            (BackboneKind::Dnabert2, _) if self.freeze_encoder => {
+                (EncoderDefaults::STANDARD, TrainDefaults::FROZEN_BACKBONE)
+            }
+            (BackboneKind::Dnabert2, _) => (EncoderDefaults::STANDARD, TrainDefaults::FINE_TUNE),
             // Enough passes for a small set to converge (about 20 epochs on GUE mouse/0, where 5
             // stay below the k-mer floor), bounded for a large one; early stopping on dev ends
             // a run that has clearly peaked (docs/small-data.md).

@@ -1,0 +1,81 @@
+//! DNABERT-2 against its authors' code: fixtures made by their `bert_layers.py` (pure-PyTorch
+//! attention path) on tiny random configurations in the published layout
+//! (tests/fixtures/dnabert2/README.md, bench/reference/dnabert2/make_fixtures.py).
+
+use std::path::PathBuf;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use luminome_engine::backbones::{Backbone, Dnabert2Config, Dnabert2Encoder};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/dnabert2")
+        .join(name)
+}
+
+fn encoder(name: &str, max_length: usize) -> Dnabert2Encoder {
+    let dir = fixture(name);
+    let json = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    let cfg = Dnabert2Config::from_published(&json, name, max_length).unwrap();
+    let tensors =
+        candle_core::safetensors::load(dir.join("model.safetensors"), &Device::Cpu).unwrap();
+    let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
+    Dnabert2Encoder::new(&cfg, vb.pp("bert")).unwrap()
+}
+
+/// The largest |a − b| over the positions where `mask` is 1 (`[B, L]`), and over the padding.
+fn max_diff(a: &Tensor, b: &Tensor, mask: &Tensor) -> (f32, f32) {
+    assert_eq!(a.dims(), b.dims());
+    let m = mask.to_dtype(DType::F32).unwrap().unsqueeze(2).unwrap();
+    let d = (a - b).unwrap().abs().unwrap();
+    let on = d.broadcast_mul(&m).unwrap();
+    let off = d.broadcast_mul(&(1.0 - &m).unwrap()).unwrap();
+    let max = |t: Tensor| {
+        t.flatten_all()
+            .unwrap()
+            .max(0)
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap()
+    };
+    (max(on), max(off))
+}
+
+#[test]
+fn hidden_states_match_the_authors_code_with_padding_and_alibi_past_its_starting_size() {
+    for name in ["tiny", "heads6_long"] {
+        let e = candle_core::safetensors::load(
+            fixture(name).join("expected.safetensors"),
+            &Device::Cpu,
+        )
+        .unwrap();
+        let ids = e["input_ids"].to_dtype(DType::U32).unwrap();
+        let mask = &e["attention_mask"];
+        let (_, len) = ids.dims2().unwrap();
+        let enc = encoder(name, len);
+        let hidden = enc.forward(&ids, mask, None).unwrap();
+        let (real, padding) = max_diff(&hidden, &e["hidden_states"], mask);
+        assert!(
+            real < 1e-4,
+            "{name}: hidden states differ by {real} at tokens"
+        );
+        assert!(
+            padding < 1e-6,
+            "{name}: hidden states differ by {padding} at padding"
+        );
+    }
+}
+
+#[test]
+fn a_longer_config_reads_the_published_keys_and_refuses_other_architectures() {
+    let json = std::fs::read_to_string(fixture("tiny").join("config.json")).unwrap();
+    let cfg = Dnabert2Config::from_published(&json, "tiny", 100).unwrap();
+    assert_eq!(cfg.max_length, 100);
+    let not_mosaic = json.replace("alibi_starting_size", "something_else");
+    let err = Dnabert2Config::from_published(&not_mosaic, "x/config.json", 100).unwrap_err();
+    assert!(
+        err.to_string().contains("not a DNABERT-2 configuration"),
+        "{err}"
+    );
+}

@@ -1,0 +1,156 @@
+//! `luminome-train classify --init DIR`: a published DNABERT-2 checkpoint (the authors'-code
+//! fixture of the engine, in the Hugging Face layout) as the backbone under an adapter, frozen or
+//! fine-tuned, on data tokenized with the checkpoint's own tokenizer.json.
+
+mod common;
+
+use std::collections::HashMap;
+
+use candle_core::{Device, Tensor};
+use clap::Parser;
+use common::*;
+
+fn checkpoint() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../luminome-engine/tests/fixtures/dnabert2/tiny")
+        .display()
+        .to_string()
+}
+
+/// The first `rows` GUE core-promoter rows (sequence,label) tokenized as a user would: with the
+/// checkpoint's tokenizer (`--tokenizer DIR`), or as single nucleotides.
+fn tokenized(dir: &Path, name: &str, rows: usize, hf: bool) -> String {
+    let gue = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../test-data/gue_prom_core_all/train.csv");
+    let text = std::fs::read_to_string(gue).unwrap();
+    let csv = dir.join(format!("{name}.csv"));
+    let lines: Vec<&str> = text.lines().take(rows + 1).collect();
+    std::fs::write(&csv, lines.join("\n") + "\n").unwrap();
+    let out = dir.join(format!("{name}.safetensors"));
+    let ck = checkpoint();
+    let mut args = vec![
+        "luminome-tokenize",
+        csv.to_str().unwrap(),
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    if hf {
+        args.extend(["--scheme", "hf", "--tokenizer", &ck]);
+    }
+    luminome_tokenize::args::run(&luminome_tokenize::args::Args::parse_from(args)).unwrap();
+    out.display().to_string()
+}
+
+fn tensors(path: &Path) -> HashMap<String, Tensor> {
+    candle_core::safetensors::load(path, &Device::Cpu).unwrap()
+}
+
+fn same(a: &Tensor, b: &Tensor) -> bool {
+    let d = (a - b).unwrap().abs().unwrap().flatten_all().unwrap();
+    a.dims() == b.dims() && d.max(0).unwrap().to_scalar::<f32>().unwrap() == 0.0
+}
+
+fn classify(train: &str, out: &Path, extra: &[&str]) -> Output {
+    let ck = checkpoint();
+    let mut args = vec![
+        "classify",
+        "--train",
+        train,
+        "--dev",
+        train,
+        "--init",
+        &ck,
+        "--steps",
+        "4",
+        "--eval-every",
+        "2",
+        "--batch-size",
+        "8",
+        "--threads",
+        "1",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    run(&args)
+}
+
+#[test]
+fn the_published_encoder_loads_unchanged_trains_under_each_adapter_and_stays_frozen() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = tokenized(dir.path(), "train", 48, true);
+    let published = tensors(&PathBuf::from(checkpoint()).join("model.safetensors"));
+    for adapter in ["cls", "mean", "max", "gated"] {
+        let out = dir.path().join(format!("frozen_{adapter}"));
+        let o = classify(&train, &out, &["--adapter", adapter, "--freeze-encoder"]);
+        assert!(o.status.success(), "{adapter}: {}", stderr(&o));
+        let trained = tensors(&out.join("last.safetensors"));
+        let encoder: Vec<&String> = trained.keys().filter(|n| n.starts_with("bert.")).collect();
+        // Every encoder tensor of the published file, by its published name, unchanged.
+        let expected = published
+            .keys()
+            .filter(|n| n.starts_with("bert.") && !n.starts_with("bert.pooler."))
+            .count();
+        assert_eq!(encoder.len(), expected, "{adapter}: {encoder:?}");
+        for name in encoder {
+            assert!(
+                same(&trained[name], &published[name]),
+                "{adapter}: {name} moved although frozen"
+            );
+        }
+        assert!(
+            trained.keys().any(|n| n.starts_with("adapter.")),
+            "{adapter}"
+        );
+    }
+    // Fine-tuned, the encoder moves; the default recipe is the authors' learning rate.
+    let out = dir.path().join("tuned");
+    let o = classify(&train, &out, &["--adapter", "mean", "--lr", "1e-3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tuned = tensors(&out.join("last.safetensors"));
+    let emb = "bert.embeddings.word_embeddings.weight";
+    assert!(!same(&tuned[emb], &published[emb]));
+}
+
+#[test]
+fn data_in_another_vocabulary_is_refused_naming_the_tokenizer_to_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let nucleotides = tokenized(dir.path(), "nt", 16, false);
+    let out = dir.path().join("run");
+    let o = classify(&nucleotides, &out, &["--adapter", "mean"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("not tokenized with") && e.contains("--scheme hf --tokenizer"),
+        "{e}"
+    );
+    nothing_written(&out);
+}
+
+#[test]
+fn another_published_architecture_or_no_checkpoint_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = tokenized(dir.path(), "train", 16, true);
+    let out = dir.path().join("run");
+    let caduceus = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../luminome-engine/tests/fixtures/caduceus/ps_rcps_fused");
+    let args = |init: Option<&str>| {
+        let mut a = vec!["classify", "--train", &train, "--steps", "2", "--quiet"];
+        a.extend(["--backbone", "dnabert2", "-o", out.to_str().unwrap()]);
+        if let Some(i) = init {
+            a.extend(["--init", i]);
+        }
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let o = run_s(&args(Some(caduceus.to_str().unwrap())));
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("not a DNABERT-2 configuration"), "{e}");
+    let o = run_s(&args(None));
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("give its checkpoint with --init"), "{e}");
+    nothing_written(&out);
+}
