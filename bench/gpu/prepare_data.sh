@@ -21,7 +21,11 @@
 #   attrib/                      test.safetensors (the 5,920 GUE prom_core_all test rows, single
 #                                nucleotides, --max-length 72) and two CNN classifiers trained
 #                                here on the bundled 2,000 training rows (300 steps, seed 1):
-#                                cnn/ (mean adapter) and gated/ (DynamicGated), for stage attrib.
+#                                cnn/ (mean adapter) and gated/ (DynamicGated), for stage attrib;
+#   dnabert2_shrunk/, dnabert2/  when DNABERT2_CKPT (default /work/bench-data/dnabert2_117m_random,
+#                                bench/dnabert2/make_random_checkpoint.py) exists: that checkpoint
+#                                shrunk, and GUE prom_core_all (bundled train/dev, full test) in
+#                                its tokenizer, for stage dnabert2.
 # BIN (default target/release) holds luminome-tokenize, -mask-pairs and -train (built if missing).
 set -euo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd)
@@ -63,8 +67,19 @@ if [[ -f $cad/model.safetensors ]]; then
             --saturate "$out/saturate_$set.bed" --window 512 -o "$out/saturate_$set.safetensors"
     done
 fi
-mkdir -p "$out/attrib"
 bundled=test-data/gue_prom_core_all
+db2=${DNABERT2_CKPT:-/work/bench-data/dnabert2_117m_random}
+if [[ -f $db2/model.safetensors ]]; then
+    python3 bench/gpu/regrow_checkpoint.py shrink "$db2" "$out/dnabert2_shrunk"
+    mkdir -p "$out/dnabert2"
+    for s in train dev; do
+        "$bin/luminome-tokenize" "$bundled/$s.csv" -q --scheme hf --tokenizer "$db2/tokenizer.json" \
+            -o "$out/dnabert2/$s.safetensors"
+    done
+    "$bin/luminome-tokenize" "$data/gue/prom/prom_core_all/test.csv" -q --scheme hf \
+        --tokenizer "$db2/tokenizer.json" -o "$out/dnabert2/test.safetensors"
+fi
+mkdir -p "$out/attrib"
 for s in train dev; do
     "$bin/luminome-tokenize" "$bundled/$s.csv" -q --max-length 72 -o "$tmp/attrib_$s.safetensors"
 done

@@ -52,6 +52,11 @@
 #   shards   the 6,000 SNVs with the l20-sized checkpoint in one job and as SHARDS (default 2)
 #            `--shard I/N` parts running at once on the same GPU, gathered on the CPU: seconds,
 #            and whether the gathered TSV and bedGraph are byte-identical to the one job's.
+#   dnabert2 DNABERT-2 at its published size (116.5 M encoder parameters, random weights in the
+#            published layout: bench/dnabert2/make_random_checkpoint.py, shrunk to travel) as
+#            the backbone of `classify --init` (mean adapter, batch 32): DB2_STEPS (default 30)
+#            fine-tuning steps on the device and on the CPU (seconds, loss curves), and the
+#            test set predicted on the device.
 #   profile  where CUDA training steps of the benchmark model spend their time: ncu's kernel
 #            durations (one metric, clocks left alone) over the first PROFILE_LAUNCHES kernels
 #            of bench_step (a few steps), when ncu can read the GPU's counters there.
@@ -412,6 +417,36 @@ if [[ " $stages " == *" shards "* ]]; then
     printf 'shards %s at once\tparts %s s (all running together), gather %s s on the CPU; TSV and bedGraph byte-identical to the one job: %s\n' \
         "$shards" "$parts_s" "$gather_s" "$same" >> "$summary"
     rm -f "$out"/shards_*.part.safetensors "$out"/shards_*.tsv
+fi
+
+if [[ " $stages " == *" dnabert2 "* ]]; then
+    # DNABERT-2 at its published size (random weights in the published layout, regrown from the
+    # shrunk copy that travelled) as a classifier backbone: DB2_STEPS (default 30) fine-tuning
+    # steps of the mean adapter on GUE prom_core_all tokenized with the published tokenizer, on
+    # the device and on the CPU (seconds, loss curves), then the test set predicted on the device.
+    db2=$out/dnabert2_117m
+    stage "dnabert2: regrow the 117M checkpoint"
+    limited python3 bench/gpu/regrow_checkpoint.py regrow "$data/dnabert2_shrunk" "$db2"
+    db2_steps=${DB2_STEPS:-30}
+    for side in device cpu; do
+        dev=$device
+        [[ $side == cpu ]] && dev=cpu
+        run=$out/train_dnabert2_$side
+        rm -rf "$run"
+        stage "dnabert2: fine-tune $db2_steps steps on $dev"
+        seconds "$bin/luminome-train" classify --init "$db2" --adapter mean \
+            --train "$data/dnabert2/train.safetensors" --dev "$data/dnabert2/dev.safetensors" \
+            --batch-size 32 --steps "$db2_steps" --eval-every "$db2_steps" --warmup 5 --seed 1 \
+            --device "$dev" --threads "$threads" -q -o "$run" > "$run.seconds"
+    done
+    compare_losses "$out/train_dnabert2_device" "$out/train_dnabert2_cpu" "dnabert2 (117M, batch 32)" >> "$summary"
+    recs=$(python3 -c "import json,struct,sys; f=open(sys.argv[1],'rb'); n=struct.unpack('<Q',f.read(8))[0]; h=json.loads(f.read(n)); print(h['input_ids']['shape'][0])" "$data/dnabert2/test.safetensors" 2> /dev/null || echo '?')
+    stage "dnabert2: predict $recs test records on $device"
+    secs=$(seconds "$bin/luminome-predict" --checkpoint "$out/train_dnabert2_device/last.safetensors" \
+        --dataset "$data/dnabert2/test.safetensors" --batch-size 128 --device "$device" \
+        --threads "$threads" --quiet -o "$out/predict_dnabert2.tsv")
+    printf 'dnabert2 predict on %s\t%s records in %s s whole process\n' "$device" "$recs" "$secs" >> "$summary"
+    rm -rf "$db2" "$out"/train_dnabert2_*/*.safetensors "$out/predict_dnabert2.tsv"
 fi
 
 if [[ " $stages " == *" profile "* ]]; then
