@@ -68,7 +68,7 @@ fn hidden_states_match_the_authors_code_with_padding_and_alibi_past_its_starting
 }
 
 #[test]
-fn a_longer_config_reads_the_published_keys_and_refuses_other_architectures() {
+fn the_published_keys_are_read_and_other_architectures_and_mistyped_sizes_refused() {
     let json = std::fs::read_to_string(fixture("tiny").join("config.json")).unwrap();
     let cfg = Dnabert2Config::from_published(&json, "tiny", 100).unwrap();
     assert_eq!(cfg.max_length, 100);
@@ -78,4 +78,11 @@ fn a_longer_config_reads_the_published_keys_and_refuses_other_architectures() {
         err.to_string().contains("not a DNABERT-2 configuration"),
         "{err}"
     );
+    // A mistyped size is refused before anything is allocated.
+    let huge = json.replace("\"hidden_size\": 32", "\"hidden_size\": 1000000");
+    let err = Dnabert2Config::from_published(&huge, "x/config.json", 100).unwrap_err();
+    assert!(err.to_string().contains("parameters is over"), "{err}");
+    let heads = json.replace("\"num_attention_heads\": 4", "\"num_attention_heads\": 5");
+    let err = Dnabert2Config::from_published(&heads, "x/config.json", 100).unwrap_err();
+    assert!(err.to_string().contains("not a multiple"), "{err}");
 }
