@@ -20,13 +20,7 @@ tar -C "$work" -xJf "$bundle"
 bin=$work/bin
 data=$work/data
 export PYTHONPATH=$src${PYTHONPATH:+:$PYTHONPATH}
-# The CUDA 13 libraries, as run_gpu.sh finds them: the host's toolkit or PyTorch's wheels.
-libs=$bin/lib
-for d in /usr/local/cuda/lib64 \
-    "$(python3 -c 'import nvidia.cu13 as m; print(m.__path__[0] + "/lib")' 2> /dev/null)"; do
-    [[ -d $d ]] && libs=$libs:$d
-done
-export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+source "$(dirname "${BASH_SOURCE[0]}")/cuda_libs.sh"
 python3 bench/gpu/regrow_checkpoint.py regrow "$data/dnabert2_shrunk" "$work/db2"
 log=$out/dnabert2_peer.txt
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$log"
