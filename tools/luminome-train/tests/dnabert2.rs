@@ -105,6 +105,11 @@ fn the_published_encoder_loads_unchanged_trains_under_each_adapter_and_stays_fro
             "{adapter}"
         );
     }
+    predicted_and_explained(
+        dir.path(),
+        &dir.path().join("frozen_gated/best.safetensors"),
+        &train,
+    );
     // Fine-tuned, the encoder moves; the default recipe is the authors' learning rate.
     let out = dir.path().join("tuned");
     let o = classify(&train, &out, &["--adapter", "mean", "--lr", "1e-3"]);
@@ -153,4 +158,63 @@ fn another_published_architecture_or_no_checkpoint_is_refused() {
     assert_eq!(o.status.code(), Some(1), "{e}");
     assert!(e.contains("give its checkpoint with --init"), "{e}");
     nothing_written(&out);
+}
+
+/// luminome-predict and luminome-importance on a DNABERT-2 classifier, as on every classifier:
+/// a probability row per record; gates, saliency and IG scores per token; DeepLIFT/SHAP (no rule
+/// for its layers yet) refused naming what works.
+fn predicted_and_explained(dir: &Path, checkpoint: &Path, data: &str) {
+    let ck = checkpoint.to_str().unwrap();
+    let tsv = dir.join("pred.tsv");
+    let args = [
+        "luminome-predict",
+        "--checkpoint",
+        ck,
+        "--dataset",
+        data,
+        "-q",
+        "-o",
+    ];
+    let mut a: Vec<&str> = args.to_vec();
+    a.push(tsv.to_str().unwrap());
+    luminome_predict::run(&luminome_predict::args::PredictArgs::parse_from(a)).unwrap();
+    let rows = luminome_engine::testing::tsv_rows(&tsv);
+    assert_eq!(rows.len(), 48);
+    for r in &rows {
+        let p: f64 = ["prob_0", "prob_1"]
+            .iter()
+            .map(|c| r[*c].parse::<f64>().unwrap())
+            .sum();
+        assert!((p - 1.0).abs() < 1e-5, "{r:?}");
+    }
+    let importance = |method: &str| {
+        let out = dir.join(format!("imp_{method}.tsv"));
+        let a = [
+            "luminome-importance",
+            "--checkpoint",
+            ck,
+            "--dataset",
+            data,
+            "--method",
+            method,
+            "--records",
+            "4",
+            "-q",
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        luminome_importance::run(&luminome_importance::args::ImportanceArgs::parse_from(a))
+            .map(|_| luminome_engine::testing::tsv_rows(&out))
+    };
+    for method in ["gates", "saliency", "ig"] {
+        let rows = importance(method).unwrap();
+        assert!(rows.len() > 4, "{method}: {} rows", rows.len());
+        assert!(
+            rows.iter()
+                .all(|r| r["score"].parse::<f64>().unwrap().is_finite()),
+            "{method}"
+        );
+    }
+    let e = importance("deepliftshap").unwrap_err().to_string();
+    assert!(e.contains("DNABERT-2") && e.contains("--method ig"), "{e}");
 }
