@@ -153,6 +153,12 @@ fn another_published_architecture_or_no_checkpoint_is_refused() {
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{e}");
     assert!(e.contains("not a DNABERT-2 configuration"), "{e}");
+    let mut sized = args(Some(&checkpoint()));
+    sized.extend(["--d-model".to_string(), "64".to_string()]);
+    let o = run_s(&sized);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("sizes are its config.json's"), "{e}");
     let o = run_s(&args(None));
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{e}");

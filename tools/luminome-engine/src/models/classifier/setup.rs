@@ -40,6 +40,11 @@ pub const EXAMPLE: &str = "Example (fine-tune the DynamicGated adapter on a pret
 Example (a dilated CNN on single nucleotides, both strands):
   luminome-train classify --train train.safetensors --dev dev.safetensors -o cnn/ \\
       --adapter mean --backbone cnn --rc-augment --rc-average --steps 3000 --eval-every 250
+Example (fine-tune the published DNABERT-2 under an adapter; data in its own tokenizer):
+  luminome-tokenize train.csv -o train.safetensors \\
+      --scheme hf --tokenizer hf:zhihan1996/DNABERT-2-117M
+  luminome-train classify --train train.safetensors --dev dev.safetensors -o db2/ \\
+      --init hf:zhihan1996/DNABERT-2-117M --adapter gated --batch-size 32 --steps 3000
 Writes gated/best.safetensors (best dev MCC), gated/last.safetensors (+ state, for --resume) and
 gated/metrics.tsv (step, epoch, loss, lr, grad_norm, examples_per_s, dev_loss, dev_accuracy,
 dev_auroc, dev_f1, dev_mcc). Labels: the training set's label values are the classes (or --classes).";
@@ -345,15 +350,14 @@ impl ClassifyArgs {
             true => Some(self.reverse_complement(data)?),
             false => None,
         };
-        let published = match choice.backbone {
-            BackboneKind::Dnabert2 => match &self.init {
-                Some(init) => Some(PublishedBackbone::open(init, &data.train)?),
-                None => bail!("--backbone dnabert2 is the published DNABERT-2 encoder: give its checkpoint with --init DIR or --init hf:ORG/NAME"),
-            },
-            _ => None,
-        };
+        let mut published = None;
         let backbone = match choice.backbone {
-            BackboneKind::Dnabert2 => published.as_ref().expect("opened above").backbone.clone(),
+            BackboneKind::Dnabert2 => {
+                let p = self.published_backbone(data)?;
+                let backbone = p.backbone.clone();
+                published = Some(p);
+                backbone
+            }
             BackboneKind::Transformer => {
                 BackboneConfig::Transformer(self.encoder_config(data, defaults)?)
             }
@@ -398,6 +402,23 @@ impl ClassifyArgs {
         }
         let model = b.get::<ClassifierConfig>()?.clone();
         Ok((b.varmap, model, b.config))
+    }
+
+    /// The published DNABERT-2 encoder of `--init` (its sizes are the checkpoint's; `--dropout`,
+    /// when given, replaces its hidden dropout).
+    fn published_backbone(&self, data: &ClassificationData) -> Result<PublishedBackbone> {
+        let Some(init) = &self.init else {
+            bail!("--backbone dnabert2 is the published DNABERT-2 encoder: give its checkpoint with --init DIR or --init hf:ORG/NAME");
+        };
+        if self.encoder.sizes_given() {
+            bail!("{}: --d-model, --layers and --ffn size Luminome's transformer; a published encoder's sizes are its config.json's", init.display());
+        }
+        let mut p = PublishedBackbone::open(init, &data.train)?;
+        if let (Some(d), BackboneConfig::Dnabert2(c)) = (self.encoder.dropout, &mut p.backbone) {
+            c.hidden_dropout_prob = d;
+            c.validate().with_context(|| format!("--dropout {d}"))?;
+        }
+        Ok(p)
     }
 
     /// The backbone and the defaults of a new run: the flags given, then what the tokens and the
