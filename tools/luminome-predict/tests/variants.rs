@@ -70,12 +70,18 @@ fn bistrand_checkpoint(dest: &Path, pairing: Pairing) {
     save_checkpoint(dest, &meta, &built.varmap).unwrap();
 }
 
+/// The untrained complement-paired bi-strand model most tests score with, as `dir/m.safetensors`.
+fn complement_model(dir: &Path) -> PathBuf {
+    let ckpt = dir.join("m.safetensors");
+    bistrand_checkpoint(&ckpt, Pairing::Complement);
+    ckpt
+}
+
 #[test]
 fn variants_are_scored_into_a_tsv_a_vcf_and_a_bedgraph() {
     let dir = tempfile::tempdir().unwrap();
     let (vcf, ds) = inputs(dir.path(), "complement");
-    let ckpt = dir.path().join("m.safetensors");
-    bistrand_checkpoint(&ckpt, Pairing::Complement);
+    let ckpt = complement_model(dir.path());
     let p = |n: &str| dir.path().join(n).display().to_string();
     let o = predict(&[
         "--checkpoint",
@@ -189,8 +195,7 @@ fn datasets_and_checkpoints_that_do_not_fit_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let (_, ds) = inputs(dir.path(), "complement");
     let (_, alleles) = inputs(dir.path(), "alleles");
-    let ckpt = dir.path().join("m.safetensors");
-    bistrand_checkpoint(&ckpt, Pairing::Complement);
+    let ckpt = complement_model(dir.path());
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
     let o = out.join("s.tsv").display().to_string();
@@ -323,8 +328,7 @@ fn datasets_and_checkpoints_that_do_not_fit_are_refused() {
 fn the_llr_track_can_be_a_bigwig_with_the_reference_sizes() {
     let dir = tempfile::tempdir().unwrap();
     let (_, ds) = inputs(dir.path(), "complement");
-    let ckpt = dir.path().join("m.safetensors");
-    bistrand_checkpoint(&ckpt, Pairing::Complement);
+    let ckpt = complement_model(dir.path());
     let p = |n: &str| dir.path().join(n).display().to_string();
     let run = |track: &str| {
         predict(&[
@@ -379,8 +383,7 @@ fn a_moved_dataset_finds_its_variants_file_beside_it() {
     let built = dir.path().join("built");
     std::fs::create_dir(&built).unwrap();
     let (_vcf, ds) = inputs(&built, "complement");
-    let ckpt = dir.path().join("m.safetensors");
-    bistrand_checkpoint(&ckpt, Pairing::Complement);
+    let ckpt = complement_model(dir.path());
     let moved = dir.path().join("moved");
     std::fs::rename(&built, &moved).unwrap();
     let ds = moved.join(ds.file_name().unwrap());
@@ -434,8 +437,7 @@ fn a_bistrand_model_writes_the_saturation_npz() {
         &p("sat.safetensors"),
     ])
     .unwrap();
-    let ckpt = dir.path().join("m.safetensors");
-    bistrand_checkpoint(&ckpt, Pairing::Complement);
+    let ckpt = complement_model(dir.path());
     let o = predict(&[
         "--checkpoint",
         ckpt.to_str().unwrap(),
@@ -474,8 +476,7 @@ fn a_bistrand_model_writes_the_saturation_npz() {
 fn gz_names_write_the_same_text_gzip_compressed() {
     let dir = tempfile::tempdir().unwrap();
     let (_, ds) = inputs(dir.path(), "complement");
-    let ckpt = dir.path().join("m.safetensors");
-    bistrand_checkpoint(&ckpt, Pairing::Complement);
+    let ckpt = complement_model(dir.path());
     let p = |n: &str| dir.path().join(n).display().to_string();
     for (tsv, track) in [("s.tsv", "s.bedgraph"), ("s.tsv.gz", "s.bedgraph.gz")] {
         let o = predict(&[
