@@ -12,10 +12,12 @@ use luminome_io::hf_checkpoint::HfCheckpoint;
 
 /// The files a published checkpoint folder is made of: required, then optional.
 const REQUIRED: [&str; 2] = ["config.json", "model.safetensors"];
-const OPTIONAL: [&str; 3] = [
+const OPTIONAL: [&str; 4] = [
     "tokenizer.json",
     "tokenizer_config.json",
     "special_tokens_map.json",
+    // The Nucleotide Transformer's EsmTokenizer.
+    "vocab.txt",
 ];
 
 /// A `hf:ORG/NAME[@REVISION]` argument.
@@ -89,7 +91,7 @@ fn fetch(name: &HubName, arg: &str) -> Result<PathBuf> {
     let cache = hf_hub::Cache::from_env();
     let cached = cache.repo(name.repo());
     let download_hint = format!(
-        "download it where there is network (luminome with {arg}, or `huggingface-cli download {}{} config.json model.safetensors tokenizer.json tokenizer_config.json`) into {} and copy that folder here, or give the checkpoint's folder instead",
+        "download it where there is network (luminome with {arg}, or `huggingface-cli download {}{} config.json model.safetensors tokenizer.json tokenizer_config.json special_tokens_map.json vocab.txt` (those the model has)) into {} and copy that folder here, or give the checkpoint's folder instead",
         name.repo,
         name.revision
             .as_ref()

@@ -413,7 +413,7 @@ impl Arrays {
 pub fn check_model(input: &Input, checkpoint: &Path) -> Result<()> {
     if !input.model()?.backbone.has_deeplift_rules() {
         bail!(
-            "{}: --method deepliftshap needs a backbone whose every nonlinear operation has a DeepLIFT rule; the CNN and the transformer with standard attention have them, genetic attention (its fitness weights) and DNABERT-2 (ALiBi, GEGLU) not yet. Use --method ig or saliency (ism too on nucleotide or k-mer tokens)",
+            "{}: --method deepliftshap needs a backbone whose every nonlinear operation has a DeepLIFT rule; the CNN and the transformer with standard attention have them, genetic attention (its fitness weights), DNABERT-2 (ALiBi, GEGLU) and the Nucleotide Transformer v2 (rotary, SwiGLU) not yet. Use --method ig or saliency (ism too on nucleotide or k-mer tokens)",
             checkpoint.display()
         );
     }

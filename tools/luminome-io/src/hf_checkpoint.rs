@@ -72,6 +72,9 @@ impl HfCheckpoint {
 
     /// The model's tokenizer (see the module documentation).
     pub fn tokenizer(&self) -> Result<TokenizerInfo> {
+        if let Some(t) = self.esm_tokenizer()? {
+            return Ok(t);
+        }
         let fast = self.dir.join("tokenizer.json");
         if fast.is_file() {
             let text = std::fs::read_to_string(&fast)?;
@@ -89,6 +92,42 @@ impl HfCheckpoint {
             self.name,
             self.dir.display()
         )
+    }
+}
+
+impl HfCheckpoint {
+    /// The `EsmTokenizer` of a Nucleotide Transformer checkpoint (its `tokenizer_config.json`
+    /// names that class): `vocab.txt` and the special tokens as `transformers` resolves them;
+    /// `None` for any other tokenizer.
+    pub fn esm_tokenizer(&self) -> Result<Option<TokenizerInfo>> {
+        let read = |file: &str| -> Result<Option<String>> {
+            let path = self.dir.join(file);
+            match path.is_file() {
+                true => std::fs::read_to_string(&path)
+                    .map(Some)
+                    .with_context(|| format!("{}: reading {}", self.name, path.display())),
+                false => Ok(None),
+            }
+        };
+        let Some(config) = read("tokenizer_config.json")? else {
+            return Ok(None);
+        };
+        let doc: serde_json::Value = serde_json::from_str(&config)
+            .with_context(|| format!("{}: tokenizer_config.json is not JSON", self.name))?;
+        if doc.get("tokenizer_class").and_then(|c| c.as_str()) != Some("EsmTokenizer") {
+            return Ok(None);
+        }
+        let vocab = read("vocab.txt")?.with_context(|| {
+            format!(
+                "{}: an EsmTokenizer without vocab.txt in {}",
+                self.name,
+                self.dir.display()
+            )
+        })?;
+        let map = read("special_tokens_map.json")?;
+        crate::esm_vocab::tokenizer_info(&vocab, &doc, map.as_deref())
+            .with_context(|| format!("{}: its EsmTokenizer files", self.name))
+            .map(Some)
     }
 }
 

@@ -10,6 +10,7 @@ pub mod bedgraph;
 pub mod bigwig;
 pub mod compress;
 pub mod error;
+pub mod esm_vocab;
 pub mod expression;
 pub mod fastx;
 pub mod fragments;

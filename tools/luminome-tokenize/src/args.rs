@@ -9,7 +9,7 @@ use luminome_io::seqtable::SeqTableOptions;
 use crate::bases::NonAcgtPolicy;
 use crate::pipeline::{InputFormat, JobInput, Overflow, RcMode, Summary, TokenizeJob};
 use crate::split::{split_output, SplitPlan};
-use luminome_io::token_dataset::TokenizerScheme;
+use luminome_io::token_dataset::{TokenizerInfo, TokenizerScheme};
 
 use crate::scheme::{KmerMode, Scheme};
 use crate::source::{Cut, SourceOptions};
@@ -212,6 +212,9 @@ impl Args {
         let (scheme, hf_json, add_cls, add_sep) = match &self.like {
             Some(like) => like_scheme(like)?,
             None => {
+                // A tokenizer without an end token (an EsmTokenizer whose eos_token is null)
+                // adds none.
+                let mut has_end = true;
                 let (scheme, json) = match self.scheme {
                     TokenizerScheme::Nucleotide => (Scheme::Nucleotide, None),
                     TokenizerScheme::Kmer => (Scheme::kmer(self.k, self.kmer_mode)?, None),
@@ -220,16 +223,23 @@ impl Args {
                             .tokenizer
                             .as_ref()
                             .context("--scheme hf needs --tokenizer tokenizer.json")?;
-                        let path = &tokenizer_file(path)?;
-                        let json = std::fs::read_to_string(path)
-                            .with_context(|| format!("cannot read {}", path.display()))?;
-                        (Scheme::hf(path)?, Some(json))
+                        match published_tokenizer(path)? {
+                            PublishedTokenizer::Json(path) => {
+                                let json = std::fs::read_to_string(&path)
+                                    .with_context(|| format!("cannot read {}", path.display()))?;
+                                (Scheme::hf(&path)?, Some(json))
+                            }
+                            PublishedTokenizer::Esm(info) => {
+                                has_end = info.add_sep;
+                                (Scheme::esm_vocab(info)?, None)
+                            }
+                        }
                     }
-                    TokenizerScheme::Characters => anyhow::bail!(
-                        "a published model's character vocabulary is read from its checkpoint (luminome-mask-pairs --like)"
+                    TokenizerScheme::Characters | TokenizerScheme::EsmVocab => anyhow::bail!(
+                        "a published model's own vocabulary is read from its checkpoint (--scheme hf --tokenizer DIR, or luminome-mask-pairs --like)"
                     ),
                 };
-                (scheme, json, !self.no_cls, !self.no_sep)
+                (scheme, json, !self.no_cls, !self.no_sep && has_end)
             }
         };
         let threads = luminome_cli::thread_count(self.threads);
@@ -340,20 +350,33 @@ impl Args {
     }
 }
 
+/// What `--tokenizer` names: a tokenizer.json, or a published checkpoint's own tokenizer.
+enum PublishedTokenizer {
+    Json(PathBuf),
+    Esm(TokenizerInfo),
+}
+
 /// `--tokenizer`: a tokenizer.json, or a published checkpoint (a folder in the Hugging Face
-/// layout, or hf:ORG/NAME) whose tokenizer.json is taken, so data for a model is made with that
-/// model's own vocabulary.
-fn tokenizer_file(arg: &std::path::Path) -> Result<PathBuf> {
+/// layout, or hf:ORG/NAME) whose tokenizer is taken — its tokenizer.json, or the vocab.txt of
+/// an EsmTokenizer (Nucleotide Transformer) — so data for a model is made with that model's own
+/// vocabulary.
+fn published_tokenizer(arg: &std::path::Path) -> Result<PublishedTokenizer> {
     let name = arg.to_string_lossy();
     if !(arg.is_dir() || name.starts_with("hf:")) {
-        return Ok(arg.to_path_buf());
+        return Ok(PublishedTokenizer::Json(arg.to_path_buf()));
     }
     let ck = luminome_cli::hub::open_checkpoint(&name)?;
+    if let Some(info) = ck.esm_tokenizer()? {
+        return Ok(PublishedTokenizer::Esm(info));
+    }
     let file = ck.dir.join("tokenizer.json");
     if !file.is_file() {
-        anyhow::bail!("{name}: no tokenizer.json in {}", ck.dir.display());
+        anyhow::bail!(
+            "{name}: no tokenizer.json (or EsmTokenizer vocab.txt) in {}",
+            ck.dir.display()
+        );
     }
-    Ok(file)
+    Ok(PublishedTokenizer::Json(file))
 }
 
 /// The scheme (and tokenizer.json, [CLS]/[SEP] framing) recorded in a dataset or checkpoint.
@@ -379,6 +402,11 @@ fn like_scheme(like: &std::path::Path) -> Result<(Scheme, Option<String>, bool, 
                 .with_context(|| format!("the tokenizer recorded in {}", like.display()))?;
             (scheme, Some(json))
         }
+        (TokenizerScheme::EsmVocab, _, _) => (
+            Scheme::esm_vocab(t.clone())
+                .with_context(|| format!("the tokenizer recorded in {}", like.display()))?,
+            None,
+        ),
         _ => anyhow::bail!(
             "{}: a tokenizer this version cannot remake ({})",
             like.display(),

@@ -9,10 +9,13 @@
 //!   contains N is `[UNK]`.
 //! - hf: the tokenizer's own vocabulary; `[CLS]`/`[SEP]`/`[PAD]`/`[MASK]`/`[UNK]` are looked up
 //!   by those names (DNABERT-2 uses them).
+//! - esm-vocab: a Nucleotide Transformer checkpoint's `vocab.txt`, its ids and special tokens
+//!   as published (`<pad>` = 1); cut leftmost-longest ([`luminome_io::esm_vocab`]).
 
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use luminome_io::esm_vocab::EsmVocabEncoder;
 use luminome_io::token_dataset::special::{CLS, PAD, SEP, UNK};
 use luminome_io::token_dataset::{special, TokenizerInfo, TokenizerScheme};
 
@@ -41,8 +44,13 @@ fn code(b: u8) -> u32 {
 
 pub enum Scheme {
     Nucleotide,
-    Kmer { k: usize, mode: KmerMode },
+    Kmer {
+        k: usize,
+        mode: KmerMode,
+    },
     Hf(Box<tokenizers::Tokenizer>, HfIds),
+    /// A published `EsmTokenizer` (its recorded description and the encoder made from it).
+    EsmVocab(Box<(TokenizerInfo, EsmVocabEncoder)>),
 }
 
 /// Special-token ids of a HuggingFace tokenizer.
@@ -92,9 +100,16 @@ impl Scheme {
         Ok(Scheme::Hf(Box::new(tok), ids))
     }
 
+    /// A published `EsmTokenizer` as recorded (scheme `esm-vocab`).
+    pub fn esm_vocab(info: TokenizerInfo) -> Result<Self> {
+        let encoder = EsmVocabEncoder::new(&info)?;
+        Ok(Scheme::EsmVocab(Box::new((info, encoder))))
+    }
+
     pub fn pad_id(&self) -> u32 {
         match self {
             Scheme::Hf(_, ids) => ids.pad,
+            Scheme::EsmVocab(e) => e.0.pad_id,
             _ => PAD,
         }
     }
@@ -102,6 +117,7 @@ impl Scheme {
     pub fn cls_id(&self) -> Option<u32> {
         match self {
             Scheme::Hf(_, ids) => ids.cls,
+            Scheme::EsmVocab(e) => e.0.cls_id,
             _ => Some(CLS),
         }
     }
@@ -109,6 +125,7 @@ impl Scheme {
     pub fn sep_id(&self) -> Option<u32> {
         match self {
             Scheme::Hf(_, ids) => ids.sep,
+            Scheme::EsmVocab(e) => e.0.sep_id,
             _ => Some(SEP),
         }
     }
@@ -125,7 +142,7 @@ impl Scheme {
                 k,
                 mode: KmerMode::NonOverlapping,
             } => Some(bases / k + bases % k),
-            Scheme::Hf(..) => None,
+            Scheme::Hf(..) | Scheme::EsmVocab(_) => None,
         }
     }
 
@@ -141,7 +158,7 @@ impl Scheme {
                 k,
                 mode: KmerMode::NonOverlapping,
             } => Some(tokens * k),
-            Scheme::Hf(..) => None,
+            Scheme::Hf(..) | Scheme::EsmVocab(_) => None,
         }
     }
 
@@ -193,6 +210,7 @@ impl Scheme {
                     }
                 }
             }
+            Scheme::EsmVocab(ref e) => e.1.encode(bases, soft, ids, soft_out),
             Scheme::Hf(ref tok, _) => {
                 let text = std::str::from_utf8(bases).expect("cleaned bases are ASCII");
                 let enc = tok
@@ -243,6 +261,11 @@ impl Scheme {
                     hf_tokenizer_json: hf_json,
                 }
             }
+            Scheme::EsmVocab(ref e) => TokenizerInfo {
+                add_cls,
+                add_sep,
+                ..e.0.clone()
+            },
         }
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod cnn;
 pub mod dnabert2;
+pub mod nt_v2;
 pub mod transformer;
 
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::nn::DropoutRng;
 pub use cnn::{CnnArgs, CnnConfig, DilatedResidualCnn};
 pub use dnabert2::{Dnabert2Config, Dnabert2Encoder};
+pub use nt_v2::{NtV2Config, NtV2Encoder};
 pub use transformer::{
     AttentionKind, Encoder, EncoderArgs, EncoderConfig, EncoderDefaults, EncoderStack,
     PositionEncoding,
@@ -64,6 +66,20 @@ pub enum BackboneKind {
     Cnn,
     /// The published DNABERT-2 encoder (from `--init DIR|hf:ORG/NAME` only).
     Dnabert2,
+    /// The published Nucleotide Transformer v2 encoder (from `--init DIR|hf:ORG/NAME` only).
+    NtV2,
+}
+
+impl BackboneKind {
+    /// The `--backbone` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Transformer => "transformer",
+            Self::Cnn => "cnn",
+            Self::Dnabert2 => "dnabert2",
+            Self::NtV2 => "nt-v2",
+        }
+    }
 }
 
 impl std::str::FromStr for BackboneKind {
@@ -73,7 +89,10 @@ impl std::str::FromStr for BackboneKind {
             "transformer" => Ok(Self::Transformer),
             "cnn" => Ok(Self::Cnn),
             "dnabert2" => Ok(Self::Dnabert2),
-            _ => anyhow::bail!("unknown backbone {s:?} (expected transformer, cnn or dnabert2)"),
+            "nt-v2" => Ok(Self::NtV2),
+            _ => anyhow::bail!(
+                "unknown backbone {s:?} (expected transformer, cnn, dnabert2 or nt-v2)"
+            ),
         }
     }
 }
@@ -92,6 +111,10 @@ pub enum BackboneConfig {
     /// The published DNABERT-2 encoder; parameters under `bert.*`, the checkpoint's names.
     #[serde(rename = "dnabert2")]
     Dnabert2(Dnabert2Config),
+    /// The published Nucleotide Transformer v2 encoder; parameters under `esm.*`, the
+    /// checkpoint's names.
+    #[serde(rename = "nt_v2")]
+    NtV2(NtV2Config),
 }
 
 impl BackboneConfig {
@@ -100,6 +123,7 @@ impl BackboneConfig {
             Self::Transformer(_) => BackboneKind::Transformer,
             Self::Cnn(_) => BackboneKind::Cnn,
             Self::Dnabert2(_) => BackboneKind::Dnabert2,
+            Self::NtV2(_) => BackboneKind::NtV2,
         }
     }
 
@@ -109,6 +133,7 @@ impl BackboneConfig {
             Self::Transformer(_) => "encoder",
             Self::Cnn(_) => "cnn",
             Self::Dnabert2(_) => "bert",
+            Self::NtV2(_) => "esm",
         }
     }
 
@@ -117,6 +142,7 @@ impl BackboneConfig {
             Self::Transformer(c) => c.validate(),
             Self::Cnn(c) => c.validate(),
             Self::Dnabert2(c) => c.validate(),
+            Self::NtV2(c) => c.validate(),
         }
     }
 
@@ -125,6 +151,7 @@ impl BackboneConfig {
             Self::Transformer(c) => c.d_model,
             Self::Cnn(c) => c.channels,
             Self::Dnabert2(c) => c.hidden_size,
+            Self::NtV2(c) => c.hidden_size,
         }
     }
 
@@ -134,6 +161,7 @@ impl BackboneConfig {
             Self::Transformer(c) => c.max_length,
             Self::Cnn(c) => c.max_length,
             Self::Dnabert2(c) => c.max_length,
+            Self::NtV2(c) => c.max_length,
         }
     }
 
@@ -143,6 +171,7 @@ impl BackboneConfig {
             Self::Transformer(c) => c.layer_norm_eps,
             Self::Cnn(c) => c.layer_norm_eps,
             Self::Dnabert2(c) => c.layer_norm_eps,
+            Self::NtV2(c) => c.layer_norm_eps,
         }
     }
 
@@ -152,6 +181,7 @@ impl BackboneConfig {
             Self::Transformer(c) => c.dropout,
             Self::Cnn(c) => c.dropout,
             Self::Dnabert2(c) => c.hidden_dropout_prob,
+            Self::NtV2(c) => c.hidden_dropout_prob,
         }
     }
 
@@ -162,6 +192,7 @@ impl BackboneConfig {
             Self::Transformer(c) => Arc::new(Encoder::new(c, vb)?),
             Self::Cnn(c) => Arc::new(DilatedResidualCnn::new(c, vb)?),
             Self::Dnabert2(c) => Arc::new(Dnabert2Encoder::new(c, vb)?),
+            Self::NtV2(c) => Arc::new(NtV2Encoder::new(c, vb)?),
         })
     }
 }

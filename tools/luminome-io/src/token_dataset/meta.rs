@@ -34,6 +34,12 @@ pub enum TokenizerScheme {
     /// checkpoint (`--like` a Caduceus/PlantCaduceus folder); not chosen by name.
     #[cfg_attr(feature = "clap", value(skip))]
     Characters,
+    /// A published `EsmTokenizer` vocabulary (Nucleotide Transformer: 6-mers, then single
+    /// bases), read from its checkpoint's `vocab.txt` (`--tokenizer DIR`): the longest token
+    /// from the left, one base where no longer token fits; not chosen by name.
+    #[cfg_attr(feature = "clap", value(skip))]
+    #[serde(rename = "esm-vocab")]
+    EsmVocab,
 }
 
 impl TokenizerScheme {
@@ -43,6 +49,7 @@ impl TokenizerScheme {
             Self::Kmer => "kmer",
             Self::Hf => "hf",
             Self::Characters => "characters",
+            Self::EsmVocab => "esm-vocab",
         }
     }
 
@@ -243,7 +250,8 @@ impl TokenizerInfo {
                     .min(k);
                 Some((pos * step, pos * step + width))
             }
-            TokenizerScheme::Hf => None,
+            // Tokens of varying width: a span needs the tokens before it.
+            TokenizerScheme::Hf | TokenizerScheme::EsmVocab => None,
         }
     }
 }

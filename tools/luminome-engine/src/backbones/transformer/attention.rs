@@ -91,6 +91,35 @@ impl Rotary {
         })
     }
 
+    /// The tables as ESM's `RotaryEmbedding` computes them (Nucleotide Transformer v2): every
+    /// step in f32 — `inv_freq = 1 / 10000^(2i / Dh)`, `angle = pos · inv_freq` — so the
+    /// angles carry the published model's rounding, not f64's.
+    pub(crate) fn esm(
+        head_dim: usize,
+        max_length: usize,
+        dtype: DType,
+        device: &candle_core::Device,
+    ) -> Result<Self> {
+        let half = head_dim / 2;
+        let inv_freq: Vec<f32> = (0..half)
+            .map(|i| 1.0 / 10000f32.powf((2 * i) as f32 / head_dim as f32))
+            .collect();
+        let mut cos = Vec::with_capacity(max_length * half);
+        let mut sin = Vec::with_capacity(max_length * half);
+        for pos in 0..max_length {
+            for &f in &inv_freq {
+                let angle = pos as f32 * f;
+                cos.push(angle.cos());
+                sin.push(angle.sin());
+            }
+        }
+        let shape = (max_length, half);
+        Ok(Self {
+            cos: Tensor::from_vec(cos, shape, device)?.to_dtype(dtype)?,
+            sin: Tensor::from_vec(sin, shape, device)?.to_dtype(dtype)?,
+        })
+    }
+
     /// Rotates `[B, H, L, Dh]` by position ("rotate half" convention: the first and second
     /// halves of each head form the pairs).
     pub(crate) fn apply(&self, x: &Tensor) -> Result<Tensor> {

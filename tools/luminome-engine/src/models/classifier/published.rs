@@ -1,19 +1,20 @@
 //! `luminome-train classify --init DIR|hf:ORG/NAME`: a published foundation model as the
-//! classifier's backbone, loaded as its authors publish it (docs/pretrained-models.md). Today
-//! DNABERT-2 ([`crate::backbones::dnabert2`]); its weights keep their names under `bert.`.
+//! classifier's backbone, loaded as its authors publish it (docs/pretrained-models.md): DNABERT-2
+//! ([`crate::backbones::dnabert2`], weights under `bert.`) or the Nucleotide Transformer v2
+//! ([`crate::backbones::nt_v2`], weights under `esm.`), told apart by their `config.json`.
 //!
-//! The training data must be tokenized with the checkpoint's own `tokenizer.json`
-//! (`luminome-tokenize --scheme hf --tokenizer DIR`), recorded verbatim in the dataset: a model
-//! cannot be paired with another vocabulary.
+//! The training data must be tokenized with the checkpoint's own tokenizer
+//! (`luminome-tokenize --scheme hf --tokenizer DIR`), recorded in the dataset: a model cannot be
+//! paired with another vocabulary.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use candle_core::Device;
 use candle_nn::VarMap;
-use luminome_io::token_dataset::{TokenDataset, TokenizerScheme};
+use luminome_io::token_dataset::{TokenDataset, TokenizerInfo, TokenizerScheme};
 
-use crate::backbones::{BackboneConfig, Dnabert2Config};
+use crate::backbones::{BackboneConfig, BackboneKind, Dnabert2Config, NtV2Config};
 use crate::checkpoint::{load_into, read_safetensors};
 
 /// A published checkpoint opened as a backbone: its configuration and where its weights are.
@@ -29,38 +30,59 @@ impl PublishedBackbone {
     pub fn open(init: &Path, train: &TokenDataset) -> Result<Self> {
         let name = init.display().to_string();
         let ck = luminome_cli::hub::open_checkpoint(&name)?;
-        let config = Dnabert2Config::from_published(
-            &ck.config_text()?,
-            &format!("{name}: config.json"),
-            train.max_length(),
-        )?;
-        let tokenizer = ck.dir.join("tokenizer.json");
-        let json = std::fs::read_to_string(&tokenizer).with_context(|| {
-            format!(
-                "{name}: reading {} (the model's tokenizer)",
-                tokenizer.display()
-            )
-        })?;
-        check_tokenized_with(train, &json, &name, &tokenizer)?;
+        let json = ck.config_text()?;
+        let what = format!("{name}: config.json");
+        let backbone = match published_kind(&json) {
+            Some(BackboneKind::NtV2) => {
+                let expected = ck.esm_tokenizer()?.with_context(|| {
+                    format!("{name}: a Nucleotide Transformer without its EsmTokenizer files (tokenizer_config.json, vocab.txt)")
+                })?;
+                check_same_tokenizer(train, &expected, &name)?;
+                BackboneConfig::NtV2(NtV2Config::from_published(
+                    &json,
+                    &what,
+                    train.max_length(),
+                )?)
+            }
+            _ => {
+                let config = Dnabert2Config::from_published(&json, &what, train.max_length())?;
+                let tokenizer = ck.dir.join("tokenizer.json");
+                let text = std::fs::read_to_string(&tokenizer).with_context(|| {
+                    format!(
+                        "{name}: reading {} (the model's tokenizer)",
+                        tokenizer.display()
+                    )
+                })?;
+                check_tokenized_with(train, &text, &name, &tokenizer)?;
+                BackboneConfig::Dnabert2(config)
+            }
+        };
         let vocab = train.tokenizer().vocab_size();
-        if vocab > config.vocab_size {
-            bail!(
-                "{name}: the tokenizer has {vocab} tokens, the model's embedding {}",
-                config.vocab_size
-            );
+        let rows = match &backbone {
+            BackboneConfig::NtV2(c) => c.vocab_size,
+            BackboneConfig::Dnabert2(c) => c.vocab_size,
+            _ => unreachable!("a published backbone"),
+        };
+        if vocab > rows {
+            bail!("{name}: the tokenizer has {vocab} tokens, the model's embedding {rows}");
         }
         Ok(Self {
-            backbone: BackboneConfig::Dnabert2(config),
+            backbone,
             weights: ck.weights_path(),
             name,
         })
     }
 
-    /// Copies the published weights into the model's `bert.*` parameters (every one must be
-    /// there with its shape; the pooler and masked-LM head of the file are not used).
+    /// The parameter prefix of the published weights (`bert.`, `esm.`).
+    fn prefix(&self) -> String {
+        format!("{}.", self.backbone.prefix())
+    }
+
+    /// Copies the published weights into the model's backbone parameters (every one must be
+    /// there with its shape; the file's pooler, masked-LM and contact heads are not used).
     pub fn load(&self, varmap: &VarMap, device: &Device) -> Result<usize> {
         let (_, tensors) = read_safetensors(&self.weights, device)?;
-        load_into(varmap, &tensors, &self.weights, Some("bert."))
+        load_into(varmap, &tensors, &self.weights, Some(&self.prefix()))
             .with_context(|| format!("{}: loading the published weights", self.name))
     }
 }
@@ -84,6 +106,40 @@ fn check_tokenized_with(
             train.path().display(),
             t.describe(),
             tokenizer.display()
+        );
+    }
+    Ok(())
+}
+
+/// Which published family a `config.json` describes: an ESM configuration is the Nucleotide
+/// Transformer, `alibi_starting_size` marks DNABERT-2; `None` for anything else.
+pub fn published_kind(config_json: &str) -> Option<BackboneKind> {
+    let v: serde_json::Value = serde_json::from_str(config_json).ok()?;
+    if crate::backbones::nt_v2::is_esm_config(&v) {
+        Some(BackboneKind::NtV2)
+    } else if v.get("alibi_starting_size").is_some() {
+        Some(BackboneKind::Dnabert2)
+    } else {
+        None
+    }
+}
+
+/// The family of the published checkpoint `init` (a folder or `hf:ORG/NAME`), read from its
+/// config.json; DNABERT-2 when the file says neither (opening it then says why).
+pub fn kind_of(init: &Path) -> Result<BackboneKind> {
+    let ck = luminome_cli::hub::open_checkpoint(&init.display().to_string())?;
+    Ok(published_kind(&ck.config_text()?).unwrap_or(BackboneKind::Dnabert2))
+}
+
+/// The dataset's ids must come from this published tokenizer (the same vocabulary, special
+/// tokens and framing).
+fn check_same_tokenizer(train: &TokenDataset, expected: &TokenizerInfo, name: &str) -> Result<()> {
+    if !train.tokenizer().same_tokenization(expected) {
+        bail!(
+            "{}: not tokenized with {name}'s tokenizer (the data: {}; the model: {}); tokenize the data with `luminome-tokenize --scheme hf --tokenizer {name}` (every split the same way)",
+            train.path().display(),
+            train.tokenizer().describe(),
+            expected.describe()
         );
     }
     Ok(())

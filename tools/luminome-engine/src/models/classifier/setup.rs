@@ -45,6 +45,7 @@ Example (fine-tune the published DNABERT-2 under an adapter; data in its own tok
       --scheme hf --tokenizer hf:zhihan1996/DNABERT-2-117M
   luminome-train classify --train train.safetensors --dev dev.safetensors -o db2/ \\
       --init hf:zhihan1996/DNABERT-2-117M --adapter gated --batch-size 32 --steps 3000
+  (the Nucleotide Transformer v2 the same way: hf:InstaDeepAI/nucleotide-transformer-v2-50m-multi-species)
 Writes gated/best.safetensors (best dev MCC), gated/last.safetensors (+ state, for --resume) and
 gated/metrics.tsv (step, epoch, loss, lr, grad_norm, examples_per_s, dev_loss, dev_accuracy,
 dev_auroc, dev_f1, dev_mcc). Labels: the training set's label values are the classes (or --classes).";
@@ -57,8 +58,9 @@ pub struct ClassifyArgs {
     #[command(flatten)]
     pub train: TrainArgs,
     /// Backbone: transformer (the --d-model … --position flags), cnn (a dilated residual CNN
-    /// over single nucleotides, the --cnn-* flags; docs/engine.md) or dnabert2 (the published
-    /// encoder, from --init DIR|hf:ORG/NAME; the default when --init is one) [default: cnn with
+    /// over single nucleotides, the --cnn-* flags; docs/engine.md), dnabert2 or nt-v2 (the
+    /// published encoders, from --init DIR|hf:ORG/NAME; the checkpoint's family is the default
+    /// when --init is one) [default: cnn with
     /// --rc-augment --rc-average for single-nucleotide datasets, at every size; transformer for
     /// k-mer or BPE tokens, with --init or a transformer size; docs/small-data.md].
     #[arg(long)]
@@ -82,8 +84,9 @@ pub struct ClassifyArgs {
     #[arg(long, value_name = "ADAPTER")]
     pub adapter: Option<AdapterKind>,
     /// Initialise the encoder from a masked-LM checkpoint (its encoder settings are used), or
-    /// from a published DNABERT-2 checkpoint: a folder in the Hugging Face layout or
-    /// hf:ORG/NAME (the data tokenized with its tokenizer: --scheme hf --tokenizer DIR).
+    /// from a published DNABERT-2 or Nucleotide Transformer v2 checkpoint: a folder in the
+    /// Hugging Face layout or hf:ORG/NAME (the data tokenized with its tokenizer: --scheme hf
+    /// --tokenizer DIR).
     #[arg(help_heading = "Inputs", long)]
     pub init: Option<PathBuf>,
     /// Train the adapter only; the encoder stays as initialised.
@@ -246,7 +249,7 @@ impl TrainCommand for ClassifyArgs {
             self.classification.test.as_deref(),
             Self::NAME,
         )?;
-        let choice = self.choose(&data);
+        let choice = self.choose(&data)?;
         let (varmap, mut model, config) = match &t.resume {
             Some(r) => {
                 let ck = Checkpoint::load(r, device)?;
@@ -352,8 +355,8 @@ impl ClassifyArgs {
         };
         let mut published = None;
         let backbone = match choice.backbone {
-            BackboneKind::Dnabert2 => {
-                let p = self.published_backbone(data)?;
+            kind @ (BackboneKind::Dnabert2 | BackboneKind::NtV2) => {
+                let p = self.published_backbone(data, kind)?;
                 let backbone = p.backbone.clone();
                 published = Some(p);
                 backbone
@@ -404,26 +407,46 @@ impl ClassifyArgs {
         Ok((b.varmap, model, b.config))
     }
 
-    /// The published DNABERT-2 encoder of `--init` (its sizes are the checkpoint's; `--dropout`,
-    /// when given, replaces its hidden dropout).
-    fn published_backbone(&self, data: &ClassificationData) -> Result<PublishedBackbone> {
+    /// The published encoder of `--init` (DNABERT-2 or the Nucleotide Transformer v2, as
+    /// `kind` says; its sizes are the checkpoint's; `--dropout`, when given, replaces its hidden
+    /// dropout).
+    fn published_backbone(
+        &self,
+        data: &ClassificationData,
+        kind: BackboneKind,
+    ) -> Result<PublishedBackbone> {
         let Some(init) = &self.init else {
-            bail!("--backbone dnabert2 is the published DNABERT-2 encoder: give its checkpoint with --init DIR or --init hf:ORG/NAME");
+            bail!("--backbone {} is a published encoder: give its checkpoint with --init DIR or --init hf:ORG/NAME", kind.name());
         };
         if self.encoder.sizes_given() {
             bail!("{}: --d-model, --layers and --ffn size Luminome's transformer; a published encoder's sizes are its config.json's", init.display());
         }
+        let found = super::published::kind_of(init)?;
+        if found != kind {
+            bail!(
+                "{}: a {} checkpoint, but --backbone says {}",
+                init.display(),
+                found.name(),
+                kind.name()
+            );
+        }
         let mut p = PublishedBackbone::open(init, &data.train)?;
-        if let (Some(d), BackboneConfig::Dnabert2(c)) = (self.encoder.dropout, &mut p.backbone) {
-            c.hidden_dropout_prob = d;
-            c.validate().with_context(|| format!("--dropout {d}"))?;
+        if let Some(d) = self.encoder.dropout {
+            match &mut p.backbone {
+                BackboneConfig::Dnabert2(c) => c.hidden_dropout_prob = d,
+                BackboneConfig::NtV2(c) => c.hidden_dropout_prob = d,
+                _ => {}
+            }
+            p.backbone
+                .validate()
+                .with_context(|| format!("--dropout {d}"))?;
         }
         Ok(p)
     }
 
     /// The backbone and the defaults of a new run: the flags given, then what the tokens and the
     /// size of the training set call for (docs/small-data.md).
-    fn choose(&self, data: &ClassificationData) -> SizeChoice {
+    fn choose(&self, data: &ClassificationData) -> Result<SizeChoice> {
         let new_run = self.train.resume.is_none();
         let records = data.train.len();
         let small = new_run && records < SMALL_TRAINING_SET;
@@ -441,15 +464,19 @@ impl ClassifyArgs {
             .is_some_and(crate::models::caduceus::is_published_checkpoint);
         let backbone = match (self.backbone, auto_cnn) {
             (Some(b), _) => b,
-            (None, _) if published => BackboneKind::Dnabert2,
+            (None, _) if published && new_run => {
+                super::published::kind_of(self.init.as_deref().expect("published"))?
+            }
             (None, true) => BackboneKind::Cnn,
             (None, false) => BackboneKind::Transformer,
         };
         let (encoder, train) = match (backbone, small) {
-            (BackboneKind::Dnabert2, _) if self.freeze_encoder => {
+            (BackboneKind::Dnabert2 | BackboneKind::NtV2, _) if self.freeze_encoder => {
                 (EncoderDefaults::STANDARD, TrainDefaults::FROZEN_BACKBONE)
             }
-            (BackboneKind::Dnabert2, _) => (EncoderDefaults::STANDARD, TrainDefaults::FINE_TUNE),
+            (BackboneKind::Dnabert2 | BackboneKind::NtV2, _) => {
+                (EncoderDefaults::STANDARD, TrainDefaults::FINE_TUNE)
+            }
             // Enough passes for a small set to converge (about 20 epochs on GUE mouse/0, where 5
             // stay below the k-mer floor), bounded for a large one; early stopping on dev ends
             // a run that has clearly peaked (docs/small-data.md).
@@ -477,13 +504,13 @@ impl ClassifyArgs {
             }
             _ => None,
         };
-        SizeChoice {
+        Ok(SizeChoice {
             backbone,
             rc_average: auto_cnn || self.rc_average,
             encoder,
             train,
             note,
-        }
+        })
     }
 
     /// The log line naming the CNN defaults a new run took (None when every flag was given).

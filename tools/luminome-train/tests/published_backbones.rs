@@ -1,6 +1,7 @@
-//! `luminome-train classify --init DIR`: a published DNABERT-2 checkpoint (the authors'-code
-//! fixture of the engine, in the Hugging Face layout) as the backbone under an adapter, frozen or
-//! fine-tuned, on data tokenized with the checkpoint's own tokenizer.json.
+//! `luminome-train classify --init DIR`: a published DNABERT-2 or Nucleotide Transformer v2
+//! checkpoint (the authors'-code fixtures of the engine, in the Hugging Face layout) as the
+//! backbone under an adapter, frozen or fine-tuned, on data tokenized with the checkpoint's own
+//! tokenizer.
 
 mod common;
 
@@ -10,16 +11,53 @@ use candle_core::{Device, Tensor};
 use clap::Parser;
 use common::*;
 
-fn checkpoint() -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../luminome-engine/tests/fixtures/dnabert2/tiny")
-        .display()
-        .to_string()
+/// A published family's fixture checkpoint and the prefix of its encoder's weights.
+#[derive(Clone, Copy)]
+struct Family {
+    fixture: &'static str,
+    prefix: &'static str,
+    /// Published tensors under the prefix that the backbone does not read.
+    unused: &'static [&'static str],
+    backbone: &'static str,
+}
+
+const DNABERT2: Family = Family {
+    fixture: "dnabert2/tiny",
+    prefix: "bert.",
+    unused: &["bert.pooler."],
+    backbone: "dnabert2",
+};
+
+const NT_V2: Family = Family {
+    fixture: "nt_v2/tiny",
+    prefix: "esm.",
+    unused: &[
+        "esm.contact_head.",
+        ".rotary_embeddings.inv_freq",
+        // Stored by the port, never read with rotary positions.
+        "esm.embeddings.position_embeddings.",
+    ],
+    backbone: "nt-v2",
+};
+
+impl Family {
+    fn checkpoint(self) -> String {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../luminome-engine/tests/fixtures")
+            .join(self.fixture)
+            .display()
+            .to_string()
+    }
+
+    /// Whether a published tensor is one of the encoder's (by its published name).
+    fn is_encoder(self, name: &str) -> bool {
+        name.starts_with(self.prefix) && !self.unused.iter().any(|u| name.contains(u))
+    }
 }
 
 /// The first `rows` GUE core-promoter rows (sequence,label) tokenized as a user would: with the
 /// checkpoint's tokenizer (`--tokenizer DIR`), or as single nucleotides.
-fn tokenized(dir: &Path, name: &str, rows: usize, hf: bool) -> String {
+fn tokenized(family: Family, dir: &Path, name: &str, rows: usize, hf: bool) -> String {
     let gue = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../test-data/gue_prom_core_all/train.csv");
     let text = std::fs::read_to_string(gue).unwrap();
@@ -27,7 +65,7 @@ fn tokenized(dir: &Path, name: &str, rows: usize, hf: bool) -> String {
     let lines: Vec<&str> = text.lines().take(rows + 1).collect();
     std::fs::write(&csv, lines.join("\n") + "\n").unwrap();
     let out = dir.join(format!("{name}.safetensors"));
-    let ck = checkpoint();
+    let ck = family.checkpoint();
     let mut args = vec![
         "luminome-tokenize",
         csv.to_str().unwrap(),
@@ -51,8 +89,8 @@ fn same(a: &Tensor, b: &Tensor) -> bool {
     a.dims() == b.dims() && d.max(0).unwrap().to_scalar::<f32>().unwrap() == 0.0
 }
 
-fn classify(train: &str, out: &Path, extra: &[&str]) -> Output {
-    let ck = checkpoint();
+fn classify(family: Family, train: &str, out: &Path, extra: &[&str]) -> Output {
+    let ck = family.checkpoint();
     let mut args = vec![
         "classify",
         "--train",
@@ -77,22 +115,27 @@ fn classify(train: &str, out: &Path, extra: &[&str]) -> Output {
     run(&args)
 }
 
-#[test]
-fn the_published_encoder_loads_unchanged_trains_under_each_adapter_and_stays_frozen() {
+/// Frozen under each adapter, every published encoder tensor is kept, by its published name,
+/// bit for bit; fine-tuned, the encoder moves; predict and importance work on the result.
+fn loads_unchanged_trains_under_each_adapter_and_stays_frozen(family: Family) {
     let dir = tempfile::tempdir().unwrap();
-    let train = tokenized(dir.path(), "train", 48, true);
-    let published = tensors(&PathBuf::from(checkpoint()).join("model.safetensors"));
+    let train = tokenized(family, dir.path(), "train", 48, true);
+    let published = tensors(&PathBuf::from(family.checkpoint()).join("model.safetensors"));
     for adapter in ["cls", "mean", "max", "gated"] {
         let out = dir.path().join(format!("frozen_{adapter}"));
-        let o = classify(&train, &out, &["--adapter", adapter, "--freeze-encoder"]);
+        let o = classify(
+            family,
+            &train,
+            &out,
+            &["--adapter", adapter, "--freeze-encoder"],
+        );
         assert!(o.status.success(), "{adapter}: {}", stderr(&o));
         let trained = tensors(&out.join("last.safetensors"));
-        let encoder: Vec<&String> = trained.keys().filter(|n| n.starts_with("bert.")).collect();
-        // Every encoder tensor of the published file, by its published name, unchanged.
-        let expected = published
+        let encoder: Vec<&String> = trained
             .keys()
-            .filter(|n| n.starts_with("bert.") && !n.starts_with("bert.pooler."))
-            .count();
+            .filter(|n| n.starts_with(family.prefix))
+            .collect();
+        let expected = published.keys().filter(|n| family.is_encoder(n)).count();
         assert_eq!(encoder.len(), expected, "{adapter}: {encoder:?}");
         for name in encoder {
             assert!(
@@ -110,34 +153,52 @@ fn the_published_encoder_loads_unchanged_trains_under_each_adapter_and_stays_fro
         &dir.path().join("frozen_gated/best.safetensors"),
         &train,
     );
-    // Fine-tuned, the encoder moves; the default recipe is the authors' learning rate.
+    // Fine-tuned, the encoder moves.
     let out = dir.path().join("tuned");
-    let o = classify(&train, &out, &["--adapter", "mean", "--lr", "1e-3"]);
+    let o = classify(family, &train, &out, &["--adapter", "mean", "--lr", "1e-3"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let tuned = tensors(&out.join("last.safetensors"));
-    let emb = "bert.embeddings.word_embeddings.weight";
-    assert!(!same(&tuned[emb], &published[emb]));
+    let emb = format!("{}embeddings.word_embeddings.weight", family.prefix);
+    assert!(!same(&tuned[&emb], &published[&emb]));
+}
+
+#[test]
+fn dnabert2_loads_unchanged_trains_under_each_adapter_and_stays_frozen() {
+    loads_unchanged_trains_under_each_adapter_and_stays_frozen(DNABERT2);
+}
+
+#[test]
+fn nt_v2_loads_unchanged_trains_under_each_adapter_and_stays_frozen() {
+    loads_unchanged_trains_under_each_adapter_and_stays_frozen(NT_V2);
 }
 
 #[test]
 fn data_in_another_vocabulary_is_refused_naming_the_tokenizer_to_use() {
     let dir = tempfile::tempdir().unwrap();
-    let nucleotides = tokenized(dir.path(), "nt", 16, false);
-    let out = dir.path().join("run");
-    let o = classify(&nucleotides, &out, &["--adapter", "mean"]);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{e}");
-    assert!(
-        e.contains("not tokenized with") && e.contains("--scheme hf --tokenizer"),
-        "{e}"
-    );
-    nothing_written(&out);
+    let nucleotides = tokenized(DNABERT2, dir.path(), "nt", 16, false);
+    // The other family's tokenizer is another vocabulary too.
+    let bpe = tokenized(DNABERT2, dir.path(), "bpe", 16, true);
+    for (family, data) in [
+        (DNABERT2, &nucleotides),
+        (NT_V2, &nucleotides),
+        (NT_V2, &bpe),
+    ] {
+        let out = dir.path().join(format!("run_{}", family.backbone));
+        let o = classify(family, data, &out, &["--adapter", "mean"]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{e}");
+        assert!(
+            e.contains("not tokenized with") && e.contains("--scheme hf --tokenizer"),
+            "{e}"
+        );
+        nothing_written(&out);
+    }
 }
 
 #[test]
 fn another_published_architecture_or_no_checkpoint_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let train = tokenized(dir.path(), "train", 16, true);
+    let train = tokenized(DNABERT2, dir.path(), "train", 16, true);
     let out = dir.path().join("run");
     let caduceus = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../luminome-engine/tests/fixtures/caduceus/ps_rcps_fused");
@@ -153,7 +214,15 @@ fn another_published_architecture_or_no_checkpoint_is_refused() {
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{e}");
     assert!(e.contains("not a DNABERT-2 configuration"), "{e}");
-    let mut sized = args(Some(&checkpoint()));
+    // A checkpoint of the other family than --backbone names.
+    let o = run_s(&args(Some(&NT_V2.checkpoint())));
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("a nt-v2 checkpoint, but --backbone says dnabert2"),
+        "{e}"
+    );
+    let mut sized = args(Some(&DNABERT2.checkpoint()));
     sized.extend(["--d-model".to_string(), "64".to_string()]);
     let o = run_s(&sized);
     let e = stderr(&o);
@@ -166,7 +235,7 @@ fn another_published_architecture_or_no_checkpoint_is_refused() {
     nothing_written(&out);
 }
 
-/// luminome-predict and luminome-importance on a DNABERT-2 classifier, as on every classifier:
+/// luminome-predict and luminome-importance on a published backbone, as on every classifier:
 /// a probability row per record; gates, saliency and IG scores per token; DeepLIFT/SHAP (no rule
 /// for its layers yet) refused naming what works.
 fn predicted_and_explained(dir: &Path, checkpoint: &Path, data: &str) {
@@ -222,5 +291,5 @@ fn predicted_and_explained(dir: &Path, checkpoint: &Path, data: &str) {
         );
     }
     let e = importance("deepliftshap").unwrap_err().to_string();
-    assert!(e.contains("DNABERT-2") && e.contains("--method ig"), "{e}");
+    assert!(e.contains("not yet") && e.contains("--method ig"), "{e}");
 }
