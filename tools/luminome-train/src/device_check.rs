@@ -8,8 +8,10 @@
 //! layer norm, bias add, GELU, softplus, the CNN's shift window, the selective scan); on CUDA
 //! their documented fallbacks built from candle primitives do. Families: each one's training
 //! setup is built twice from the same command line (`luminome-train <family> …`, dropout 0) on
-//! tiny datasets written here, the same seed giving the same weights on both devices; the loss
-//! of the first micro-batch and every parameter's gradient are compared. Exit status 1 when
+//! tiny datasets written here, the same seed giving the same weights on both devices (the
+//! published backbones, DNABERT-2 and the Nucleotide Transformer v2: a tiny checkpoint in their
+//! layout, loaded by both); the loss of the first micro-batch and every parameter's gradient are
+//! compared. Exit status 1 when
 //! anything differs by more than the tolerance.
 
 use std::collections::HashMap;
@@ -19,6 +21,7 @@ use crate::{Cli, Command};
 use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor};
 use clap::Parser;
+use luminome_engine::backbones::BackboneKind;
 use luminome_engine::train::TrainCommand;
 
 /// Largest |a − b| / max(1, |a|, |b|) over two tensors of one shape.
@@ -237,8 +240,22 @@ pub fn datasets(dir: &Path) -> Result<()> {
     )?;
     let (pairs, _) = ecoli_retrieval_task(0, 16, 48, 20, 2, true, 5);
     write_retrieval_pairs_k(&dir.join("retrieval.safetensors"), &pairs, 3)?;
+    // The published backbones: a tiny checkpoint in each family's layout, data in its tokenizer.
+    let (s, l) = toy_motif_task(16, 30, 3);
+    for (name, kind) in PUBLISHED {
+        let tok = write_published_checkpoint(&dir.join(name), kind)?;
+        let encode = |seq: &[u8]| encode_published(&tok, seq);
+        let data = dir.join(format!("{name}.safetensors"));
+        write_token_dataset(&data, tok.clone(), &encode, &s, Some(&l), 32)?;
+    }
     Ok(())
 }
+
+/// The published families the check covers, by the folder name of their tiny checkpoint.
+const PUBLISHED: [(&str, BackboneKind); 2] = [
+    ("dnabert2", BackboneKind::Dnabert2),
+    ("nt-v2", BackboneKind::NtV2),
+];
 
 fn families(dir: &Path) -> Vec<(&'static str, Vec<String>)> {
     let p = |n: &str| dir.join(n).display().to_string();
@@ -253,6 +270,8 @@ fn families(dir: &Path) -> Vec<(&'static str, Vec<String>)> {
         ("region-pretrain", format!("region-pretrain --train {} --preset tiny --dropout 0 --batch-size 4", p("regions.safetensors"))),
         ("expression", format!("expression --train {} --preset tiny --dropout 0 --batch-size 4", p("regions.safetensors"))),
         ("dual", format!("dual --train {} --attention genetic {small}", p("retrieval.safetensors"))),
+        ("classify dnabert2", format!("classify --adapter gated --init {} --train {} --batch-size 8", p("dnabert2"), p("dnabert2.safetensors"))),
+        ("classify nt-v2", format!("classify --adapter mean --init {} --train {} --batch-size 8", p("nt-v2"), p("nt-v2.safetensors"))),
     ];
     cases
         .into_iter()

@@ -14,6 +14,17 @@ fn every_op_and_family_computes_the_same_through_its_fallbacks() {
             "{name}: forward {fwd:e}, gradients {bwd:e}"
         );
     }
+    // The published backbones are checked as every family (rotary, ALiBi, the gated
+    // feed-forwards through the primitives CUDA runs).
+    for family in ["classify dnabert2", "classify nt-v2"] {
+        let row = report
+            .iter()
+            .find(|(n, _, _)| n.starts_with(&format!("family {family} (")));
+        assert!(
+            row.is_some_and(|(n, _, _)| !n.contains("(0 ")),
+            "{family}: {report:?}"
+        );
+    }
     // Not vacuous: the forced fallbacks really ran (their float rounding differs somewhere).
     assert!(
         report.iter().any(|(_, f, b)| *f > 0.0 || *b > 0.0),

@@ -18,12 +18,14 @@ pub fn name_hash(name: &str) -> u64 {
     })
 }
 
+/// A layer norm's scale: `….norm.weight`, `….ln_f.weight`, and in published names
+/// `….LayerNorm.weight` / `….emb_layer_norm_after.weight`.
 fn is_norm_scale(name: &str) -> bool {
     name.ends_with(".weight")
-        && name
-            .rsplit('.')
-            .nth(1)
-            .is_some_and(|m| m.contains("norm") || m.starts_with("ln"))
+        && name.rsplit('.').nth(1).is_some_and(|m| {
+            let m = m.to_ascii_lowercase();
+            m.contains("norm") || m.starts_with("ln")
+        })
 }
 
 /// Matrices and embeddings ~ N(0, 0.02²) (CNN convolutions U(±1/√fan_in)); layer-norm scales 1;

@@ -4,6 +4,7 @@
 
 mod checkpoints;
 mod pairs;
+mod published;
 mod regions;
 mod retrieval;
 
@@ -12,6 +13,7 @@ pub use checkpoints::{
     write_transformer_classifier_checkpoint,
 };
 pub use pairs::write_pair_dataset;
+pub use published::{encode_published, write_published_checkpoint};
 pub use regions::{
     write_expression_checkpoint, write_region_dataset, write_region_dataset_features,
     write_region_dataset_named,
@@ -85,7 +87,28 @@ pub fn write_dataset(
     labels: Option<&[i64]>,
     max_length: usize,
 ) -> Result<()> {
-    let tok = nucleotide_tokenizer();
+    let encode = |s: &[u8]| Ok(encode(s));
+    write_token_dataset(
+        dest,
+        nucleotide_tokenizer(),
+        &encode,
+        seqs,
+        labels,
+        max_length,
+    )
+}
+
+/// Writes sequences (and optional labels) as a token dataset of `tok`, each encoded by
+/// `encode_row` and padded with its `[PAD]` to `max_length`.
+pub fn write_token_dataset(
+    dest: &Path,
+    tok: TokenizerInfo,
+    encode_row: &dyn Fn(&[u8]) -> Result<Vec<u32>>,
+    seqs: &[Vec<u8>],
+    labels: Option<&[i64]>,
+    max_length: usize,
+) -> Result<()> {
+    let pad = tok.pad_id;
     let mut w = TokenDatasetWriter::new(TokenDatasetWriterOptions {
         dest: dest.to_path_buf(),
         tokenizer: tok,
@@ -100,12 +123,12 @@ pub fn write_dataset(
         command_line: String::new(),
     })?;
     for (i, s) in seqs.iter().enumerate() {
-        let mut ids = encode(s);
+        let mut ids = encode_row(s)?;
         anyhow::ensure!(
             ids.len() <= max_length,
             "sequence {i} is longer than {max_length} tokens"
         );
-        ids.resize(max_length, 0);
+        ids.resize(max_length, pad);
         w.push(TokenRow {
             ids: &ids,
             soft_mask: None,
