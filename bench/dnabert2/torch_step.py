@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""PyTorch peer of `luminome-train classify --init DNABERT-2 --adapter mean` (our own script).
+"""PyTorch peer of `luminome-train classify --init CHECKPOINT --adapter mean` (our own script).
 
-The same model as Luminome trains: the authors' DNABERT-2 encoder (their `bert_layers.BertModel`,
-imported from --src, kept outside this repository; its pure-PyTorch attention path, Triton off),
-loaded from the same checkpoint folder, under a masked-mean adapter + Linear(hidden, 2). A
+The same model as Luminome trains: the authors' encoder — DNABERT-2's `bert_layers.BertModel`
+(--family dnabert2, the default; its pure-PyTorch attention path, Triton off) or the Nucleotide
+Transformer v2's `modeling_esm.EsmModel` (--family nt_v2, the published remote code) — imported
+from --src (kept outside this repository), loaded from the same checkpoint folder, under a
+masked-mean adapter + Linear(hidden, 2). A
 training step on a batch of the same token dataset (rows as stored, --batch-size records drawn
 with a seeded generator): forward in train mode (dropout as configured), cross-entropy, backward,
 gradient-norm clipping at 1.0, AdamW (lr 3e-5, weight decay 0.01). Inference: eval-mode forward
@@ -46,14 +48,32 @@ def load_encoder(src, checkpoint):
     return encoder, config
 
 
+def load_nt_v2(src, checkpoint):
+    """The authors' EsmModel (no pooler) with the checkpoint's esm.* weights."""
+    sys.path.insert(0, src)
+    import ntv2.modeling_esm as M
+    from ntv2.esm_config import EsmConfig
+    config = EsmConfig.from_pretrained(checkpoint)
+    encoder = M.EsmModel(config, add_pooling_layer=False)
+    weights = load_file(os.path.join(checkpoint, "model.safetensors"))
+    state = {k[len("esm."):]: torch.from_numpy(v) for k, v in weights.items() if k.startswith("esm.")}
+    missing, unexpected = encoder.load_state_dict(state, strict=False)
+    assert not missing, missing
+    return encoder, config
+
+
 class MeanAdapter(torch.nn.Module):
-    def __init__(self, encoder, hidden):
+    def __init__(self, encoder, hidden, family):
         super().__init__()
         self.encoder = encoder
         self.head = torch.nn.Linear(hidden, 2)
+        self.family = family
 
     def forward(self, ids, mask):
-        h = self.encoder(ids, attention_mask=mask, output_all_encoded_layers=False)[0]
+        if self.family == "nt_v2":
+            h = self.encoder(ids, attention_mask=mask).last_hidden_state
+        else:
+            h = self.encoder(ids, attention_mask=mask, output_all_encoded_layers=False)[0]
         m = mask.unsqueeze(-1).to(h.dtype)
         return self.head((h * m).sum(1) / m.sum(1).clamp(min=1e-6))
 
@@ -75,6 +95,7 @@ def timed(fn, steps, device):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--src", required=True)
+    ap.add_argument("--family", choices=["dnabert2", "nt_v2"], default="dnabert2")
     ap.add_argument("--checkpoint", required=True)
     ap.add_argument("--dataset", required=True)
     ap.add_argument("--device", default="cpu")
@@ -87,8 +108,9 @@ def main():
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(1)
-    encoder, config = load_encoder(args.src, args.checkpoint)
-    model = MeanAdapter(encoder, config.hidden_size).to(args.device)
+    load = load_nt_v2 if args.family == "nt_v2" else load_encoder
+    encoder, config = load(args.src, args.checkpoint)
+    model = MeanAdapter(encoder, config.hidden_size, args.family).to(args.device)
     data = load_file(args.dataset)
     ids = torch.from_numpy(data["input_ids"].astype(np.int64))
     mask = torch.from_numpy(data["attention_mask"].astype(np.int64))
@@ -121,7 +143,7 @@ def main():
     step = timed(train_step, args.steps, args.device)
     inf = timed(infer, args.steps, args.device)
     peak = torch.cuda.max_memory_allocated() / 2**20 if args.device == "cuda" else float("nan")
-    print(f"dnabert2 pytorch {args.precision} {args.device}: rows of {ids.shape[1]} tokens; "
+    print(f"{args.family} pytorch {args.precision} {args.device}: rows of {ids.shape[1]} tokens; "
           f"train_step_ms median {step:.1f} (batch {args.batch_size}, {args.batch_size / step * 1000:.0f} records/s); "
           f"inference_batch_ms median {inf:.1f} (batch {args.infer_batch}, {args.infer_batch / inf * 1000:.0f} records/s); "
           f"torch peak allocated MiB {peak:.0f}; torch {torch.__version__}")
