@@ -2,7 +2,7 @@
 //! CUDA paths") says which: a row per op, checked here against the source, so a new op without
 //! a row — or a row that promises what the code does not do — fails CI.
 //!
-//! - `kernel`: each `impl CustomOpN for Op` block has a `cuda_fwd`;
+//! - `kernel`: each `impl CustomOpN for Op` (or `InplaceOpN`) block has a `cuda_fwd`;
 //! - `primitives`: the entry function named in the row exists in that file and gates the op to
 //!   the CPU (its other branch is the candle-primitive fallback CUDA and Metal run);
 //! - `backward`: the row names the forward op (itself a row) whose graph is the only caller.
@@ -56,7 +56,10 @@ fn custom_ops() -> BTreeMap<String, (String, bool)> {
             .unwrap()
             .to_string_lossy()
             .into_owned();
-        for (at, _) in text.match_indices("impl candle_core::CustomOp") {
+        let ops_at = text
+            .match_indices("impl candle_core::CustomOp")
+            .chain(text.match_indices("impl candle_core::InplaceOp"));
+        for (at, _) in ops_at {
             let line = &text[at..text[at..].find('\n').map_or(text.len(), |i| at + i)];
             let name = line
                 .split(" for ")

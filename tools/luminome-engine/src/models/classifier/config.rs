@@ -1,7 +1,7 @@
 //! The sequence-classifier family's config: a backbone, an adapter and the classes.
 
 use anyhow::{bail, Result};
-use candle_nn::VarBuilder;
+use candle_nn::{VarBuilder, VarMap};
 use serde::{Deserialize, Serialize};
 
 use super::model::Classifier;
@@ -91,6 +91,21 @@ impl FamilyConfig for ClassifierConfig {
 
     fn build(&self, vb: VarBuilder) -> candle_core::Result<Classifier> {
         Classifier::new(self, vb)
+    }
+
+    /// A published backbone's weights are always copied from its checkpoint right after the
+    /// build (`classify --init`), so only the adapter is drawn: drawing the encoder's 50–120 M
+    /// values first took seconds and changed nothing (every draw is keyed by its name, so the
+    /// adapter's values are the same either way).
+    fn init(&self, varmap: &VarMap, seed: u64) -> Result<()> {
+        let skip = match self.backbone {
+            BackboneConfig::Dnabert2(_) | BackboneConfig::NtV2(_) => {
+                Some(format!("{}.", self.backbone.prefix()))
+            }
+            _ => None,
+        };
+        let draw = |name: &str| skip.as_deref().is_none_or(|p| !name.starts_with(p));
+        crate::nn::init::init_parameters(varmap, seed, Some(&draw)).map_err(Into::into)
     }
 }
 

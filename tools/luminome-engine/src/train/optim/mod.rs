@@ -5,6 +5,13 @@
 //!
 //! Weight decay applies to matrices and embeddings (rank ≥ 2), not to biases and layer-norm
 //! parameters. The moments can be saved and restored, so a resumed run continues exactly.
+//!
+//! On the CPU (f32) each parameter is updated in place by [`fused`]: the same f32 operations in
+//! the same order as the composed candle ops of the other devices — the same bits — in three
+//! passes over the data instead of about fifteen full-size temporaries a parameter, which for a
+//! published 50–120 M-parameter encoder were a fifth of a fine-tuning step.
+
+mod fused;
 
 use std::collections::HashMap;
 
@@ -81,16 +88,11 @@ impl AdamW {
             let Some(g) = grads.get(&p.name) else {
                 continue;
             };
-            let m = ((p.m.as_tensor() * c.beta1)? + (g * (1.0 - c.beta1))?)?;
-            let v = ((p.v.as_tensor() * c.beta2)? + (g.sqr()? * (1.0 - c.beta2))?)?;
-            let update = ((&m / bc1)? / ((&v / bc2)?.sqrt()? + c.eps)?)?;
-            let mut theta = p.var.as_tensor().clone();
-            if p.decay && c.weight_decay > 0.0 {
-                theta = (theta * (1.0 - lr * c.weight_decay))?;
+            if fused::applies(p, g) {
+                fused::update(p, g, &c, lr, bc1, bc2)?;
+            } else {
+                update_composed(p, g, &c, lr, bc1, bc2)?;
             }
-            p.var.set(&(theta - (update * lr)?)?)?;
-            p.m.set(&m)?;
-            p.v.set(&v)?;
         }
         Ok(())
     }
@@ -130,6 +132,28 @@ impl AdamW {
         self.t = t;
         Ok(())
     }
+}
+
+/// One AdamW update of `p` from candle ops (any device; the CPU's [`fused`] update computes
+/// the same bits in place).
+fn update_composed(
+    p: &ParamState,
+    g: &Tensor,
+    c: &AdamWConfig,
+    lr: f64,
+    bc1: f64,
+    bc2: f64,
+) -> candle_core::Result<()> {
+    let m = ((p.m.as_tensor() * c.beta1)? + (g * (1.0 - c.beta1))?)?;
+    let v = ((p.v.as_tensor() * c.beta2)? + (g.sqr()? * (1.0 - c.beta2))?)?;
+    let update = ((&m / bc1)? / ((&v / bc2)?.sqrt()? + c.eps)?)?;
+    let mut theta = p.var.as_tensor().clone();
+    if p.decay && c.weight_decay > 0.0 {
+        theta = (theta * (1.0 - lr * c.weight_decay))?;
+    }
+    p.var.set(&(theta - (update * lr)?)?)?;
+    p.m.set(&m)?;
+    p.v.set(&v)
 }
 
 /// Scales `grads` in place so that their global L2 norm is at most `max_norm`; returns the norm
