@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use luminome_engine::backbones::{Backbone, Dnabert2Config, Dnabert2Encoder};
+use luminome_engine::testing::max_abs_diff_masked;
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -24,24 +25,6 @@ fn encoder(name: &str, max_length: usize) -> Dnabert2Encoder {
     Dnabert2Encoder::new(&cfg, vb.pp("bert")).unwrap()
 }
 
-/// The largest |a − b| over the positions where `mask` is 1 (`[B, L]`), and over the padding.
-fn max_diff(a: &Tensor, b: &Tensor, mask: &Tensor) -> (f32, f32) {
-    assert_eq!(a.dims(), b.dims());
-    let m = mask.to_dtype(DType::F32).unwrap().unsqueeze(2).unwrap();
-    let d = (a - b).unwrap().abs().unwrap();
-    let on = d.broadcast_mul(&m).unwrap();
-    let off = d.broadcast_mul(&(1.0 - &m).unwrap()).unwrap();
-    let max = |t: Tensor| {
-        t.flatten_all()
-            .unwrap()
-            .max(0)
-            .unwrap()
-            .to_scalar::<f32>()
-            .unwrap()
-    };
-    (max(on), max(off))
-}
-
 #[test]
 fn hidden_states_match_the_authors_code_with_padding_and_alibi_past_its_starting_size() {
     for name in ["tiny", "heads6_long"] {
@@ -55,7 +38,7 @@ fn hidden_states_match_the_authors_code_with_padding_and_alibi_past_its_starting
         let (_, len) = ids.dims2().unwrap();
         let enc = encoder(name, len);
         let hidden = enc.forward(&ids, mask, None).unwrap();
-        let (real, padding) = max_diff(&hidden, &e["hidden_states"], mask);
+        let (real, padding) = max_abs_diff_masked(&hidden, &e["hidden_states"], mask);
         assert!(
             real < 1e-4,
             "{name}: hidden states differ by {real} at tokens"

@@ -11,36 +11,6 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../luminome-engine/tests/fixtures/dnabert2")
 }
 
-/// (name, sequence, ids) of expected_ids.tsv, written by the Python packages.
-fn expected() -> Vec<(String, String, Vec<u32>)> {
-    let text = std::fs::read_to_string(fixtures().join("tokenizer/expected_ids.tsv")).unwrap();
-    text.lines()
-        .skip(1)
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            let ids = f[2].split(',').map(|x| x.parse().unwrap()).collect();
-            (f[0].to_string(), f[1].to_string(), ids)
-        })
-        .collect()
-}
-
-/// Each row's ids up to its padding.
-fn rows(out: &Path) -> Vec<Vec<u32>> {
-    let ds = TokenDataset::open(out).unwrap();
-    let b = ds.batch(&(0..ds.len()).collect::<Vec<_>>()).unwrap();
-    (0..b.batch)
-        .map(|r| {
-            let s = r * b.max_length..(r + 1) * b.max_length;
-            b.input_ids[s.clone()]
-                .iter()
-                .zip(&b.attention_mask[s])
-                .filter(|(_, &m)| m == 1)
-                .map(|(&id, _)| id)
-                .collect()
-        })
-        .collect()
-}
-
 fn tokenize(dir: &Path, seqs: &[&str], tokenizer: &Path) -> Vec<Vec<u32>> {
     let csv = dir.join("rows.csv");
     let body: String = seqs.iter().map(|s| format!("{s},0\n")).collect();
@@ -55,13 +25,13 @@ fn tokenize(dir: &Path, seqs: &[&str], tokenizer: &Path) -> Vec<Vec<u32>> {
         "-o",
         out.to_str().unwrap(),
     ]);
-    rows(&out)
+    unpadded_rows(&out)
 }
 
 #[test]
 fn gue_rows_get_the_python_tokenizers_ids() {
     let dir = tempfile::tempdir().unwrap();
-    let gue: Vec<_> = expected()
+    let gue: Vec<_> = expected_ids(&fixtures().join("tokenizer/expected_ids.tsv"))
         .into_iter()
         .filter(|(name, _, _)| !name.starts_with("edge"))
         .collect();
@@ -80,7 +50,7 @@ fn gue_rows_get_the_python_tokenizers_ids() {
 #[test]
 fn uppercase_edges_match_and_lowercase_is_read_as_bases_not_unknown() {
     let dir = tempfile::tempdir().unwrap();
-    let edges = expected();
+    let edges = expected_ids(&fixtures().join("tokenizer/expected_ids.tsv"));
     let find = |n: &str| edges.iter().find(|(name, _, _)| name == n).unwrap().clone();
     let (_, n_seq, n_ids) = find("edge_with_N");
     let (_, one_seq, one_ids) = find("edge_single_base");

@@ -11,36 +11,6 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../luminome-engine/tests/fixtures/nt_v2")
 }
 
-/// (name, sequence, ids) of a TSV written by the Python package.
-fn expected(file: &str) -> Vec<(String, String, Vec<u32>)> {
-    let text = std::fs::read_to_string(fixtures().join("tokenizer").join(file)).unwrap();
-    text.lines()
-        .skip(1)
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            let ids = f[2].split(',').map(|x| x.parse().unwrap()).collect();
-            (f[0].to_string(), f[1].to_string(), ids)
-        })
-        .collect()
-}
-
-/// Each row's ids up to its padding.
-fn rows(out: &Path) -> Vec<Vec<u32>> {
-    let ds = TokenDataset::open(out).unwrap();
-    let b = ds.batch(&(0..ds.len()).collect::<Vec<_>>()).unwrap();
-    (0..b.batch)
-        .map(|r| {
-            let s = r * b.max_length..(r + 1) * b.max_length;
-            b.input_ids[s.clone()]
-                .iter()
-                .zip(&b.attention_mask[s])
-                .filter(|(_, &m)| m == 1)
-                .map(|(&id, _)| id)
-                .collect()
-        })
-        .collect()
-}
-
 fn write_csv(dir: &Path, seqs: &[&str]) -> PathBuf {
     let csv = dir.join("rows.csv");
     let body: String = seqs.iter().map(|s| format!("{s},0\n")).collect();
@@ -61,14 +31,14 @@ fn tokenize(dir: &Path, seqs: &[&str]) -> Vec<Vec<u32>> {
         "-o",
         out.to_str().unwrap(),
     ]);
-    rows(&out)
+    unpadded_rows(&out)
 }
 
 #[test]
 fn gue_rows_and_edges_get_the_python_tokenizers_ids() {
     let dir = tempfile::tempdir().unwrap();
     // An empty record is refused by every scheme (nothing to tokenize).
-    let cases: Vec<_> = expected("expected_ids.tsv")
+    let cases: Vec<_> = expected_ids(&fixtures().join("tokenizer/expected_ids.tsv"))
         .into_iter()
         .filter(|(name, _, _)| name != "edge_empty")
         .collect();
@@ -97,7 +67,7 @@ fn gue_rows_and_edges_get_the_python_tokenizers_ids() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(rows(&out), got);
+    assert_eq!(unpadded_rows(&out), got);
 }
 
 #[test]
@@ -106,7 +76,7 @@ fn soft_masked_bases_are_bases_and_other_letters_are_n() {
     // (expected_ids_raw.tsv); Luminome reads lowercase as bases (soft-masked genomes) and other
     // letters as N, before tokenizing, as for every scheme (docs/pretrained-models.md).
     let dir = tempfile::tempdir().unwrap();
-    let raw = expected("expected_ids_raw.tsv");
+    let raw = expected_ids(&fixtures().join("tokenizer/expected_ids_raw.tsv"));
     let find = |n: &str| raw.iter().find(|(name, _, _)| name == n).unwrap().clone();
     let (_, mixed, python_mixed) = find("raw_mixed_case");
     let (_, iupac, python_iupac) = find("raw_iupac_R");

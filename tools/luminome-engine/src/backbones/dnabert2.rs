@@ -48,9 +48,6 @@ pub struct Dnabert2Config {
     pub max_length: usize,
 }
 
-/// The largest encoder built (parameters): 40× the published 117 M.
-const MAX_PARAMETERS: u128 = 5_000_000_000;
-
 fn default_type_vocab() -> usize {
     2
 }
@@ -82,36 +79,32 @@ impl Dnabert2Config {
     }
 
     pub fn validate(&self) -> Result<()> {
-        let sizes = [
-            self.vocab_size,
-            self.hidden_size,
-            self.num_hidden_layers,
-            self.num_attention_heads,
-            self.intermediate_size,
-            self.type_vocab_size,
-            self.max_length,
-        ];
-        if sizes.iter().any(|&s| s == 0 || s > 1 << 20) {
-            bail!("DNABERT-2 sizes must be between 1 and 2^20: {self:?}");
-        }
-        // A mistyped size must be refused before the model allocates it.
-        let (d, f) = (self.hidden_size as u128, self.intermediate_size as u128);
-        let per_layer = 4 * d * d + 3 * d * f + 8 * d;
-        let params = self.vocab_size as u128 * d + self.num_hidden_layers as u128 * per_layer;
-        if params > MAX_PARAMETERS {
-            bail!("a DNABERT-2 encoder of {params} parameters is over the {MAX_PARAMETERS} this version builds (the published model has 117 M)");
-        }
+        super::check_published_encoder(
+            "DNABERT-2",
+            "117 M",
+            &[
+                self.vocab_size,
+                self.hidden_size,
+                self.num_hidden_layers,
+                self.num_attention_heads,
+                self.intermediate_size,
+                self.type_vocab_size,
+                self.max_length,
+            ],
+            (
+                self.vocab_size,
+                self.hidden_size,
+                self.num_hidden_layers,
+                self.intermediate_size,
+            ),
+            [self.hidden_dropout_prob, self.attention_probs_dropout_prob],
+        )?;
         if self.hidden_size % self.num_attention_heads != 0 {
             bail!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
                 self.hidden_size,
                 self.num_attention_heads
             );
-        }
-        for p in [self.hidden_dropout_prob, self.attention_probs_dropout_prob] {
-            if !(0.0..1.0).contains(&p) {
-                bail!("dropout probabilities must be in [0, 1), got {p}");
-            }
         }
         Ok(())
     }

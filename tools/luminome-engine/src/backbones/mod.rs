@@ -23,6 +23,36 @@ pub use transformer::{
     PositionEncoding,
 };
 
+/// The largest published encoder built (parameters): 10× the largest release of either family.
+const MAX_PUBLISHED_PARAMETERS: u128 = 5_000_000_000;
+
+/// What a published encoder's `config.json` must hold before anything is allocated (the file is
+/// user input): every size between 1 and 2^20, at most [`MAX_PUBLISHED_PARAMETERS`] (a BERT-style
+/// count — embeddings, four attention projections, a gated feed-forward), dropout probabilities
+/// in [0, 1). `shape`: vocabulary, hidden width, layers, feed-forward width.
+pub(crate) fn check_published_encoder(
+    family: &str,
+    largest: &str,
+    sizes: &[usize],
+    (vocab, hidden, layers, ffn): (usize, usize, usize, usize),
+    dropouts: [f64; 2],
+) -> Result<()> {
+    if sizes.iter().any(|&s| s == 0 || s > 1 << 20) {
+        anyhow::bail!("{family} sizes must be between 1 and 2^20: {sizes:?}");
+    }
+    let (d, f) = (hidden as u128, ffn as u128);
+    let params = vocab as u128 * d + layers as u128 * (4 * d * d + 3 * d * f + 8 * d);
+    if params > MAX_PUBLISHED_PARAMETERS {
+        anyhow::bail!("a {family} of {params} parameters is over the {MAX_PUBLISHED_PARAMETERS} this version builds (the largest published has {largest})");
+    }
+    for p in dropouts {
+        if !(0.0..1.0).contains(&p) {
+            anyhow::bail!("dropout probabilities must be in [0, 1), got {p}");
+        }
+    }
+    Ok(())
+}
+
 /// Anything that yields per-position hidden states and respects a padding mask.
 pub trait Backbone: std::fmt::Debug + Send + Sync {
     /// Width D of the hidden states.

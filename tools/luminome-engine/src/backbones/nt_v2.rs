@@ -58,9 +58,6 @@ pub struct NtV2Config {
     pub max_length: usize,
 }
 
-/// The largest encoder built (parameters): 10× the largest v2 release (500 M).
-const MAX_PARAMETERS: u128 = 5_000_000_000;
-
 fn default_eps() -> f64 {
     1e-12
 }
@@ -99,25 +96,26 @@ impl NtV2Config {
     }
 
     pub fn validate(&self) -> Result<()> {
-        let sizes = [
-            self.vocab_size,
-            self.hidden_size,
-            self.num_hidden_layers,
-            self.num_attention_heads,
-            self.intermediate_size,
-            self.max_position_embeddings,
-            self.max_length,
-        ];
-        if sizes.iter().any(|&s| s == 0 || s > 1 << 20) {
-            bail!("Nucleotide Transformer sizes must be between 1 and 2^20: {self:?}");
-        }
-        // A mistyped size must be refused before the model allocates it.
-        let (d, f) = (self.hidden_size as u128, self.intermediate_size as u128);
-        let per_layer = 4 * d * d + 3 * d * f + 8 * d;
-        let params = self.vocab_size as u128 * d + self.num_hidden_layers as u128 * per_layer;
-        if params > MAX_PARAMETERS {
-            bail!("a Nucleotide Transformer of {params} parameters is over the {MAX_PARAMETERS} this version builds (the largest v2 has 500 M)");
-        }
+        super::check_published_encoder(
+            "Nucleotide Transformer",
+            "500 M",
+            &[
+                self.vocab_size,
+                self.hidden_size,
+                self.num_hidden_layers,
+                self.num_attention_heads,
+                self.intermediate_size,
+                self.max_position_embeddings,
+                self.max_length,
+            ],
+            (
+                self.vocab_size,
+                self.hidden_size,
+                self.num_hidden_layers,
+                self.intermediate_size,
+            ),
+            [self.hidden_dropout_prob, self.attention_probs_dropout_prob],
+        )?;
         if self.hidden_size % self.num_attention_heads != 0 || self.head_dim() % 2 != 0 {
             bail!(
                 "hidden_size {} must split into num_attention_heads {} heads of an even width (rotary positions)",
@@ -131,11 +129,6 @@ impl NtV2Config {
                 self.max_length,
                 self.max_position_embeddings
             );
-        }
-        for p in [self.hidden_dropout_prob, self.attention_probs_dropout_prob] {
-            if !(0.0..1.0).contains(&p) {
-                bail!("dropout probabilities must be in [0, 1), got {p}");
-            }
         }
         Ok(())
     }

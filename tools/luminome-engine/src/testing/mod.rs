@@ -41,6 +41,29 @@ pub fn max_abs_diff(a: &candle_core::Tensor, b: &candle_core::Tensor) -> f64 {
         .expect("two tensors of one shape and dtype")
 }
 
+/// The largest |a − b| of two `[B, L, D]` tensors at the positions where `mask` (`[B, L]`) is
+/// 1, and at the others (padding): how tests compare hidden states with a reference's.
+pub fn max_abs_diff_masked(
+    a: &candle_core::Tensor,
+    b: &candle_core::Tensor,
+    mask: &candle_core::Tensor,
+) -> (f64, f64) {
+    assert_eq!(a.dims(), b.dims(), "two tensors of one shape");
+    let m = mask
+        .to_dtype(a.dtype())
+        .and_then(|m| m.unsqueeze(2))
+        .expect("a [B, L] mask");
+    let on = a.broadcast_mul(&m).expect("mask fits");
+    let off = (1.0 - &m)
+        .and_then(|k| a.broadcast_mul(&k))
+        .expect("mask fits");
+    let on_b = b.broadcast_mul(&m).expect("mask fits");
+    let off_b = (1.0 - &m)
+        .and_then(|k| b.broadcast_mul(&k))
+        .expect("mask fits");
+    (max_abs_diff(&on, &on_b), max_abs_diff(&off, &off_b))
+}
+
 /// [PAD]=0 [CLS]=1 [SEP]=2 [MASK]=3 [UNK]=4 A=5 C=6 G=7 T=8 N=9, [CLS] seq [SEP].
 pub fn nucleotide_tokenizer() -> TokenizerInfo {
     TokenizerInfo::nucleotide(true, true)

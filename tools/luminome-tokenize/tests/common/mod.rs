@@ -78,3 +78,34 @@ pub fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     std::fs::File::create(&p).unwrap().write_all(bytes).unwrap();
     p
 }
+
+/// (name, sequence, ids) rows of an `expected_ids.tsv` written by a Python tokenizer (the
+/// published-tokenizer fixtures of the engine).
+pub fn expected_ids(path: &Path) -> Vec<(String, String, Vec<u32>)> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            let ids = f[2].split(',').map(|x| x.parse().unwrap()).collect();
+            (f[0].to_string(), f[1].to_string(), ids)
+        })
+        .collect()
+}
+
+/// Each row's ids of a dataset, up to its padding.
+pub fn unpadded_rows(out: &Path) -> Vec<Vec<u32>> {
+    let ds = TokenDataset::open(out).unwrap();
+    let b = ds.batch(&(0..ds.len()).collect::<Vec<_>>()).unwrap();
+    (0..b.batch)
+        .map(|r| {
+            let s = r * b.max_length..(r + 1) * b.max_length;
+            b.input_ids[s.clone()]
+                .iter()
+                .zip(&b.attention_mask[s])
+                .filter(|(_, &m)| m == 1)
+                .map(|(&id, _)| id)
+                .collect()
+        })
+        .collect()
+}
