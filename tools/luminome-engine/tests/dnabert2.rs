@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
 use luminome_engine::backbones::{Backbone, Dnabert2Config, Dnabert2Encoder};
 use luminome_engine::testing::max_abs_diff_masked;

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
 use luminome_engine::backbones::{Backbone, NtV2Config, NtV2Encoder};
 use luminome_engine::testing::max_abs_diff_masked;
