@@ -73,6 +73,37 @@ impl PublishedBackbone {
         })
     }
 
+    /// Opens `init` as the family `kind` names (`--backbone`; the other family's checkpoint is
+    /// refused before its data is checked); `dropout` (`--dropout`) replaces its hidden dropout.
+    pub fn open_as(
+        init: &Path,
+        kind: BackboneKind,
+        train: &TokenDataset,
+        dropout: Option<f64>,
+    ) -> Result<Self> {
+        let found = kind_of(init)?;
+        if found != kind {
+            bail!(
+                "{}: a {} checkpoint, but --backbone says {}",
+                init.display(),
+                found.name(),
+                kind.name()
+            );
+        }
+        let mut p = Self::open(init, train)?;
+        if let Some(d) = dropout {
+            match &mut p.backbone {
+                BackboneConfig::Dnabert2(c) => c.hidden_dropout_prob = d,
+                BackboneConfig::NtV2(c) => c.hidden_dropout_prob = d,
+                _ => {}
+            }
+            p.backbone
+                .validate()
+                .with_context(|| format!("--dropout {d}"))?;
+        }
+        Ok(p)
+    }
+
     /// The parameter prefix of the published weights (`bert.`, `esm.`).
     fn prefix(&self) -> String {
         format!("{}.", self.backbone.prefix())

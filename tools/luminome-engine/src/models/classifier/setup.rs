@@ -421,27 +421,7 @@ impl ClassifyArgs {
         if self.encoder.sizes_given() {
             bail!("{}: --d-model, --layers and --ffn size Luminome's transformer; a published encoder's sizes are its config.json's", init.display());
         }
-        let found = super::published::kind_of(init)?;
-        if found != kind {
-            bail!(
-                "{}: a {} checkpoint, but --backbone says {}",
-                init.display(),
-                found.name(),
-                kind.name()
-            );
-        }
-        let mut p = PublishedBackbone::open(init, &data.train)?;
-        if let Some(d) = self.encoder.dropout {
-            match &mut p.backbone {
-                BackboneConfig::Dnabert2(c) => c.hidden_dropout_prob = d,
-                BackboneConfig::NtV2(c) => c.hidden_dropout_prob = d,
-                _ => {}
-            }
-            p.backbone
-                .validate()
-                .with_context(|| format!("--dropout {d}"))?;
-        }
-        Ok(p)
+        PublishedBackbone::open_as(init, kind, &data.train, self.encoder.dropout)
     }
 
     /// The backbone and the defaults of a new run: the flags given, then what the tokens and the
