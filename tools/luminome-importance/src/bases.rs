@@ -22,6 +22,7 @@ pub fn scored_tokens(
     mask: &[u8],
     scores: &[f32],
 ) -> Vec<TokenScore> {
+    let spans = tok.row_spans(ids, mask);
     ids.iter()
         .zip(mask)
         .zip(scores)
@@ -30,7 +31,7 @@ pub fn scored_tokens(
         .map(|(position, ((&id, _), &score))| TokenScore {
             position,
             id,
-            span: tok.token_span(position, id),
+            span: spans[position],
             score,
         })
         .collect()

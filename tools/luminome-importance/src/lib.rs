@@ -407,9 +407,9 @@ where
     C::Model: TokenClassifier,
 {
     let tok = input.dataset.tokenizer().clone();
-    if (args.bedgraph.is_some() || args.npz.is_some()) && !tok.scheme.has_base_spans() {
+    if (args.bedgraph.is_some() || args.npz.is_some()) && !tok.scheme.has_row_spans() {
         bail!(
-            "{}: --bedgraph and --npz need tokens of known bases (nucleotide or kmer scheme); this dataset uses the {} scheme",
+            "{}: --bedgraph and --npz need tokens of known bases (nucleotide, kmer or a Nucleotide Transformer's 6-mers); this dataset uses the {} scheme",
             args.dataset.display(),
             tok.scheme
         );

@@ -177,6 +177,31 @@ mod tests {
     }
 
     #[test]
+    fn row_spans_follow_the_tokens_before_them() {
+        let info = tokenizer_info(&vocab(), &serde_json::json!({}), None).unwrap();
+        // <cls> AC GT A N CG T <pad>: spans in bases, none for <cls> and padding.
+        let mut ids = vec![3];
+        EsmVocabEncoder::new(&info)
+            .unwrap()
+            .encode(b"ACGTANCGT", None, &mut ids, &mut Vec::new());
+        ids.push(info.pad_id);
+        let mask: Vec<u8> = ids.iter().map(|&i| u8::from(i != info.pad_id)).collect();
+        let spans = info.row_spans(&ids, &mask);
+        let want = [
+            None,
+            Some((0, 2)),
+            Some((2, 4)),
+            Some((4, 5)),
+            Some((5, 6)),
+            Some((6, 8)),
+            Some((8, 9)),
+            None,
+        ];
+        assert_eq!(spans, want);
+        assert!(info.scheme.has_row_spans() && !info.scheme.has_base_spans());
+    }
+
+    #[test]
     fn soft_flags_cover_every_base_of_a_token() {
         let info = tokenizer_info(&vocab(), &serde_json::json!({}), None).unwrap();
         let (mut ids, mut soft) = (Vec::new(), Vec::new());

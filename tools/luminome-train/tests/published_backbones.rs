@@ -292,4 +292,48 @@ fn predicted_and_explained(dir: &Path, checkpoint: &Path, data: &str) {
     }
     let e = importance("deepliftshap").unwrap_err().to_string();
     assert!(e.contains("not yet") && e.contains("--method ig"), "{e}");
+    // Per-base arrays: the NT-v2's tokens cover known bases (6 or 1 each), BPE tokens do not.
+    let npz = dir.join("saliency.npz");
+    let tsv = dir.join("imp_npz.tsv");
+    let a = [
+        "luminome-importance",
+        "--checkpoint",
+        ck,
+        "--dataset",
+        data,
+        "--method",
+        "saliency",
+        "--records",
+        "4",
+        "--npz",
+        npz.to_str().unwrap(),
+        "-q",
+        "-o",
+        tsv.to_str().unwrap(),
+    ];
+    let done = luminome_importance::run(&luminome_importance::args::ImportanceArgs::parse_from(a));
+    let esm = luminome_io::token_dataset::tokenizer_of(Path::new(data))
+        .unwrap()
+        .scheme
+        .has_row_spans();
+    match done {
+        Ok(_) => {
+            assert!(esm, "per-base arrays of BPE tokens");
+            // GUE rows are 70 bases: every record's n_bases.
+            assert_eq!(npz_lengths(&npz), vec![70; 4]);
+        }
+        Err(e) => {
+            assert!(!esm, "{e:#}");
+            assert!(e.to_string().contains("need tokens of known bases"), "{e}");
+        }
+    }
+}
+
+/// The `length` array of an importance npz (bases of each record).
+fn npz_lengths(path: &Path) -> Vec<i64> {
+    let file = std::fs::File::open(path).unwrap();
+    let mut zip = zip::ZipArchive::new(file).unwrap();
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut zip.by_name("length.npy").unwrap(), &mut bytes).unwrap();
+    npyz::NpyFile::new(&bytes[..]).unwrap().into_vec().unwrap()
 }

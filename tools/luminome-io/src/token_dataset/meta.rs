@@ -58,6 +58,13 @@ impl TokenizerScheme {
     pub fn has_base_spans(self) -> bool {
         matches!(self, Self::Nucleotide | Self::Kmer | Self::Characters)
     }
+
+    /// Whether the bases each token of a row covers can be worked out from the row
+    /// ([`TokenizerInfo::row_spans`]): the fixed-width schemes, and the Nucleotide
+    /// Transformer's 6-mers-or-single-bases, whose spans follow from the tokens before.
+    pub fn has_row_spans(self) -> bool {
+        self.has_base_spans() || self == Self::EsmVocab
+    }
 }
 
 impl std::fmt::Display for TokenizerScheme {
@@ -253,6 +260,39 @@ impl TokenizerInfo {
             // Tokens of varying width: a span needs the tokens before it.
             TokenizerScheme::Hf | TokenizerScheme::EsmVocab => None,
         }
+    }
+}
+
+impl TokenizerInfo {
+    /// The bases each token of a row covers (`[start, end)` in the record's window; `None` for
+    /// specials, padding and schemes without spans). Fixed-width schemes: [`Self::token_span`];
+    /// `esm-vocab`: each token covers as many bases as its string has letters (6 or 1), from
+    /// where the previous one ended; a token without letters (`<unk>`) one base.
+    pub fn row_spans(&self, ids: &[u32], mask: &[u8]) -> Vec<Option<(usize, usize)>> {
+        if self.scheme != TokenizerScheme::EsmVocab {
+            return ids
+                .iter()
+                .zip(mask)
+                .enumerate()
+                .map(|(t, (&id, &m))| (m != 0).then(|| self.token_span(t, id)).flatten())
+                .collect();
+        }
+        let mut at = 0usize;
+        ids.iter()
+            .zip(mask)
+            .map(|(&id, &m)| {
+                if m == 0 || self.is_boundary(id) {
+                    return None;
+                }
+                let letters = self
+                    .vocab
+                    .get(id as usize)
+                    .map_or(0, |t| t.bytes().take_while(u8::is_ascii_alphabetic).count());
+                let width = if letters == 0 { 1 } else { letters };
+                at += width;
+                Some((at - width, at))
+            })
+            .collect()
     }
 }
 
