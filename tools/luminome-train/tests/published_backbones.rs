@@ -262,9 +262,9 @@ fn predicted_and_explained(dir: &Path, checkpoint: &Path, data: &str) {
             .sum();
         assert!((p - 1.0).abs() < 1e-5, "{r:?}");
     }
-    let importance = |method: &str| {
+    let importance = |method: &str, extra: &[&str]| {
         let out = dir.join(format!("imp_{method}.tsv"));
-        let a = [
+        let mut a = vec![
             "luminome-importance",
             "--checkpoint",
             ck,
@@ -278,11 +278,12 @@ fn predicted_and_explained(dir: &Path, checkpoint: &Path, data: &str) {
             "-o",
             out.to_str().unwrap(),
         ];
+        a.extend(extra);
         luminome_importance::run(&luminome_importance::args::ImportanceArgs::parse_from(a))
             .map(|_| luminome_engine::testing::tsv_rows(&out))
     };
     for method in ["gates", "saliency", "ig"] {
-        let rows = importance(method).unwrap();
+        let rows = importance(method, &[]).unwrap();
         assert!(rows.len() > 4, "{method}: {} rows", rows.len());
         assert!(
             rows.iter()
@@ -290,28 +291,11 @@ fn predicted_and_explained(dir: &Path, checkpoint: &Path, data: &str) {
             "{method}"
         );
     }
-    let e = importance("deepliftshap").unwrap_err().to_string();
+    let e = importance("deepliftshap", &[]).unwrap_err().to_string();
     assert!(e.contains("not yet") && e.contains("--method ig"), "{e}");
     // Per-base arrays: the NT-v2's tokens cover known bases (6 or 1 each), BPE tokens do not.
     let npz = dir.join("saliency.npz");
-    let tsv = dir.join("imp_npz.tsv");
-    let a = [
-        "luminome-importance",
-        "--checkpoint",
-        ck,
-        "--dataset",
-        data,
-        "--method",
-        "saliency",
-        "--records",
-        "4",
-        "--npz",
-        npz.to_str().unwrap(),
-        "-q",
-        "-o",
-        tsv.to_str().unwrap(),
-    ];
-    let done = luminome_importance::run(&luminome_importance::args::ImportanceArgs::parse_from(a));
+    let done = importance("saliency", &["--npz", npz.to_str().unwrap()]);
     let esm = luminome_io::token_dataset::tokenizer_of(Path::new(data))
         .unwrap()
         .scheme

@@ -26,26 +26,40 @@ pub struct PublishedBackbone {
 }
 
 impl PublishedBackbone {
-    /// Opens `init` (a folder or `hf:ORG/NAME[@REVISION]`) for a classifier on `train`.
-    pub fn open(init: &Path, train: &TokenDataset) -> Result<Self> {
+    /// Opens `init` (a folder or `hf:ORG/NAME[@REVISION]`) for a classifier on `train` as the
+    /// family `kind` names (`--backbone`; the other family's checkpoint is refused before its
+    /// data is checked); `dropout` (`--dropout`) replaces its hidden dropout.
+    pub fn open_as(
+        init: &Path,
+        kind: BackboneKind,
+        train: &TokenDataset,
+        dropout: Option<f64>,
+    ) -> Result<Self> {
         let name = init.display().to_string();
         let ck = luminome_cli::hub::open_checkpoint(&name)?;
         let json = ck.config_text()?;
+        let found = published_kind(&json).unwrap_or(BackboneKind::Dnabert2);
+        if found != kind {
+            bail!(
+                "{name}: a {} checkpoint, but --backbone says {}",
+                found.name(),
+                kind.name()
+            );
+        }
         let what = format!("{name}: config.json");
-        let backbone = match published_kind(&json) {
-            Some(BackboneKind::NtV2) => {
+        let (backbone, rows) = match kind {
+            BackboneKind::NtV2 => {
                 let expected = ck.esm_tokenizer()?.with_context(|| {
                     format!("{name}: a Nucleotide Transformer without its EsmTokenizer files (tokenizer_config.json, vocab.txt)")
                 })?;
                 check_same_tokenizer(train, &expected, &name)?;
-                BackboneConfig::NtV2(NtV2Config::from_published(
-                    &json,
-                    &what,
-                    train.max_length(),
-                )?)
+                let mut c = NtV2Config::from_published(&json, &what, train.max_length())?;
+                let vocab_rows = c.vocab_size;
+                c.hidden_dropout_prob = dropout.unwrap_or(c.hidden_dropout_prob);
+                (BackboneConfig::NtV2(c), vocab_rows)
             }
             _ => {
-                let config = Dnabert2Config::from_published(&json, &what, train.max_length())?;
+                let mut c = Dnabert2Config::from_published(&json, &what, train.max_length())?;
                 let tokenizer = ck.dir.join("tokenizer.json");
                 let text = std::fs::read_to_string(&tokenizer).with_context(|| {
                     format!(
@@ -54,15 +68,17 @@ impl PublishedBackbone {
                     )
                 })?;
                 check_tokenized_with(train, &text, &name, &tokenizer)?;
-                BackboneConfig::Dnabert2(config)
+                let vocab_rows = c.vocab_size;
+                c.hidden_dropout_prob = dropout.unwrap_or(c.hidden_dropout_prob);
+                (BackboneConfig::Dnabert2(c), vocab_rows)
             }
         };
+        if let Some(d) = dropout {
+            backbone
+                .validate()
+                .with_context(|| format!("--dropout {d}"))?;
+        }
         let vocab = train.tokenizer().vocab_size();
-        let rows = match &backbone {
-            BackboneConfig::NtV2(c) => c.vocab_size,
-            BackboneConfig::Dnabert2(c) => c.vocab_size,
-            _ => unreachable!("a published backbone"),
-        };
         if vocab > rows {
             bail!("{name}: the tokenizer has {vocab} tokens, the model's embedding {rows}");
         }
@@ -71,37 +87,6 @@ impl PublishedBackbone {
             weights: ck.weights_path(),
             name,
         })
-    }
-
-    /// Opens `init` as the family `kind` names (`--backbone`; the other family's checkpoint is
-    /// refused before its data is checked); `dropout` (`--dropout`) replaces its hidden dropout.
-    pub fn open_as(
-        init: &Path,
-        kind: BackboneKind,
-        train: &TokenDataset,
-        dropout: Option<f64>,
-    ) -> Result<Self> {
-        let found = kind_of(init)?;
-        if found != kind {
-            bail!(
-                "{}: a {} checkpoint, but --backbone says {}",
-                init.display(),
-                found.name(),
-                kind.name()
-            );
-        }
-        let mut p = Self::open(init, train)?;
-        if let Some(d) = dropout {
-            match &mut p.backbone {
-                BackboneConfig::Dnabert2(c) => c.hidden_dropout_prob = d,
-                BackboneConfig::NtV2(c) => c.hidden_dropout_prob = d,
-                _ => {}
-            }
-            p.backbone
-                .validate()
-                .with_context(|| format!("--dropout {d}"))?;
-        }
-        Ok(p)
     }
 
     /// The parameter prefix of the published weights (`bert.`, `esm.`).
