@@ -48,12 +48,64 @@ def load_encoder(src, checkpoint):
     return encoder, config
 
 
+def shim_removed_pruning_helpers():
+    """The published modeling_esm.py imports two head-pruning helpers that transformers 5 removed
+    (the GPU host's version): stand-ins that refuse, so the import works. Pruning is never called
+    here; every other name the authors' code uses is unchanged."""
+    import transformers.pytorch_utils as PU
+
+    def removed(*_args, **_kwargs):
+        raise NotImplementedError("head pruning: removed in transformers 5, unused by this benchmark")
+
+    for name in ("find_pruneable_heads_and_indices", "prune_linear_layer"):
+        if not hasattr(PU, name):
+            setattr(PU, name, removed)
+
+
+# Attributes every transformers 4.x config carried by default and the authors' code reads;
+# transformers 5 no longer sets them unless the config file names them. The 4.x values.
+V4_CONFIG_DEFAULTS = {
+    "is_decoder": False, "add_cross_attention": False, "chunk_size_feed_forward": 0,
+    "output_attentions": False, "output_hidden_states": False, "use_return_dict": True,
+    "pruned_heads": {}, "tie_word_embeddings": True, "torchscript": False,
+}
+
+
+def fill_v4_config_defaults(config):
+    for name, value in V4_CONFIG_DEFAULTS.items():
+        try:
+            getattr(config, name)
+        except AttributeError:
+            setattr(config, name, value)
+
+
+def restore_v4_mask_helpers(cls):
+    """transformers 5 dropped PreTrainedModel.get_extended_attention_mask / get_head_mask, which
+    the published EsmModel.forward calls: their 4.x bodies for a 2-D padding mask, where missing."""
+    def get_extended_attention_mask(self, attention_mask, input_shape, device=None, dtype=None):
+        dtype = dtype or self.dtype
+        extended = attention_mask[:, None, None, :].to(dtype)
+        return (1.0 - extended) * torch.finfo(dtype).min
+
+    def get_head_mask(self, head_mask, num_hidden_layers, is_attention_chunked=False):
+        assert head_mask is None, "head masks are not used by this benchmark"
+        return [None] * num_hidden_layers
+
+    for name, body in (("get_extended_attention_mask", get_extended_attention_mask),
+                       ("get_head_mask", get_head_mask)):
+        if not hasattr(cls, name):
+            setattr(cls, name, body)
+
+
 def load_nt_v2(src, checkpoint):
     """The authors' EsmModel (no pooler) with the checkpoint's esm.* weights."""
     sys.path.insert(0, src)
+    shim_removed_pruning_helpers()
     import ntv2.modeling_esm as M
     from ntv2.esm_config import EsmConfig
+    restore_v4_mask_helpers(M.EsmModel)
     config = EsmConfig.from_pretrained(checkpoint)
+    fill_v4_config_defaults(config)
     encoder = M.EsmModel(config, add_pooling_layer=False)
     weights = load_file(os.path.join(checkpoint, "model.safetensors"))
     state = {k[len("esm."):]: torch.from_numpy(v) for k, v in weights.items() if k.startswith("esm.")}

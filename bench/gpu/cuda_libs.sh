@@ -1,4 +1,4 @@
-# Sourced by the GPU host scripts (run_gpu.sh, dnabert2_peer.sh) with $bin set to the binaries:
+# Sourced by the GPU host scripts (run_gpu.sh, published_peer.sh) with $bin set to the binaries:
 # puts the CUDA 13 libraries on LD_LIBRARY_PATH — lib/ beside the binaries when build_cuda.sh's
 # copy travelled with them, else the host's own (a CUDA toolkit, or the nvidia-* wheels PyTorch
 # installed).

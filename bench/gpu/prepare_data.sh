@@ -26,6 +26,14 @@
 #                                bench/dnabert2/make_random_checkpoint.py) exists: that checkpoint
 #                                shrunk, and GUE prom_core_all (bundled train/dev, full test) in
 #                                its tokenizer, for stage dnabert2.
+#   nt_v2_shrunk/, nt_v2/        the same for the Nucleotide Transformer v2 50m when NT_V2_CKPT
+#                                (default /work/bench-data/nt_v2_50m_random,
+#                                bench/nt_v2/make_random_checkpoint.py) exists (its vocab.txt),
+#                                for bench/gpu/published_peer.sh;
+#   dnabert2_1kb/, nt_v2_1kb/    with them, 2,000 train and 1,000 test windows of 1,000 bp drawn
+#                                from the C. elegans slice (seed 1, N-free, labels alternating: a
+#                                speed set, rows of 220 / 171 tokens), published_peer.sh
+#                                DATA_SUFFIX=_1kb.
 # BIN (default target/release) holds luminome-tokenize, -mask-pairs and -train (built if missing).
 set -euo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd)
@@ -78,6 +86,37 @@ if [[ -f $db2/model.safetensors ]]; then
     done
     "$bin/luminome-tokenize" "$data/gue/prom/prom_core_all/test.csv" -q --scheme hf \
         --tokenizer "$db2/tokenizer.json" -o "$out/dnabert2/test.safetensors"
+fi
+ntv2=${NT_V2_CKPT:-/work/bench-data/nt_v2_50m_random}
+if [[ -f $ntv2/model.safetensors ]]; then
+    python3 bench/gpu/regrow_checkpoint.py shrink "$ntv2" "$out/nt_v2_shrunk"
+    mkdir -p "$out/nt_v2"
+    for s in train dev; do
+        "$bin/luminome-tokenize" "$bundled/$s.csv" -q --scheme hf --tokenizer "$ntv2" \
+            -o "$out/nt_v2/$s.safetensors"
+    done
+    "$bin/luminome-tokenize" "$data/gue/prom/prom_core_all/test.csv" -q --scheme hf \
+        --tokenizer "$ntv2" -o "$out/nt_v2/test.safetensors"
+fi
+if [[ -d $out/dnabert2 && -d $out/nt_v2 ]]; then
+    python3 - "$ce/C.elegans.fa.gz" "$tmp" << 'PY'
+import gzip, random, sys
+genome = "".join(l.strip().upper() for l in gzip.open(sys.argv[1], "rt") if not l.startswith(">"))
+rng, rows = random.Random(1), []
+while len(rows) < 3000:
+    i = rng.randrange(0, len(genome) - 1000)
+    if set(genome[i:i + 1000]) <= set("ACGT"):
+        rows.append(f"{genome[i:i + 1000]},{len(rows) % 2}\n")
+for name, part in (("train", rows[:2000]), ("test", rows[2000:])):
+    open(f"{sys.argv[2]}/kb_{name}.csv", "w").writelines(["sequence,label\n"] + part)
+PY
+    for fam in dnabert2:$db2/tokenizer.json nt_v2:$ntv2; do
+        mkdir -p "$out/${fam%%:*}_1kb"
+        for s in train test; do
+            "$bin/luminome-tokenize" "$tmp/kb_$s.csv" -q --scheme hf --tokenizer "${fam#*:}" \
+                -o "$out/${fam%%:*}_1kb/$s.safetensors"
+        done
+    done
 fi
 mkdir -p "$out/attrib"
 for s in train dev; do
