@@ -94,8 +94,19 @@ CASES = [
          args="--adapter gated --batch-size 16 --warmup 3 --steps 6 --eval-every 3 --seed 1"),
     Case("prom_test_predict", "predict",
          [[{"id": "prom_test"}, Out("prom_test", "tokens"), Out("prom_test", "index")],
-          [{"id": "prom_classify"}, Out("prom_classify", "best")]],
-         values={"metrics": "--metrics prom_test.metrics.tsv"}, prefix="prom_test"),
+          [{"id": "prom_classify"}, Out("prom_classify", "best")], []],
+         values={"metrics": "--metrics prom_test.metrics.tsv", "device": ""}, prefix="prom_test"),
+    # The same predictions as three parts gathered (-profile test's --predict_shards 3).
+    *[Case(f"prom_test_part{i}", "predictshard",
+           [[{"id": "prom_test", "shard": i, "shards": 3}, Out("prom_test", "tokens"),
+             Out("prom_test", "index")],
+            [{"id": "prom_classify"}, Out("prom_classify", "best")]],
+           values={"shard": f"{i}/3"}, prefix=f"prom_test.{i}-of-3") for i in (1, 2, 3)],
+    Case("prom_test_gathered", "predict",
+         [[{"id": "prom_test"}, Out("prom_test", "tokens"), Out("prom_test", "index")],
+          [{"id": "prom_classify"}, Out("prom_classify", "best")],
+          [Out(f"prom_test_part{i}", "part") for i in (2, 3, 1)]],
+         values={"metrics": "--metrics prom_test.metrics.tsv", "device": ""}, prefix="prom_test"),
     Case("prom_test.importance", "importance",
          [[{"id": "prom_test"}, Out("prom_test", "tokens"), Out("prom_test", "index")],
           [{"id": "prom_classify"}, Out("prom_classify", "best")]],
@@ -155,8 +166,8 @@ CASES = [
     Case("chr22_expression_test", "predict",
          [[{"id": "chr22_expression"}, Out("chr22_slice", "dataset"),
            [Out("chr22_slice", "samples"), Out("chr22_slice", "regions")]],
-          [{"id": "chr22_expression"}, Out("chr22_expression", "best")]],
-         args="--subset test", values={"metrics": "--metrics chr22_expression_test.metrics.tsv"}),
+          [{"id": "chr22_expression"}, Out("chr22_expression", "best")], []],
+         args="--subset test", values={"metrics": "--metrics chr22_expression_test.metrics.tsv", "device": ""}),
     Case("chr22_expression.importance", "importance",
          [[{"id": "chr22_expression"}, Out("chr22_slice", "dataset"),
            [Out("chr22_slice", "samples"), Out("chr22_slice", "regions")]],
@@ -168,8 +179,8 @@ CASES = [
          [[{"id": "bc_tabular"}, td("tabular/breast_cancer.tsv"), [], [], []], NO_INIT, "tabular"],
          args="--label diagnosis --id sample --classes benign,malignant --d-model 16 --layers 1 --heads 2 --steps 4 --seed 1"),
     Case("bc", "predict",
-         [[{"id": "bc"}, td("tabular/breast_cancer.tsv"), []], [{"id": "bc_tabular"}, Out("bc_tabular", "best")]],
-         values={"metrics": "--metrics bc.metrics.tsv"}),
+         [[{"id": "bc"}, td("tabular/breast_cancer.tsv"), []], [{"id": "bc_tabular"}, Out("bc_tabular", "best")], []],
+         values={"metrics": "--metrics bc.metrics.tsv", "device": ""}),
     Case("bc.importance", "importance",
          [[{"id": "bc"}, td("tabular/breast_cancer.tsv"), []], [{"id": "bc_tabular"}, Out("bc_tabular", "best")]],
          args="--method attention --records 20 --top 5",
@@ -190,8 +201,8 @@ CASES = [
     # Negative control: the same prediction without the dataset's index must fail.
     Case("prom_test_without_index", "predict",
          [[{"id": "prom_test"}, Out("prom_test", "tokens"), []],
-          [{"id": "prom_classify"}, Out("prom_classify", "best")]],
-         values={"metrics": ""}, expect_failure="index.tsv"),
+          [{"id": "prom_classify"}, Out("prom_classify", "best")], []],
+         values={"metrics": "", "device": ""}, expect_failure="index.tsv"),
 ]
 
 
@@ -399,6 +410,12 @@ def main() -> None:
             if one != gathered:
                 raise SystemExit(f"predictvariants {emit}: three parts gathered differ from one task")
         print("ok   celegans_snvs_gathered       the same bytes as celegans_snvs_scores (tsv, vcf, tbi, bedGraph)")
+        for emit in ("predictions", "metrics"):
+            one, gathered = (produced[(case, emit)].read_bytes()
+                             for case in ("prom_test_predict", "prom_test_gathered"))
+            if one != gathered:
+                raise SystemExit(f"predict {emit}: three parts gathered differ from one task")
+        print("ok   prom_test_gathered           the same bytes as prom_test_predict (predictions, metrics)")
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

@@ -29,6 +29,7 @@ include { LUMINOME_TRAIN as LUMINOME_TRAIN_BISTRAND      } from './modules/local
 include { LUMINOME_MASKPAIRS                             } from './modules/local/luminome/maskpairs/main'
 include { LUMINOME_PREDICTVARIANTS                       } from './modules/local/luminome/predictvariants/main'
 include { LUMINOME_PREDICTSHARD                          } from './modules/local/luminome/predictshard/main'
+include { LUMINOME_PREDICTSHARD as LUMINOME_PREDICTSHARD_CLASSIFY } from './modules/local/luminome/predictshard/main'
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_PRETRAIN      } from './modules/local/luminome/train/main'
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_EXPRESSION    } from './modules/local/luminome/train/main'
 include { LUMINOME_PREDICT as LUMINOME_PREDICT_EXPRESSION } from './modules/local/luminome/predict/main'
@@ -177,7 +178,7 @@ workflow {
                 ch_init_expression,
                 'expression'
             )
-            LUMINOME_PREDICT_EXPRESSION(ch_expression_data, LUMINOME_TRAIN_EXPRESSION.out.best)
+            LUMINOME_PREDICT_EXPRESSION(ch_expression_data, LUMINOME_TRAIN_EXPRESSION.out.best, [])
             if (params.expression_importance_args) {
                 LUMINOME_IMPORTANCE_EXPRESSION(ch_expression_data, LUMINOME_TRAIN_EXPRESSION.out.best)
             }
@@ -206,7 +207,21 @@ workflow {
         if (params.predict_dataset) {
             ch_predict = datasetOf(ch_tokens, params.predict_dataset)
                 .map { dataset, index -> [[id: params.predict_dataset], dataset, index] }
-            LUMINOME_PREDICT(ch_predict, LUMINOME_TRAIN_CLASSIFY.out.best)
+            // --predict_shards N > 1: N tasks predict whole batches each
+            // (LUMINOME_PREDICTSHARD_CLASSIFY), LUMINOME_PREDICT gathers their parts into the
+            // predictions and metrics of one task; -resume reruns only a failed part.
+            def predictShards = params.predict_shards as int
+            def ch_predict_parts = channel.value([])
+            if (predictShards > 1) {
+                def ch_parts_in = ch_predict
+                    .combine(channel.of(1..predictShards))
+                    .map { meta, dataset, index, shard -> [meta + [shard: shard, shards: predictShards], dataset, index] }
+                LUMINOME_PREDICTSHARD_CLASSIFY(ch_parts_in, LUMINOME_TRAIN_CLASSIFY.out.best.first())
+                ch_predict_parts = LUMINOME_PREDICTSHARD_CLASSIFY.out.part
+                    .map { _meta, part -> part }
+                    .collect(sort: true)
+            }
+            LUMINOME_PREDICT(ch_predict, LUMINOME_TRAIN_CLASSIFY.out.best, ch_predict_parts)
             if (params.importance_args) {
                 LUMINOME_IMPORTANCE(ch_predict, LUMINOME_TRAIN_CLASSIFY.out.best)
             }
@@ -272,7 +287,7 @@ workflow {
         if (params.tabular_predict_table) {
             // A table has no sidecars.
             ch_tabular = channel.value([[id: "${id}_tabular"], file(params.tabular_predict_table, checkIfExists: true), []])
-            LUMINOME_PREDICT_TABULAR(ch_tabular, LUMINOME_TRAIN_TABULAR.out.best)
+            LUMINOME_PREDICT_TABULAR(ch_tabular, LUMINOME_TRAIN_TABULAR.out.best, [])
             if (params.tabular_importance_args) {
                 LUMINOME_IMPORTANCE_TABULAR(ch_tabular, LUMINOME_TRAIN_TABULAR.out.best)
             }

@@ -302,6 +302,13 @@ for row in predictions:
 metrics = {row["metric"]: row["value"] for row in read_tsv(results / "predict" / "prom_test.metrics.tsv")}
 assert int(metrics["n"]) == test_records and 0 <= float(metrics["accuracy"]) <= 1, metrics
 print(f"predict: {len(predictions)} rows, accuracy {metrics['accuracy']}")
+# prom_test_shards: the same run as three jobs (--shard, --gather): the same bytes, parts removed.
+for name in ("predictions.tsv", "metrics.tsv"):
+    sharded, one = (results / "predict" / f"{run}.{name}" for run in ("prom_test_shards", "prom_test"))
+    assert sharded.read_bytes() == one.read_bytes(), f"{name}: the sharded run differs from one job"
+parts = results / "predict" / "prom_test_shards.parts"
+assert not parts.exists() or not any(parts.iterdir()), sorted(parts.iterdir())
+print("predict: three shards gathered = one job, byte for byte")
 
 # Expression: tiles for pretraining; the expression model's held-out genes predicted; the top
 # motifs of each held-out sample.

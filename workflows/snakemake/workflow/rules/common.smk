@@ -352,53 +352,65 @@ def variant_inputs(wildcards):
     }
 
 
-def variant_shards(run_id):
-    """How many jobs score a variant run (1: one job, no parts)."""
-    return VARIANT_RUNS[run_id].get("shards", 1)
+# --- sharded predict runs (a run's `shards: N`) ---
+# N jobs each score whole batches of the run's dataset (luminome-predict --shard I/N) into
+# {folder}/{id}.parts/I-of-N.part.safetensors; the run's own rule joins them (--gather) into the
+# outputs one job writes, byte for byte. The gather computes nothing: one CPU thread, no GPU.
 
 
-def variant_parts(wildcards):
-    """The part files a sharded variant run gathers (none for one job)."""
-    count = variant_shards(wildcards.id)
-    if count == 1:
-        return []
-    return [
-        f"{OUTDIR}/predict/variants/{wildcards.id}.parts/{i}-of-{count}.part.safetensors"
-        for i in range(1, count + 1)
-    ]
+def shard_count(runs, run_id):
+    """How many jobs score a run (1: one job, no parts)."""
+    return runs[run_id].get("shards", 1)
 
 
-def variant_gather(wildcards, input):
+def shard_parts(runs, folder):
+    """The part files a sharded run of `runs` gathers (none for one job)."""
+
+    def parts(wildcards):
+        count = shard_count(runs, wildcards.id)
+        if count == 1:
+            return []
+        return [
+            f"{folder}/{wildcards.id}.parts/{i}-of-{count}.part.safetensors"
+            for i in range(1, count + 1)
+        ]
+
+    return parts
+
+
+def gather_parts(wildcards, input):
     """--gather and the parts, for a sharded run."""
     return f"--gather {' '.join(input.parts)}" if input.parts else ""
 
 
-def variant_gather_options(wildcards):
-    """A sharded run's gather computes nothing: one CPU thread (the parts were scored on the
-    section's device)."""
-    if variant_shards(wildcards.id) == 1:
-        return variant_options(wildcards)
-    parts = [
-        PREDICT["extra"],
-        VARIANT_RUNS[wildcards.id].get("args", ""),
-        "--device cpu",
-    ]
-    return " ".join(part for part in parts if part)
+def gathered_options(runs, options):
+    """A run's options, with the device the section names for one job or the CPU for a gather."""
+
+    def choose(wildcards):
+        if shard_count(runs, wildcards.id) == 1:
+            return options(wildcards)
+        return options(wildcards, device="cpu")
+
+    return choose
 
 
-def variant_job_threads(wildcards):
-    """Threads of predict_variants: the section's, or one to gather parts."""
-    return 1 if variant_shards(wildcards.id) > 1 else PREDICT["threads"]
+def gathered_threads(runs):
+    """Threads of a run's job: the section's, or one to gather parts."""
+    return lambda wildcards: (
+        1 if shard_count(runs, wildcards.id) > 1 else PREDICT["threads"]
+    )
 
 
-def variant_job_gpus(wildcards):
-    """GPUs of predict_variants: none to gather parts."""
-    return 0 if variant_shards(wildcards.id) > 1 else gpu_count(PREDICT)
+def gathered_gpus(runs):
+    """GPUs of a run's job: the section's, or none to gather parts."""
+    return lambda wildcards: (
+        0 if shard_count(runs, wildcards.id) > 1 else gpu_count(PREDICT)
+    )
 
 
-def variant_options(wildcards):
+def variant_options(wildcards, device=None):
     parts = [PREDICT["extra"], VARIANT_RUNS[wildcards.id].get("args", "")]
-    parts.append(f"--device {PREDICT['device']}")
+    parts.append(f"--device {device or PREDICT['device']}")
     return " ".join(part for part in parts if part)
 
 
@@ -418,9 +430,9 @@ def model_inputs(runs):
     return inputs
 
 
-def predict_options(wildcards):
+def predict_options(wildcards, device=None):
     parts = [PREDICT["extra"], PREDICT_RUNS[wildcards.id].get("args", "")]
-    parts.append(f"--device {PREDICT['device']}")
+    parts.append(f"--device {device or PREDICT['device']}")
     return " ".join(part for part in parts if part)
 
 

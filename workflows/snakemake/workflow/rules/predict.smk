@@ -2,11 +2,41 @@
 # trained by train_classify. Runs are config["predict"]["runs"] entries; outputs per run id:
 # {outdir}/predict/{id}.predictions.tsv and, for runs with `metrics: true` (labelled
 # datasets), {id}.metrics.tsv. Two rules because a rule's outputs cannot depend on its run.
+# With `shards: N` a run is scored as N predict_shard jobs (whole batches each) that the run's
+# rule joins (--gather): the same bytes as one job, and a failed shard reruns alone.
+
+
+rule predict_shard:
+    input:
+        unpack(model_inputs(PREDICT_RUNS)),
+    output:
+        part=temp(
+            f"{OUTDIR}/predict/{{id}}.parts/{{shard}}-of-{{shards}}.part.safetensors"
+        ),
+    log:
+        f"{LOGDIR}/predict/{{id}}.{{shard}}-of-{{shards}}.log",
+    wildcard_constraints:
+        id=ids_pattern(PREDICT_RUNS),
+        shard=r"[0-9]+",
+        shards=r"[0-9]+",
+    conda:
+        "../envs/luminome.yaml"
+    threads: PREDICT["threads"]
+    resources:
+        mem_mb=PREDICT["mem_mb"],
+        gpu=gpu_count(PREDICT),
+    params:
+        options=predict_options,
+    shell:
+        "luminome-predict --checkpoint {input.checkpoint} --dataset {input.dataset}"
+        " {params.options} --threads {threads}"
+        " --shard {wildcards.shard}/{wildcards.shards} -o {output.part} 2> {log}"
 
 
 rule predict_with_metrics:
     input:
         unpack(model_inputs(PREDICT_RUNS)),
+        parts=shard_parts(PREDICT_RUNS, f"{OUTDIR}/predict"),
     output:
         predictions=report(
             f"{OUTDIR}/predict/{{id}}.predictions.tsv",
@@ -26,21 +56,23 @@ rule predict_with_metrics:
         id=ids_pattern(PREDICT_WITH_METRICS),
     conda:
         "../envs/luminome.yaml"
-    threads: PREDICT["threads"]
+    threads: gathered_threads(PREDICT_RUNS)
     resources:
         mem_mb=PREDICT["mem_mb"],
-        gpu=gpu_count(PREDICT),
+        gpu=gathered_gpus(PREDICT_RUNS),
     params:
-        options=predict_options,
+        options=gathered_options(PREDICT_RUNS, predict_options),
+        gather=gather_parts,
     shell:
         "luminome-predict --checkpoint {input.checkpoint} --dataset {input.dataset}"
-        " {params.options} --metrics {output.metrics} --threads {threads}"
+        " {params.options} --metrics {output.metrics} --threads {threads} {params.gather}"
         " -o {output.predictions} 2> {log}"
 
 
 rule predict:
     input:
         unpack(model_inputs(PREDICT_RUNS)),
+        parts=shard_parts(PREDICT_RUNS, f"{OUTDIR}/predict"),
     output:
         predictions=report(
             f"{OUTDIR}/predict/{{id}}.predictions.tsv",
@@ -54,15 +86,16 @@ rule predict:
         id=ids_pattern(PREDICT_WITHOUT_METRICS),
     conda:
         "../envs/luminome.yaml"
-    threads: PREDICT["threads"]
+    threads: gathered_threads(PREDICT_RUNS)
     resources:
         mem_mb=PREDICT["mem_mb"],
-        gpu=gpu_count(PREDICT),
+        gpu=gathered_gpus(PREDICT_RUNS),
     params:
-        options=predict_options,
+        options=gathered_options(PREDICT_RUNS, predict_options),
+        gather=gather_parts,
     shell:
         "luminome-predict --checkpoint {input.checkpoint} --dataset {input.dataset}"
-        " {params.options} --threads {threads} -o {output.predictions} 2> {log}"
+        " {params.options} --threads {threads} {params.gather} -o {output.predictions} 2> {log}"
 
 
 # Variant effects: config["predict"]["variants"] entries score the SNV windows of a
@@ -102,7 +135,7 @@ rule predict_variants_shard:
 rule predict_variants:
     input:
         unpack(variant_inputs),
-        parts=variant_parts,
+        parts=shard_parts(VARIANT_RUNS, f"{OUTDIR}/predict/variants"),
     output:
         scores=report(
             f"{OUTDIR}/predict/variants/{{id}}.scores.tsv",
@@ -118,13 +151,13 @@ rule predict_variants:
         id=ids_pattern(VARIANT_RUNS),
     conda:
         "../envs/luminome.yaml"
-    threads: variant_job_threads
+    threads: gathered_threads(VARIANT_RUNS)
     resources:
         mem_mb=PREDICT["mem_mb"],
-        gpu=variant_job_gpus,
+        gpu=gathered_gpus(VARIANT_RUNS),
     params:
-        options=variant_gather_options,
-        gather=variant_gather,
+        options=gathered_options(VARIANT_RUNS, variant_options),
+        gather=gather_parts,
     shell:
         "luminome-predict --checkpoint {input.checkpoint} --dataset {input.dataset}"
         " --variants {input.variants} {params.options} --threads {threads} {params.gather}"

@@ -10,14 +10,15 @@ process LUMINOME_PREDICTSHARD {
         (task.accelerator ? 'ghcr.io/luminome/luminome:0.1.0-cuda' : 'ghcr.io/luminome/luminome:0.1.0') }"
 
     input:
-    // dataset: a luminome-mask-pairs variants dataset and its index; meta.shard of meta.shards
-    // (1-based) names the part of its records this task scores
+    // dataset: a luminome-mask-pairs variants dataset (bi-strand models) or a token dataset
+    // (classifiers) and its index; meta.shard of meta.shards (1-based) names the part of its
+    // records this task scores
     tuple val(meta), path(dataset), path(dataset_index)
-    // checkpoint: from luminome-train bistrand
+    // checkpoint: from luminome-train bistrand or classify
     tuple val(meta2), path(checkpoint)
 
     output:
-    // the part's rows and exact scores, joined by LUMINOME_PREDICTVARIANTS (--gather)
+    // the part's rows and exact scores, joined by LUMINOME_PREDICTVARIANTS or LUMINOME_PREDICT (--gather)
     tuple val(meta), path("${prefix}.part.safetensors"), emit: part
     tuple val("${task.process}"), val('luminome-predict'), eval("luminome-predict --version | sed 's/^luminome-predict //'"), topic: versions, emit: versions_luminome_predict
 
