@@ -287,6 +287,11 @@ fn run_published(args: &PredictArgs, device: Device) -> Result<()> {
         .checkpoint()
         .to_str()
         .context("--checkpoint is not UTF-8")?;
+    if args.checkpoint().is_dir() {
+        // The folder's layout first: a Luminome run folder given where its checkpoint file was
+        // meant is named as such (the dataset check would otherwise speak of paired datasets).
+        luminome_io::hf_checkpoint::HfCheckpoint::open(args.checkpoint(), arg)?;
+    }
     let mut predictor = caduceus::CaduceusPredictor::open(arg, &args.dataset, device)?
         .with_strands(args.strands.unwrap_or_default())
         .with_embeddings(args.embeddings.is_some());

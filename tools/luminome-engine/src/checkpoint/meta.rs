@@ -182,8 +182,34 @@ fn what_the_file_starts_as(first: &[u8; 8]) -> String {
     }
 }
 
+/// What to say when a folder is given where a checkpoint file is read: a run folder's
+/// checkpoints by name.
+fn folder_given_for_a_file(path: &Path) -> String {
+    let found: Vec<String> = ["best.safetensors", "last.safetensors"]
+        .iter()
+        .map(|f| path.join(f))
+        .filter(|p| p.is_file())
+        .map(|p| p.display().to_string())
+        .collect();
+    if found.is_empty() {
+        format!(
+            "{}: a folder, not a checkpoint file (a luminome-train output: best.safetensors, last.safetensors)",
+            path.display()
+        )
+    } else {
+        format!(
+            "{}: a run folder, not a checkpoint file; give one of its checkpoints: {}",
+            path.display(),
+            found.join(" or ")
+        )
+    }
+}
+
 /// Reads only a checkpoint's metadata.
 pub fn read_checkpoint_meta(path: &Path) -> Result<CheckpointMeta> {
+    if path.is_dir() {
+        bail!("{}", folder_given_for_a_file(path));
+    }
     let f = std::fs::File::open(path)
         .with_context(|| format!("{}: cannot open the checkpoint", path.display()))?;
     let mut len = [0u8; 8];
@@ -276,6 +302,24 @@ mod tests {
             );
             assert!(!e.contains("header length"), "{e}");
         }
+    }
+
+    /// A run folder given where a checkpoint file is read (`--resume run/`, `--checkpoint run/`)
+    /// names the folder's checkpoints (it read as "not a safetensors file (too short): Is a
+    /// directory").
+    #[test]
+    fn a_run_folder_given_for_a_checkpoint_names_its_checkpoints() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = format!("{:#}", read_checkpoint_meta(dir.path()).unwrap_err());
+        assert!(e.contains("a folder, not a checkpoint file"), "{e}");
+        std::fs::write(dir.path().join("last.safetensors"), b"x").unwrap();
+        let e = format!("{:#}", read_checkpoint_meta(dir.path()).unwrap_err());
+        assert!(
+            e.contains("a run folder")
+                && e.contains("last.safetensors")
+                && !e.contains("too short"),
+            "{e}"
+        );
     }
 
     /// A tiny masked-LM config (its metadata is what these tests read).
