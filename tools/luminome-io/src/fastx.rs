@@ -155,11 +155,7 @@ impl<R: BufRead> FastxReader<R> {
                 _ => {}
             }
             self.record_no += 1;
-            let text = String::from_utf8_lossy(&self.line[1..]).into_owned();
-            let (name, description) = match text.split_once(|c: char| c.is_ascii_whitespace()) {
-                Some((n, d)) => (n.to_string(), d.trim().to_string()),
-                None => (text.trim().to_string(), String::new()),
-            };
+            let (name, description) = self.header_fields()?;
             if name.is_empty() {
                 return Err(InputError::line(
                     &self.path,
@@ -178,6 +174,31 @@ impl<R: BufRead> FastxReader<R> {
             self.fastq_seq_done = false;
             return Ok(Some(header));
         }
+    }
+
+    /// The current header line's name and description. The name identifies the record in every
+    /// output (index, predictions, ranks), so it must be UTF-8 text: replacing its bad bytes
+    /// could make two records' names equal. The description is shown only, so bad bytes there
+    /// are replaced.
+    fn header_fields(&self) -> Result<(String, String), InputError> {
+        let text = &self.line[1..];
+        let end = text
+            .iter()
+            .position(|b| b.is_ascii_whitespace())
+            .unwrap_or(text.len());
+        let name = std::str::from_utf8(&text[..end]).map_err(|e| {
+            InputError::line(
+                &self.path,
+                self.line_no,
+                format!(
+                    "record name is not UTF-8 text (byte 0x{:02x} at column {})",
+                    text[e.valid_up_to()],
+                    e.valid_up_to() + 2
+                ),
+            )
+        })?;
+        let description = String::from_utf8_lossy(&text[end..]).trim().to_string();
+        Ok((name.to_string(), description))
     }
 
     /// Appends the next sequence line of the current record to `buf`. Returns `false` (appending
@@ -320,6 +341,24 @@ mod tests {
                 ("b".into(), b"TT".to_vec())
             ]
         );
+    }
+
+    /// A name with bytes that are not UTF-8 is refused naming its line (they were replaced by
+    /// U+FFFD, so "s\xff1" and "s\xfe1" became one name); a description's are replaced.
+    #[test]
+    fn a_record_name_that_is_not_utf8_is_refused_naming_its_line() {
+        let err = read_all(b">a\nAC\n>s\xff1 desc\nGG\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("x.fa")
+                && err.contains("line 3")
+                && err.contains("not UTF-8")
+                && err.contains("0xff"),
+            "{err}"
+        );
+        let recs = read_all(b">s1 d\xffesc\nGG\n").unwrap();
+        assert_eq!(recs, vec![("s1".into(), b"GG".to_vec())]);
     }
 
     #[test]
