@@ -15,9 +15,10 @@
 # first, so a time limit cuts the CPU runs), STEPS (default 30) Luminome steps on the GPU
 # (CPU_STEPS, default 8, on the CPU; its metrics.tsv gives examples/s per step: the median over
 # steps 6.. is quoted), PEER_STEPS (default 20 on the GPU, 5 on the CPU), LIMIT (default 150 s)
-# per command. DATA_SUFFIX (default none): read FAMILY$DATA_SUFFIX/ of the bundle's data for the
-# train and test rows (prepare_data.sh's nt_v2/ and dnabert2/ are GUE prom_core_all, 70 bp;
-# prepare_data.sh also writes *_1kb/: 1,000-bp windows, for rows of ~170-220 tokens).
+# per command; PEERS=0 runs Luminome alone. DATA_SUFFIX (default none): read
+# FAMILY$DATA_SUFFIX/ of the bundle's data for the train and test rows (prepare_data.sh's
+# nt_v2/ and dnabert2/ are GUE prom_core_all, 70 bp; its *_1kb/ are 1,000-bp windows, rows of
+# ~170-220 tokens).
 set -uo pipefail
 bundle=$1
 src=$(realpath "$2")
@@ -73,10 +74,12 @@ for dev in ${DEVICES:-cuda cpu}; do
         echo "$(date -u +%T) $fam on $dev" >> "$out/stages.log"
         if [[ $dev == cuda ]]; then
             luminome_step "$fam" cuda "${STEPS:-30}"
+            [[ ${PEERS:-1} == 0 ]] && continue
             peer_step "$fam" cuda f32 "${PEER_STEPS:-20}"
             peer_step "$fam" cuda bf16 "${PEER_STEPS:-20}"
         else
             luminome_step "$fam" cpu "${CPU_STEPS:-8}"
+            [[ ${PEERS:-1} == 0 ]] && continue
             peer_step "$fam" cpu f32 5
         fi
     done

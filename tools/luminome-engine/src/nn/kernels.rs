@@ -23,6 +23,17 @@ pub(crate) fn cpu_fused(x: &Tensor) -> bool {
     cpu_fast_path(x.device()) && matches!(x.dtype(), DType::F32 | DType::F64)
 }
 
+/// Whether the fused row kernels run for `x` (layer norm, softmax): the CPU kernel as
+/// [`cpu_fused`], or on CUDA for f32 the warp-per-row kernels of `nn/cuda_rows.rs`; unless the
+/// fallbacks are forced.
+pub(crate) fn fused_rows(x: &Tensor) -> bool {
+    cpu_fused(x)
+        || (cfg!(feature = "cuda")
+            && x.device().is_cuda()
+            && x.dtype() == DType::F32
+            && !primitive_ops_forced())
+}
+
 /// The device half of [`cpu_fused`], for ops with their own dtype rule.
 pub(crate) fn cpu_fast_path(device: &candle_core::Device) -> bool {
     device.is_cpu() && !primitive_ops_forced()

@@ -6,7 +6,7 @@
 use candle_core::{backend::BackendStorage, CpuStorage, DType, Layout, Result, Shape, Tensor, D};
 use rayon::prelude::*;
 
-use super::kernels::{contiguous_slice, cpu_fused, num_traits_float, written_by};
+use super::kernels::{contiguous_slice, cpu_fused, fused_rows, num_traits_float, written_by};
 
 /// x̂ = (x − mean) / sqrt(var + eps), per row (no affine part).
 struct Normalize {
@@ -178,6 +178,16 @@ impl candle_core::CustomOp1 for Normalize {
         Ok((storage, layout.shape().clone()))
     }
 
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        storage: &candle_core::CudaStorage,
+        layout: &Layout,
+    ) -> Result<(candle_core::CudaStorage, Shape)> {
+        let y = super::cuda_rows::normalize(storage, layout, self.eps)?;
+        Ok((y, layout.shape().clone()))
+    }
+
     fn bwd(&self, arg: &Tensor, res: &Tensor, grad_res: &Tensor) -> Result<Option<Tensor>> {
         // dx = (g − mean(g) − x̂ ⊙ mean(g ⊙ x̂)) / sqrt(var + eps)
         let arg = arg.contiguous()?;
@@ -237,11 +247,25 @@ impl candle_core::CustomOp3 for NormalizeBackward {
         };
         Ok((storage, l1.shape().clone()))
     }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+        s3: &candle_core::CudaStorage,
+        l3: &Layout,
+    ) -> Result<(candle_core::CudaStorage, Shape)> {
+        let dx = super::cuda_rows::normalize_backward((s1, l1), (s2, l2), (s3, l3), self.eps)?;
+        Ok((dx, l1.shape().clone()))
+    }
 }
 
 /// Normalises the last dimension to zero mean and unit variance, with a backward pass.
 pub fn normalize_last_dim(x: &Tensor, eps: f64) -> Result<Tensor> {
-    if cpu_fused(x) {
+    if fused_rows(x) {
         x.contiguous()?.apply_op1(Normalize { eps })
     } else {
         normalize_last_dim_primitive(x, eps)

@@ -16,6 +16,8 @@
 //!   against references, switched on by a scope.
 //! - [`dropout`]: seeded dropout; [`init`]: seeded initialisation.
 
+#[cfg(feature = "cuda")]
+mod cuda_rows;
 pub(crate) mod kernels;
 
 pub mod attention;

@@ -6,7 +6,7 @@
 use candle_core::{backend::BackendStorage, CpuStorage, Layout, Result, Shape, Tensor, D};
 use rayon::prelude::*;
 
-use super::kernels::{contiguous_slice, cpu_fused, num_traits_float, written_by};
+use super::kernels::{contiguous_slice, fused_rows, num_traits_float, written_by};
 
 struct SoftmaxLastDim;
 
@@ -122,6 +122,16 @@ impl candle_core::CustomOp1 for SoftmaxLastDim {
         let res = res.contiguous()?;
         Ok(Some(res.apply_op2_no_bwd(&grad, &SoftmaxBackward)?))
     }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        storage: &candle_core::CudaStorage,
+        layout: &Layout,
+    ) -> Result<(candle_core::CudaStorage, Shape)> {
+        let y = super::cuda_rows::softmax((storage, layout), None)?;
+        Ok((y, layout.shape().clone()))
+    }
 }
 
 struct SoftmaxBackward;
@@ -164,10 +174,38 @@ impl candle_core::CustomOp2 for SoftmaxBackward {
         };
         Ok((storage, l1.shape().clone()))
     }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+    ) -> Result<(candle_core::CudaStorage, Shape)> {
+        let dx = super::cuda_rows::softmax_backward((s1, l1), (s2, l2))?;
+        Ok((dx, l1.shape().clone()))
+    }
 }
 
 /// softmax(x + bias) over the last dimension; the bias is a constant (no gradient).
 struct BiasedSoftmaxLastDim;
+
+/// How many score rows (`scores`' layout) share one bias row (`bias`' layout): the bias tiles
+/// the scores when its rows divide theirs.
+fn score_rows_per_bias_row(scores: &Layout, bias: &Layout) -> Result<usize> {
+    let n = scores.dims().last().copied().unwrap_or(1).max(1);
+    let blocks = bias.shape().elem_count() / n;
+    let rows = scores.shape().elem_count() / n;
+    if blocks == 0 || rows % blocks != 0 {
+        candle_core::bail!(
+            "biased softmax: bias {:?} does not tile scores {:?}",
+            bias.dims(),
+            scores.dims()
+        );
+    }
+    Ok(rows / blocks)
+}
 
 impl candle_core::CustomOp2 for BiasedSoftmaxLastDim {
     fn name(&self) -> &'static str {
@@ -183,16 +221,7 @@ impl candle_core::CustomOp2 for BiasedSoftmaxLastDim {
     ) -> Result<(CpuStorage, Shape)> {
         let n = l1.dims().last().copied().unwrap_or(1);
         let what = "biased softmax";
-        let blocks = l2.shape().elem_count() / n.max(1);
-        let rows = l1.shape().elem_count() / n.max(1);
-        if blocks == 0 || rows % blocks != 0 {
-            candle_core::bail!(
-                "{what}: bias {:?} does not tile scores {:?}",
-                l2.dims(),
-                l1.dims()
-            );
-        }
-        let per = rows / blocks;
+        let per = score_rows_per_bias_row(l1, l2)?;
         let storage = match (s1, s2) {
             (CpuStorage::F32(x), CpuStorage::F32(b)) => {
                 let (x, b) = (
@@ -228,6 +257,19 @@ impl candle_core::CustomOp2 for BiasedSoftmaxLastDim {
         let res = res.contiguous()?;
         Ok((Some(res.apply_op2_no_bwd(&grad, &SoftmaxBackward)?), None))
     }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+    ) -> Result<(candle_core::CudaStorage, Shape)> {
+        let per = score_rows_per_bias_row(l1, l2)?;
+        let y = super::cuda_rows::softmax((s1, l1), Some(((s2, l2), per)))?;
+        Ok((y, l1.shape().clone()))
+    }
 }
 
 /// softmax(x + bias) over the last dimension: the attention probabilities from raw scores `x`
@@ -242,7 +284,7 @@ pub fn softmax_last_dim_biased(x: &Tensor, bias: &Tensor) -> Result<Tensor> {
         && bias.dims()[1..bias.rank().saturating_sub(1)]
             .iter()
             .all(|&d| d == 1);
-    if cpu_fused(x) && bias.dtype() == x.dtype() && tiles {
+    if fused_rows(x) && bias.dtype() == x.dtype() && tiles {
         x.contiguous()?
             .apply_op2(&bias.detach().contiguous()?, BiasedSoftmaxLastDim)
     } else {
@@ -252,7 +294,7 @@ pub fn softmax_last_dim_biased(x: &Tensor, bias: &Tensor) -> Result<Tensor> {
 
 /// Softmax over the last dimension, with a backward pass.
 pub fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
-    if cpu_fused(x) {
+    if fused_rows(x) {
         x.contiguous()?.apply_op1(SoftmaxLastDim)
     } else {
         softmax_last_dim_primitive(x)
