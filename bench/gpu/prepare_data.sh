@@ -76,28 +76,23 @@ if [[ -f $cad/model.safetensors ]]; then
     done
 fi
 bundled=test-data/gue_prom_core_all
+# published NAME CHECKPOINT TOKENIZER: the checkpoint shrunk to NAME_shrunk/ and GUE
+# prom_core_all (bundled train/dev, full test) in its tokenizer in NAME/, when it exists.
+published() {
+    [[ -f $2/model.safetensors ]] || return 0
+    python3 bench/gpu/regrow_checkpoint.py shrink "$2" "$out/$1_shrunk"
+    mkdir -p "$out/$1"
+    for s in train dev; do
+        "$bin/luminome-tokenize" "$bundled/$s.csv" -q --scheme hf --tokenizer "$3" \
+            -o "$out/$1/$s.safetensors"
+    done
+    "$bin/luminome-tokenize" "$data/gue/prom/prom_core_all/test.csv" -q --scheme hf \
+        --tokenizer "$3" -o "$out/$1/test.safetensors"
+}
 db2=${DNABERT2_CKPT:-/work/bench-data/dnabert2_117m_random}
-if [[ -f $db2/model.safetensors ]]; then
-    python3 bench/gpu/regrow_checkpoint.py shrink "$db2" "$out/dnabert2_shrunk"
-    mkdir -p "$out/dnabert2"
-    for s in train dev; do
-        "$bin/luminome-tokenize" "$bundled/$s.csv" -q --scheme hf --tokenizer "$db2/tokenizer.json" \
-            -o "$out/dnabert2/$s.safetensors"
-    done
-    "$bin/luminome-tokenize" "$data/gue/prom/prom_core_all/test.csv" -q --scheme hf \
-        --tokenizer "$db2/tokenizer.json" -o "$out/dnabert2/test.safetensors"
-fi
+published dnabert2 "$db2" "$db2/tokenizer.json"
 ntv2=${NT_V2_CKPT:-/work/bench-data/nt_v2_50m_random}
-if [[ -f $ntv2/model.safetensors ]]; then
-    python3 bench/gpu/regrow_checkpoint.py shrink "$ntv2" "$out/nt_v2_shrunk"
-    mkdir -p "$out/nt_v2"
-    for s in train dev; do
-        "$bin/luminome-tokenize" "$bundled/$s.csv" -q --scheme hf --tokenizer "$ntv2" \
-            -o "$out/nt_v2/$s.safetensors"
-    done
-    "$bin/luminome-tokenize" "$data/gue/prom/prom_core_all/test.csv" -q --scheme hf \
-        --tokenizer "$ntv2" -o "$out/nt_v2/test.safetensors"
-fi
+published nt_v2 "$ntv2" "$ntv2"
 if [[ -d $out/dnabert2 && -d $out/nt_v2 ]]; then
     python3 - "$ce/C.elegans.fa.gz" "$tmp" << 'PY'
 import gzip, random, sys
