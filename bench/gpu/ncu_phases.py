@@ -16,7 +16,7 @@ import csv
 import gzip
 import sys
 
-SCALE = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}
+from ncu_summary import SCALE  # the unit table of the one-line summary's parser, beside this file
 
 
 def kernels(path):
