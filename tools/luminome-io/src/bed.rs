@@ -90,6 +90,10 @@ pub struct BedReader<R> {
     path: PathBuf,
     line_no: u64,
     buf: String,
+    /// Columns of the first record and its line: every record must have as many (the UCSC
+    /// BED format's rule). A row with a field dropped would otherwise shift the later
+    /// columns (an Ensembl id read from the gene-type column) and be accepted silently.
+    first_columns: Option<(usize, u64)>,
 }
 
 impl<R: BufRead> BedReader<R> {
@@ -99,6 +103,7 @@ impl<R: BufRead> BedReader<R> {
             path: path.as_ref().to_path_buf(),
             line_no: 0,
             buf: String::new(),
+            first_columns: None,
         }
     }
 
@@ -121,8 +126,33 @@ impl<R: BufRead> BedReader<R> {
             {
                 continue;
             }
-            return parse_line(line, &self.path, self.line_no).map(Some);
+            let record = parse_line(line, &self.path, self.line_no)?;
+            let columns = if line.contains('\t') {
+                line.matches('\t').count() + 1
+            } else {
+                line.split_ascii_whitespace().count()
+            };
+            self.check_columns(columns)?;
+            return Ok(Some(record));
         }
+    }
+
+    fn check_columns(&mut self, columns: usize) -> Result<(), InputError> {
+        match self.first_columns {
+            None => self.first_columns = Some((columns, self.line_no)),
+            Some((first, line)) if first != columns => {
+                return Err(InputError::line(
+                    &self.path,
+                    self.line_no,
+                    format!(
+                        "{columns} columns where the first record (line {line}) has {first}: \
+                         every BED line needs the same number of columns"
+                    ),
+                ))
+            }
+            Some(_) => {}
+        }
+        Ok(())
     }
 }
 
@@ -137,12 +167,17 @@ impl<R: BufRead> Iterator for BedReader<R> {
 /// coordinates (centres, flanks, widths) then cannot overflow.
 pub const MAX_COORDINATE: u64 = 1 << 40;
 
-fn parse_line(line: &str, path: &Path, line_no: u64) -> Result<BedRecord, InputError> {
-    let fields: Vec<&str> = if line.contains('\t') {
+/// Tab-separated fields, or whitespace-separated where the line has no tab.
+fn split_fields(line: &str) -> Vec<&str> {
+    if line.contains('\t') {
         line.split('\t').collect()
     } else {
         line.split_ascii_whitespace().collect()
-    };
+    }
+}
+
+fn parse_line(line: &str, path: &Path, line_no: u64) -> Result<BedRecord, InputError> {
+    let fields = split_fields(line);
     let err = |msg: String| InputError::line(path, line_no, msg);
     if fields.len() < 3 {
         return Err(err(format!(
@@ -223,16 +258,19 @@ mod tests {
 
     #[test]
     fn parses_bed6_and_narrowpeak() {
-        let text = "track name=x\n# c\nchr1\t10\t20\tp1\t5\t-\nchr2\t0\t100\tpeak\t0\t.\t3.2\t-1\t1.5\t50\n";
-        let recs: Vec<_> = BedReader::new(text.as_bytes(), "p.bed")
-            .collect::<Result<_, _>>()
-            .unwrap();
-        assert_eq!(recs.len(), 2);
-        assert_eq!(recs[0].strand, Strand::Reverse);
-        assert_eq!(recs[0].coords(), "chr1:10-20(-)");
-        assert_eq!(recs[0].line, 3);
-        assert_eq!(recs[1].summit(), Some(50));
-        assert_eq!(recs[1].name.as_deref(), Some("peak"));
+        let read = |text: &str| -> Vec<BedRecord> {
+            BedReader::new(text.as_bytes(), "p.bed")
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        let bed6 = read("track name=x\n# c\nchr1\t10\t20\tp1\t5\t-\n");
+        assert_eq!(bed6.len(), 1);
+        assert_eq!(bed6[0].strand, Strand::Reverse);
+        assert_eq!(bed6[0].coords(), "chr1:10-20(-)");
+        assert_eq!(bed6[0].line, 3);
+        let peaks = read("chr2\t0\t100\tpeak\t0\t.\t3.2\t-1\t1.5\t50\n");
+        assert_eq!(peaks[0].summit(), Some(50));
+        assert_eq!(peaks[0].name.as_deref(), Some("peak"));
     }
 
     #[test]
@@ -293,5 +331,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("strand"), "{err}");
+    }
+
+    #[test]
+    fn a_row_with_a_dropped_column_is_refused_with_its_line() {
+        // A gene BED whose second row lost its Ensembl id: the gene type would be read as the id.
+        let text = "#chr\tstart\tend\tname\tscore\tstrand\tid\ttype\n\
+            c\t1\t2\tA\t0\t+\tENSG1\tprotein_coding\n\
+            c\t5\t6\tB\t0\t+\tprotein_coding\n";
+        let err = BedReader::new(text.as_bytes(), "genes.bed")
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "genes.bed: line 3: 7 columns where the first record (line 2) has 8: \
+             every BED line needs the same number of columns"
+        );
+        let whitespace = "c 1 2 A\nc 5 6 B\n";
+        assert_eq!(BedReader::new(whitespace.as_bytes(), "w.bed").count(), 2);
     }
 }

@@ -125,6 +125,7 @@ pub fn read_expression_with(
     let mut header: Option<Vec<String>> = None;
     let mut table = ExpressionTable::default();
     let mut first = true;
+    let mut width: Option<(usize, u64)> = None;
     for (i, line) in reader.lines().enumerate() {
         let n = i as u64 + 1;
         let line = line.map_err(|e| read_error(path, Location::Line(n), e))?;
@@ -132,6 +133,23 @@ pub fn read_expression_with(
             continue;
         }
         let fields = split(line.trim_start_matches('#'));
+        // Every row as wide as the first: a row that lost its gene name would otherwise read
+        // its value as the name and, by the default last column, as the value too.
+        match width {
+            None => width = Some((fields.len(), n)),
+            Some((w, first_line)) if w != fields.len() => {
+                return Err(InputError::line(
+                    path,
+                    n,
+                    format!(
+                        "{} columns where line {first_line} has {w}: every row of an \
+                         expression table needs the same columns",
+                        fields.len()
+                    ),
+                ))
+            }
+            Some(_) => {}
+        }
         let resolve = |h: Option<&[String]>| -> Result<(usize, usize), InputError> {
             let g = gene_column.resolve(h, fields.len()).ok_or_else(|| {
                 InputError::line(
@@ -293,6 +311,19 @@ mod tests {
         let t = read_expression(&p, &ColumnRef::Index(1), &ColumnRef::Last).unwrap();
         assert_eq!(t.get("GCAT"), Some(42.91));
         assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn a_row_that_lost_its_gene_name_is_refused_with_its_line() {
+        // "18.27" alone used to be read as gene "18.27" with the value 18.27.
+        let (_d, p) = table("GCAT\t42.91\n18.27\nEIF3L\t246.44\n");
+        let err = read_expression(&p, &ColumnRef::Index(1), &ColumnRef::Last)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 2: 1 columns where line 1 has 2"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::io::BufRead;
 use std::path::Path;
 
+use crate::bed::MAX_COORDINATE;
 use crate::error::{read_error, InputError, Location};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,12 +15,15 @@ pub struct Fragment<'a> {
     pub end: u64,
     /// Column 5 (duplicate count); 1 when absent.
     pub count: u32,
+    /// 1-based line in the file, for errors the caller finds (an end past its chromosome).
+    pub line: u64,
 }
 
-/// Stream every fragment to `visit`. Comment lines (`#`) are skipped.
+/// Stream every fragment to `visit`, stopping at its first error. Comment lines (`#`) are
+/// skipped.
 pub fn for_each_fragment(
     path: &Path,
-    mut visit: impl FnMut(Fragment<'_>),
+    mut visit: impl FnMut(Fragment<'_>) -> Result<(), InputError>,
 ) -> Result<u64, InputError> {
     let (mut reader, _) = crate::compress::open(path, 2)?;
     let mut line = String::new();
@@ -59,6 +63,13 @@ pub fn for_each_fragment(
                 format!("start ({start}) must be less than end ({end})"),
             ));
         }
+        if end > MAX_COORDINATE {
+            return Err(InputError::line(
+                path,
+                n,
+                format!("end {end} is past any chromosome (coordinates stop at {MAX_COORDINATE})"),
+            ));
+        }
         let count = match f.nth(1) {
             Some(c) => c.trim().parse().map_err(|_| {
                 InputError::line(path, n, format!("count {c:?} is not a whole number"))
@@ -71,7 +82,8 @@ pub fn for_each_fragment(
             start,
             end,
             count,
-        });
+            line: n,
+        })?;
     }
     Ok(rows)
 }
@@ -91,7 +103,8 @@ mod tests {
         .unwrap();
         let mut got = Vec::new();
         let n = for_each_fragment(&p, |f| {
-            got.push((f.chrom.to_string(), f.start, f.end, f.count))
+            got.push((f.chrom.to_string(), f.start, f.end, f.count));
+            Ok(())
         })
         .unwrap();
         assert_eq!(n, 2);
@@ -103,7 +116,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("fragments.tsv");
         std::fs::write(&p, "chr1\t10\t50\tA\t1\nchr1\t90\t60\tB\t1\n").unwrap();
-        let err = for_each_fragment(&p, |_| {}).unwrap_err().to_string();
+        let err = for_each_fragment(&p, |_| Ok(())).unwrap_err().to_string();
         assert!(
             err.contains("line 2") && err.contains("less than end"),
             "{err}"

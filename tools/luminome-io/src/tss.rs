@@ -225,6 +225,7 @@ fn read_bed_table(
     let mut out = Vec::new();
     let mut columns: Vec<String> = Vec::new();
     let mut first = true;
+    let mut width: Option<(usize, u64)> = None;
     for item in lines(reader, path) {
         let (n, line) = item?;
         if line.trim().is_empty() {
@@ -258,6 +259,23 @@ fn read_bed_table(
                     f.len()
                 ),
             ));
+        }
+        // One column count per file (the BED rule): a row that lost its Ensembl id would have
+        // its gene type read as the id.
+        match width {
+            None => width = Some((f.len(), n)),
+            Some((w, first_line)) if w != f.len() => {
+                return Err(InputError::line(
+                    path,
+                    n,
+                    format!(
+                        "{} columns where the first gene (line {first_line}) has {w}: every \
+                         BED line needs the same number of columns",
+                        f.len()
+                    ),
+                ))
+            }
+            Some(_) => {}
         }
         let start: u64 = f[1]
             .parse()
@@ -414,6 +432,21 @@ mod tests {
         let f = read_tss(&p, TssFormat::Bed, "gene", BedTssMode::FivePrime).unwrap();
         assert_eq!((f[0].tss, f[1].tss), (100, 599));
         assert_eq!(f[1].gene_type.as_deref(), Some("lncRNA"));
+    }
+
+    #[test]
+    fn a_gene_row_with_a_dropped_column_is_refused_with_both_lines() {
+        // H2 lost its Ensembl id: "lncRNA" would have become its id.
+        let text = "#chr\tstart\tend\tname\tscore\tstrand\tEnsembl_ID\tgene_type\n\
+            c\t100\t600\tH1\t0\t+\tENSG1\tprotein_coding\nc\t100\t600\tH2\t0\t-\tlncRNA\n";
+        let (_d, p) = write(text, "g.bed");
+        let err = read_tss(&p, TssFormat::Bed, "gene", BedTssMode::Center)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 3: 7 columns where the first gene (line 2) has 8"),
+            "{err}"
+        );
     }
 
     #[test]

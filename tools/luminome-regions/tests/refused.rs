@@ -81,6 +81,43 @@ fn accessibility_chromosome_names_are_checked_and_mapped_on_request() {
 }
 
 #[test]
+fn accessibility_past_the_chromosome_end_is_refused_with_its_line() {
+    // The slice is 200,000 bases. A fragment ending at 2^64-1 used to be counted in every
+    // region after its start; one ending past the slice (another assembly) was accepted.
+    let dir = tempfile::tempdir().unwrap();
+    for (name, row, needle) in [
+        (
+            "huge_fragments.tsv",
+            "chr22_slice\t2300\t18446744073709551615\tB-1\t1",
+            "past any chromosome",
+        ),
+        (
+            "long_fragments.tsv",
+            "chr22_slice\t199990\t200010\tB-1\t1",
+            "past the end of chr22_slice (length 200000",
+        ),
+        (
+            "long.bedgraph",
+            "chr22_slice\t199990\t200010\t1.5",
+            "past the end of chr22_slice (length 200000",
+        ),
+    ] {
+        let text = if name.ends_with(".bedgraph") {
+            format!("chr22_slice\t2400\t2500\t2\n{row}\n")
+        } else {
+            format!("chr22_slice\t2400\t2500\tA-1\t1\n{row}\n")
+        };
+        let p = temp_file(dir.path(), name, &text);
+        let args = with(
+            base_args(),
+            "--accessibility",
+            Some(&format!("K562={}", p.display())),
+        );
+        assert_refused(args, &format!("{name}: line 2"), needle);
+    }
+}
+
+#[test]
 fn bad_motif_files_are_refused_with_their_line() {
     let dir = tempfile::tempdir().unwrap();
     let zero = temp_file(

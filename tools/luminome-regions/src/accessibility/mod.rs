@@ -100,12 +100,16 @@ pub fn sum_coverage(intervals: &[CoverageInterval], regions: &[(u64, u64)], out:
     }
 }
 
-/// Read a bedGraph (or counts table) into per-chromosome interval lists (names renamed).
-fn read_bedgraph(
-    path: &Path,
-    rename: ChromRename,
-) -> Result<HashMap<String, Vec<CoverageInterval>>> {
+/// A bedGraph (or counts table) as per-chromosome interval lists (names renamed), with the
+/// furthest end on each chromosome and its line (checked against the reference's lengths).
+struct BedGraphTable {
+    by_chrom: HashMap<String, Vec<CoverageInterval>>,
+    furthest: HashMap<String, (u64, u64)>,
+}
+
+fn read_bedgraph(path: &Path, rename: ChromRename) -> Result<BedGraphTable> {
     let mut by_chrom: HashMap<String, Vec<CoverageInterval>> = HashMap::new();
+    let mut furthest: HashMap<String, (u64, u64)> = HashMap::new();
     for rec in bed::open(path)? {
         let rec = rec?;
         let value: f32 = rec
@@ -132,19 +136,46 @@ fn read_bedgraph(
             )
             .into());
         }
-        by_chrom
-            .entry(rename.apply(&rec.chrom).into_owned())
-            .or_default()
-            .push(CoverageInterval {
-                start: rec.start,
-                end: rec.end,
-                value,
-            });
+        let chrom = rename.apply(&rec.chrom).into_owned();
+        let end = furthest.entry(chrom.clone()).or_default();
+        if rec.end > end.0 {
+            *end = (rec.end, rec.line);
+        }
+        by_chrom.entry(chrom).or_default().push(CoverageInterval {
+            start: rec.start,
+            end: rec.end,
+            value,
+        });
     }
     for v in by_chrom.values_mut() {
         v.sort_by_key(|i| i.start);
     }
-    Ok(by_chrom)
+    Ok(BedGraphTable { by_chrom, furthest })
+}
+
+/// An interval that ends past its chromosome in the reference: the file was made on another
+/// assembly (or the row is damaged), so its counts would land on the wrong bases.
+fn past_the_end(path: &Path, line: u64, chrom: &str, end: u64, length: u64) -> InputError {
+    InputError::line(
+        path,
+        line,
+        format!(
+            "ends at {end}, past the end of {chrom} (length {length} in the reference): \
+             is the file from another assembly?"
+        ),
+    )
+}
+
+/// Every chromosome's furthest end (and its line) within the reference's length.
+fn check_ends(path: &Path, furthest: &HashMap<String, (u64, u64)>, set: &RegionSet) -> Result<()> {
+    for c in &set.chroms {
+        if let Some(&(end, line)) = furthest.get(&c.name) {
+            if end > c.length {
+                bail!(past_the_end(path, line, &c.name, end, c.length));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Coverage intervals of one chromosome from a coverage source (bigWig or bedGraph).
@@ -156,7 +187,7 @@ pub struct CoverageReader {
 
 enum CoverageInner {
     BigWig(BigWigTrack, HashMap<String, String>),
-    BedGraph(HashMap<String, Vec<CoverageInterval>>),
+    BedGraph(BedGraphTable),
 }
 
 impl CoverageReader {
@@ -187,12 +218,18 @@ impl CoverageReader {
     pub fn names(&self) -> HashSet<String> {
         match &self.inner {
             CoverageInner::BigWig(_, names) => names.keys().cloned().collect(),
-            CoverageInner::BedGraph(m) => m.keys().cloned().collect(),
+            CoverageInner::BedGraph(t) => t.by_chrom.keys().cloned().collect(),
         }
     }
 
+    /// The file's chromosome names against the reference's (a `chr` prefix mismatch is named),
+    /// and a bedGraph's interval ends against their chromosome lengths.
     pub fn check_names(&self, set: &RegionSet) -> Result<()> {
-        check_names(&self.path, &self.names(), set, self.rename)
+        check_names(&self.path, &self.names(), set, self.rename)?;
+        if let CoverageInner::BedGraph(table) = &self.inner {
+            check_ends(&self.path, &table.furthest, set)?;
+        }
+        Ok(())
     }
 
     /// Intervals on reference chromosome `chrom`, sorted.
@@ -202,7 +239,7 @@ impl CoverageReader {
                 Some(file_name) => track.intervals(file_name)?,
                 None => Vec::new(),
             },
-            CoverageInner::BedGraph(m) => m.get(chrom).cloned().unwrap_or_default(),
+            CoverageInner::BedGraph(t) => t.by_chrom.get(chrom).cloned().unwrap_or_default(),
         })
     }
 }
@@ -232,13 +269,19 @@ pub fn count(
             let table = read_bedgraph(&source.path, opts.rename)?;
             check_names(
                 &source.path,
-                &table.keys().cloned().collect(),
+                &table.by_chrom.keys().cloned().collect(),
                 set,
                 opts.rename,
             )?;
+            check_ends(&source.path, &table.furthest, set)?;
             for (ci, c) in set.chroms.iter().enumerate() {
                 let off = set.offset(ci);
-                for iv in table.get(&c.name).map(Vec::as_slice).unwrap_or_default() {
+                for iv in table
+                    .by_chrom
+                    .get(&c.name)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default()
+                {
                     if let Some(k) = region_containing(&c.regions, (iv.start + iv.end) / 2) {
                         out[off + k] += iv.value as f64;
                     }
@@ -262,8 +305,11 @@ pub fn count(
                     last = index.get(name.as_str()).copied();
                     seen.insert(name);
                 }
-                let Some(ci) = last else { return };
+                let Some(ci) = last else { return Ok(()) };
                 let c = &set.chroms[ci];
+                if f.end > c.length {
+                    return Err(past_the_end(&source.path, f.line, &c.name, f.end, c.length));
+                }
                 let off = offsets[ci];
                 match opts.fragment_mode {
                     FragmentMode::Insertions => {
@@ -283,6 +329,7 @@ pub fn count(
                         }
                     }
                 }
+                Ok(())
             })?;
             check_names(&source.path, &seen, set, opts.rename)?;
         }
