@@ -22,7 +22,9 @@ use luminome_cli::progress_bar;
 use luminome_engine::checkpoint::read_checkpoint_meta;
 use luminome_engine::models::{caduceus, get_region};
 use luminome_engine::parse_device;
-use luminome_engine::predict::{EnsemblePredictor, ExtraOutputs, Predictor, PredictorEntry};
+use luminome_engine::predict::{
+    EnsemblePredictor, ExtraOutputs, Predictor, PredictorEntry, SelectsSubset,
+};
 use luminome_io::atomic::{check_output_dir, AtomicWriter};
 
 use crate::args::PredictArgs;
@@ -252,7 +254,13 @@ fn run_on_pool(args: &PredictArgs) -> Result<()> {
     }
     let mut predictor = open_checkpoints(args, device)?;
     if let Some(subset) = args.subset {
-        predictor.select_subset(subset)?;
+        let Some(subsets) = predictor.subsets() else {
+            bail!(
+                "--subset {} is for expression models trained with --holdout",
+                subset.name()
+            );
+        };
+        subsets.select_subset(subset)?;
     }
     write_predictions(args, predictor.as_mut())
 }
@@ -443,7 +451,13 @@ fn write_predictions(args: &PredictArgs, predictor: &mut dyn Predictor) -> Resul
             args.dataset.display()
         );
     }
-    predictor.check_extra(&extra)?;
+    match predictor.extra_outputs() {
+        Some(writer) => writer.check_extra(&extra)?,
+        None if extra.any() => bail!(
+            "--vcf, --bedgraph and --npz are written for variant datasets scored by a bi-strand or published Caduceus model"
+        ),
+        None => {}
+    }
     if predictor.is_empty() {
         // An empty table and a metrics file of nothing would read as a finished prediction.
         bail!(
@@ -482,7 +496,10 @@ fn write_predictions(args: &PredictArgs, predictor: &mut dyn Predictor) -> Resul
         }
         _ => None,
     };
-    let extra_files = predictor.write_extra(&extra)?;
+    let extra_files = match predictor.extra_outputs() {
+        Some(writer) => writer.write_extra(&extra)?,
+        None => Vec::new(),
+    };
     out.commit()?;
     if let Some(w) = metrics_file {
         w.commit()?;

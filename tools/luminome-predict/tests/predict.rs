@@ -216,6 +216,45 @@ fn refused(dir: &Path, ckpt: &Path, ds: &Path) -> String {
 }
 
 #[test]
+fn flags_of_other_families_are_refused_for_a_classifier_before_any_output() {
+    // --subset belongs to expression models, --vcf/--bedgraph/--npz to variant scorers: the
+    // classifier has neither capability, so each is refused naming what it is for.
+    let dir = tempfile::tempdir().unwrap();
+    let ds = fixture_dataset(dir.path(), 12);
+    let ckpt = fixture_checkpoint("mean");
+    let out = dir.path().join("preds.tsv");
+    let vcf = dir.path().join("scores.vcf");
+    for (flag, value, needle) in [
+        (
+            "--subset",
+            "test",
+            "--subset test is for expression models trained with --holdout",
+        ),
+        (
+            "--vcf",
+            vcf.to_str().unwrap(),
+            "--vcf, --bedgraph and --npz are written for variant datasets",
+        ),
+    ] {
+        let before = files_in(dir.path());
+        let o = predict(&[
+            "--checkpoint",
+            ckpt.to_str().unwrap(),
+            "--dataset",
+            ds.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            flag,
+            value,
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{flag}: {err}");
+        assert!(err.contains(needle), "{flag}: {err}");
+        assert_eq!(files_in(dir.path()), before, "{flag} left files behind");
+    }
+}
+
+#[test]
 fn a_masked_lm_checkpoint_is_refused_with_its_kind() {
     let dir = tempfile::tempdir().unwrap();
     let ckpt = dir.path().join("mlm.safetensors");

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use candle_core::Device;
 use luminome_io::atomic::Commit;
 
@@ -86,29 +86,16 @@ pub trait Predictor {
     /// Metrics over everything predicted so far, as `(metric, value)` rows; `None` without truth.
     fn metrics(&self) -> Result<Option<Vec<(String, String)>>>;
 
-    /// Predicts only the samples of `subset` of the split the model was trained with (expression
-    /// models trained with --holdout); called before anything is predicted.
-    fn select_subset(&mut self, subset: crate::models::region::Subset) -> Result<()> {
-        bail!(
-            "--subset {} is for expression models trained with --holdout",
-            subset.name()
-        )
+    /// As [`SelectsSubset`], for families that predict one subset of a split (expression models
+    /// trained with `--holdout`); `None` (the default): `--subset` is refused by the caller.
+    fn subsets(&mut self) -> Option<&mut dyn SelectsSubset> {
+        None
     }
 
-    /// Checks, before any output, that this predictor can write the extra outputs asked for.
-    fn check_extra(&self, extra: &ExtraOutputs) -> Result<()> {
-        if extra.any() {
-            bail!(
-                "--vcf, --bedgraph and --npz are written for variant datasets scored by a bi-strand or published Caduceus model"
-            );
-        }
-        Ok(())
-    }
-
-    /// Writes the extra outputs after the last batch, uncommitted (they are committed with the
-    /// predictions).
-    fn write_extra(&mut self, _extra: &ExtraOutputs) -> Result<Vec<Box<dyn Commit>>> {
-        Ok(Vec::new())
+    /// As [`WritesExtraOutputs`], for families that write outputs beside the TSV (variant
+    /// scores as a VCF, a bedGraph or npz arrays); `None` (the default): those flags are refused.
+    fn extra_outputs(&mut self) -> Option<&mut dyn WritesExtraOutputs> {
+        None
     }
 
     /// The predictor as [`Tallied`], for families whose extra outputs or metrics a sharded run
@@ -117,18 +104,37 @@ pub trait Predictor {
         None
     }
 
-    /// Classifiers whose prediction is the most probable class: the label value of each class,
-    /// in the order of [`Predictor::class_probabilities`]. `None` (the default) for a family
-    /// that cannot join an ensemble ([`EnsemblePredictor`]).
-    fn class_labels(&self) -> Option<&[i64]> {
+    /// As [`ClassProbabilities`], for classifiers whose prediction is the most probable class;
+    /// `None` (the default) for a family that cannot join an ensemble ([`EnsemblePredictor`]).
+    fn classes(&mut self) -> Option<&mut dyn ClassProbabilities> {
         None
     }
+}
 
-    /// Classifiers: the class probabilities of `records`, with their names and labels, not
-    /// recorded for [`Predictor::metrics`].
-    fn class_probabilities(&mut self, _records: &[usize]) -> Result<ClassBatch> {
-        bail!("only classifiers give class probabilities")
-    }
+/// A predictor of one subset of the split its model was trained with.
+pub trait SelectsSubset {
+    /// Keeps only `subset`'s samples; called before anything is predicted.
+    fn select_subset(&mut self, subset: crate::models::region::Subset) -> Result<()>;
+}
+
+/// A predictor that writes outputs beside the predictions TSV.
+pub trait WritesExtraOutputs {
+    /// Checks, before any output, that the extra outputs asked for can be written.
+    fn check_extra(&self, extra: &ExtraOutputs) -> Result<()>;
+
+    /// Writes the extra outputs after the last batch, uncommitted (they are committed with the
+    /// predictions).
+    fn write_extra(&mut self, extra: &ExtraOutputs) -> Result<Vec<Box<dyn Commit>>>;
+}
+
+/// A classifier's class probabilities (what an ensemble averages).
+pub trait ClassProbabilities {
+    /// The label value of each class, in the order of [`ClassProbabilities::class_probabilities`].
+    fn class_labels(&self) -> &[i64];
+
+    /// The class probabilities of `records`, with their names and labels, not recorded for
+    /// [`Predictor::metrics`].
+    fn class_probabilities(&mut self, records: &[usize]) -> Result<ClassBatch>;
 }
 
 /// Class probabilities of a batch of records (the input of an ensemble's average).
@@ -154,17 +160,18 @@ pub struct EnsemblePredictor {
 
 impl EnsemblePredictor {
     /// `members` with the checkpoint each came from (for messages), at least two.
-    pub fn new(members: Vec<(Box<dyn Predictor>, PathBuf)>) -> Result<Self> {
+    pub fn new(mut members: Vec<(Box<dyn Predictor>, PathBuf)>) -> Result<Self> {
         if members.len() < 2 {
             bail!("an ensemble needs at least two checkpoints");
         }
-        let (first, first_path) = &members[0];
-        let labels = first
-            .class_labels()
-            .map(<[i64]>::to_vec)
+        let labels = members[0]
+            .0
+            .classes()
+            .map(|c| c.class_labels().to_vec())
             .unwrap_or_default();
-        for (m, path) in &members {
-            match m.class_labels() {
+        let (first_len, first_path) = (members[0].0.len(), members[0].1.clone());
+        for (m, path) in &mut members {
+            match m.classes().map(|c| c.class_labels()) {
                 None => bail!(
                     "{}: several checkpoints are averaged only for classifiers (the classifier, k-mer linear and bag-of-tokens families); this one is not",
                     path.display()
@@ -176,17 +183,16 @@ impl EnsemblePredictor {
                 ),
                 Some(_) => {}
             }
-            if m.len() != first.len() {
+            if m.len() != first_len {
                 bail!(
-                    "{} sees {} records in the dataset and {} sees {}",
+                    "{} sees {} records in the dataset and {} sees {first_len}",
                     path.display(),
                     m.len(),
                     first_path.display(),
-                    first.len()
                 );
             }
         }
-        let has_truth = first.has_truth();
+        let has_truth = members[0].0.has_truth();
         let n = members.len();
         Ok(Self {
             members: members.into_iter().map(|(m, _)| m).collect(),
@@ -215,7 +221,11 @@ impl Predictor for EnsemblePredictor {
         let batches = self
             .members
             .iter_mut()
-            .map(|m| m.class_probabilities(records))
+            .map(|m| {
+                m.classes()
+                    .context("internal: an ensemble member without class probabilities")?
+                    .class_probabilities(records)
+            })
             .collect::<Result<Vec<_>>>()?;
         // Every member read the same dataset and index, so its rows are the same records in the
         // same order; checked, since the mean is taken by position.
@@ -273,10 +283,6 @@ impl Predictor for EnsemblePredictor {
         }
         Ok(Some(rows))
     }
-
-    fn class_labels(&self) -> Option<&[i64]> {
-        Some(&self.outputs.label_values)
-    }
 }
 
 /// One output line.
@@ -289,7 +295,7 @@ pub struct PredictionRow {
 /// A family that `luminome-predict` can run.
 pub trait PredictFamily: FamilyConfig {
     /// Whether several checkpoints of this family can be averaged as one ensemble (its predictor
-    /// gives [`Predictor::class_probabilities`]).
+    /// gives [`Predictor::classes`]).
     const ENSEMBLES: bool = false;
 
     /// Opens a checkpoint of this family on a dataset, with every check done before output.

@@ -27,7 +27,7 @@ use crate::input::check_dataset_kind;
 use crate::predict::variants::{
     base_class, variant_columns, variant_values, windows_of, VariantOutputs,
 };
-use crate::predict::{ExtraOutputs, PredictionRow, Predictor, Tallied, Tally};
+use crate::predict::{ExtraOutputs, PredictionRow, Predictor, Tallied, Tally, WritesExtraOutputs};
 
 /// A paired dataset checked against a bi-strand checkpoint.
 pub struct PairInput {
@@ -308,12 +308,8 @@ impl Predictor for PairPredictor {
         ]))
     }
 
-    fn check_extra(&self, extra: &ExtraOutputs) -> Result<()> {
-        VariantOutputs::check_extra(&self.input.dataset, self.variants, extra)
-    }
-
-    fn write_extra(&mut self, extra: &ExtraOutputs) -> Result<Vec<Box<dyn Commit>>> {
-        self.outputs.write_extra(&self.input.dataset, extra)
+    fn extra_outputs(&mut self) -> Option<&mut dyn WritesExtraOutputs> {
+        Some(self)
     }
 
     /// Variant datasets only: evaluation mode's sums are not kept per record.
@@ -323,6 +319,16 @@ impl Predictor for PairPredictor {
         } else {
             None
         }
+    }
+}
+
+impl WritesExtraOutputs for PairPredictor {
+    fn check_extra(&self, extra: &ExtraOutputs) -> Result<()> {
+        VariantOutputs::check_extra(&self.input.dataset, self.variants, extra)
+    }
+
+    fn write_extra(&mut self, extra: &ExtraOutputs) -> Result<Vec<Box<dyn Commit>>> {
+        self.outputs.write_extra(&self.input.dataset, extra)
     }
 }
 

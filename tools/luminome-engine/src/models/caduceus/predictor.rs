@@ -23,7 +23,7 @@ use super::Caduceus;
 use crate::predict::variants::{
     base_class, variant_columns, variant_values, windows_of, VariantOutputs,
 };
-use crate::predict::{ExtraOutputs, PredictionRow, Predictor, Tallied, Tally};
+use crate::predict::{ExtraOutputs, PredictionRow, Predictor, Tallied, Tally, WritesExtraOutputs};
 
 /// Which windows a score averages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -306,12 +306,18 @@ impl Predictor for CaduceusPredictor {
         Ok(None)
     }
 
-    fn check_extra(&self, extra: &ExtraOutputs) -> Result<()> {
-        VariantOutputs::check_extra(&self.dataset, true, extra)
+    fn extra_outputs(&mut self) -> Option<&mut dyn WritesExtraOutputs> {
+        Some(self)
     }
 
     fn tallied(&mut self) -> Option<&mut dyn Tallied> {
         Some(self)
+    }
+}
+
+impl WritesExtraOutputs for CaduceusPredictor {
+    fn check_extra(&self, extra: &ExtraOutputs) -> Result<()> {
+        VariantOutputs::check_extra(&self.dataset, true, extra)
     }
 
     fn write_extra(&mut self, extra: &ExtraOutputs) -> Result<Vec<Box<dyn Commit>>> {

@@ -12,7 +12,7 @@ use luminome_metrics::{argmax, softmax, ClassificationMetrics};
 use super::input::ClassifierInput;
 use super::token_classifier::TokenClassifier;
 use crate::models::FamilyConfig;
-use crate::predict::{ClassBatch, PredictionRow, Predictor, Tallied, Tally};
+use crate::predict::{ClassBatch, ClassProbabilities, PredictionRow, Predictor, Tallied, Tally};
 
 /// The label values of a classifier's classes and everything it has predicted: the output
 /// columns, the rows and the metrics of one classifier or of an ensemble.
@@ -208,8 +208,17 @@ where
         self.outputs.tallied()
     }
 
-    fn class_labels(&self) -> Option<&[i64]> {
-        Some(&self.outputs.label_values)
+    fn classes(&mut self) -> Option<&mut dyn ClassProbabilities> {
+        Some(self)
+    }
+}
+
+impl<C: FamilyConfig> ClassProbabilities for ClassifierPredictor<C>
+where
+    C::Model: TokenClassifier,
+{
+    fn class_labels(&self) -> &[i64] {
+        &self.outputs.label_values
     }
 
     fn class_probabilities(&mut self, records: &[usize]) -> Result<ClassBatch> {

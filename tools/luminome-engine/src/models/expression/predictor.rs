@@ -16,7 +16,7 @@ use super::model::ExpressionModel;
 use crate::checkpoint::{read_checkpoint_meta, Checkpoint};
 use crate::input::{check_dataset_kind, check_region_features};
 use crate::models::region::{RegionPosition, RegionTensors, Subset};
-use crate::predict::{PredictFamily, PredictionRow, Predictor};
+use crate::predict::{PredictFamily, PredictionRow, Predictor, SelectsSubset};
 
 /// An expression checkpoint and a region dataset, checked against each other.
 pub struct ExpressionInput {
@@ -140,6 +140,13 @@ impl ExpressionPredictor {
     }
 }
 
+impl SelectsSubset for ExpressionPredictor {
+    fn select_subset(&mut self, subset: Subset) -> Result<()> {
+        self.records = self.input.subset(subset)?;
+        Ok(())
+    }
+}
+
 impl Predictor for ExpressionPredictor {
     fn len(&self) -> usize {
         self.records.len()
@@ -166,9 +173,8 @@ impl Predictor for ExpressionPredictor {
         c
     }
 
-    fn select_subset(&mut self, subset: Subset) -> Result<()> {
-        self.records = self.input.subset(subset)?;
-        Ok(())
+    fn subsets(&mut self) -> Option<&mut dyn SelectsSubset> {
+        Some(self)
     }
 
     fn predict(&mut self, records: &[usize]) -> Result<Vec<PredictionRow>> {

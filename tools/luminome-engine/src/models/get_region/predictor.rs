@@ -21,7 +21,7 @@ use super::{check_motif_count, tss_expression, GetRegion, Strand, TssSite};
 use crate::models::expression::predictor::{metrics_by_cell_type, observed_column};
 use crate::models::region::batch::read_slot;
 use crate::models::region::Subset;
-use crate::predict::{PredictionRow, Predictor};
+use crate::predict::{PredictionRow, Predictor, SelectsSubset};
 
 /// A GET finetune checkpoint and a region dataset, checked against each other.
 pub struct GetPredictor {
@@ -123,6 +123,19 @@ impl GetPredictor {
     }
 }
 
+impl SelectsSubset for GetPredictor {
+    fn select_subset(&mut self, subset: Subset) -> Result<()> {
+        if subset != Subset::All {
+            bail!(
+                "{}: --subset {} is for Luminome expression models trained with --holdout; a GET checkpoint has no split of this dataset (use --subset all or leave it out)",
+                self.checkpoint.display(),
+                subset.name()
+            );
+        }
+        Ok(())
+    }
+}
+
 impl Predictor for GetPredictor {
     fn len(&self) -> usize {
         self.dataset.len()
@@ -144,15 +157,8 @@ impl Predictor for GetPredictor {
         c
     }
 
-    fn select_subset(&mut self, subset: Subset) -> Result<()> {
-        if subset != Subset::All {
-            bail!(
-                "{}: --subset {} is for Luminome expression models trained with --holdout; a GET checkpoint has no split of this dataset (use --subset all or leave it out)",
-                self.checkpoint.display(),
-                subset.name()
-            );
-        }
-        Ok(())
+    fn subsets(&mut self) -> Option<&mut dyn SelectsSubset> {
+        Some(self)
     }
 
     fn predict(&mut self, records: &[usize]) -> Result<Vec<PredictionRow>> {
