@@ -20,5 +20,6 @@ pub mod motifs;
 pub mod pipeline;
 pub mod regions;
 pub mod reuse;
+mod samples;
 pub mod scan;
 pub mod windows;

@@ -22,13 +22,14 @@ use luminome_io::region_dataset::{ExpressionSource, RegionDatasetMeta};
 use luminome_io::tss::{BedTssMode, TssFormat};
 
 use crate::accessibility::{AccessibilitySource, ChromRename, FragmentMode, Normalisation};
-use crate::dataset::{get_maxima, DatasetWriter, FeatureScale, Sample, SampleScale};
+use crate::dataset::{get_maxima, DatasetWriter, FeatureScale};
 use crate::inputs::{build_regions, read_genes, RegionInputs};
-use crate::motifs::{self, FeatureMap, Threshold};
+use crate::motifs::{self, BaseFreqs, FeatureMap, ScanMotif, Threshold};
 use crate::regions::ChromRegions;
 use crate::reuse::RegionTable;
+use crate::samples::SampleSources;
 use crate::scan::{Aggregation, MotifScanner, ScanStats};
-use crate::windows::{select, Selection};
+use crate::windows::Selection;
 
 /// One `--expression CELLTYPE=PATH[:COLUMN]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,38 +161,10 @@ fn scan_chromosome(
     Ok(m)
 }
 
-/// One cell type's regions of a chromosome under GET's scale: those with raw accessibility > 0.
-struct Accessible {
-    /// Their indices in the chromosome's region list.
-    index: Vec<usize>,
-    regions: Vec<(u64, u64)>,
-    normalised: Vec<f32>,
-}
-
 pub fn run(cfg: &Config) -> Result<Summary> {
     let started = Instant::now();
     let mut reference = Reference::open(&cfg.reference)?;
-    let mut inputs = match &cfg.reuse_regions {
-        Some(path) => {
-            let t = RegionTable::read(path, &reference)?;
-            log(format!(
-                "reusing {} regions and {} features from {}",
-                t.set.len(),
-                t.features.len(),
-                path.display()
-            ));
-            RegionInputs {
-                sources: serde_json::json!({"reused_regions": path.display().to_string()}),
-                set: t.set,
-                cell_types: t.cell_types,
-                raw: t.raw,
-                features: t.features,
-                scores: Some(t.scores),
-                too_wide: 0,
-            }
-        }
-        None => build_regions(cfg, &reference)?,
-    };
+    let mut inputs = region_inputs(cfg, &reference)?;
     let n_regions_total = inputs.set.len();
     log(format!("{n_regions_total} regions after merging"));
     let get_scale = cfg.feature_scale.is_get();
@@ -206,9 +179,148 @@ pub fn run(cfg: &Config) -> Result<Summary> {
         .iter()
         .map(|r| cfg.normalisation.apply(r))
         .collect();
+    let (prepared, motif_meta) = prepare_motifs(cfg, &mut reference, &mut inputs)?;
+    let nf = inputs.features.len();
+    let (expression_inputs, expression) = read_expression_tables(cfg, &inputs.cell_types)?;
+    let (genes, off_reference) = read_genes(cfg, &reference, &inputs.set)?;
+    if off_reference > 0 {
+        log(format!(
+            "{off_reference} genes are on sequences absent from the reference and are left out"
+        ));
+    }
 
-    // Motifs.
-    let mut motif_meta = serde_json::Value::Null;
+    // Outputs (temporary until everything succeeded).
+    let mut out = DatasetWriter::create(
+        &cfg.output,
+        &cfg.samples_output,
+        &cfg.regions_output,
+        cfg.n_regions,
+        &inputs.features,
+        &inputs.cell_types,
+        !expression.is_empty(),
+    )?;
+    let mut summary = Summary {
+        regions: n_regions_total,
+        genes: genes.len(),
+        genes_off_reference: off_reference,
+        too_wide: inputs.too_wide,
+        ..Default::default()
+    };
+    let scanner = prepared
+        .as_ref()
+        .map(|(m, features)| MotifScanner::new(m, features, cfg.aggregation));
+    // GET's scale divides by maxima over every chromosome: scan them all before any sample.
+    if let (true, None, Some(scanner)) = (get_scale, &inputs.scores, &scanner) {
+        let mut all = Vec::with_capacity(n_regions_total * nf);
+        for chrom in &inputs.set.chroms {
+            all.extend(scan_chromosome(
+                &mut reference,
+                chrom,
+                scanner,
+                &mut summary,
+            )?);
+        }
+        inputs.scores = Some(all);
+    }
+    let maxima: Vec<Vec<f32>> = match (&inputs.scores, get_scale) {
+        (Some(all), true) => inputs
+            .raw
+            .iter()
+            .map(|raw| get_maxima(all, raw, nf))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let sources = SampleSources {
+        cfg,
+        inputs: &inputs,
+        normalised: &normalised,
+        expression: &expression,
+        maxima: &maxima,
+    };
+    let mut gi = 0;
+    for (ci, chrom) in inputs.set.chroms.iter().enumerate() {
+        let off = inputs.set.offset(ci);
+        let n = chrom.regions.len();
+        let chrom_genes_end = gi + genes[gi..].iter().take_while(|(c, _)| *c == ci).count();
+        if n == 0 && chrom_genes_end == gi {
+            continue;
+        }
+        // Motif scores of this chromosome's regions.
+        let scores: Vec<f32> = match (&scanner, &inputs.scores) {
+            (_, Some(all)) => all[off * nf..(off + n) * nf].to_vec(),
+            (Some(scanner), None) => scan_chromosome(&mut reference, chrom, scanner, &mut summary)?,
+            _ => Vec::new(),
+        };
+        for (k, &region) in chrom.regions.iter().enumerate() {
+            out.write_region(
+                off + k,
+                &chrom.name,
+                region,
+                inputs.raw.iter().map(|r| r[off + k]),
+                normalised.iter().map(|r| r[off + k]),
+                &scores[k * nf..(k + 1) * nf],
+            )?;
+        }
+        sources.write_chromosome(
+            ci,
+            &genes[gi..chrom_genes_end],
+            &scores,
+            &mut out,
+            &mut summary,
+        )?;
+        gi = chrom_genes_end;
+    }
+    summary.samples = out.samples_written();
+    if summary.samples == 0 {
+        bail!("no samples to write (every gene lacked an expression value; see --keep-missing-expression)");
+    }
+    log_left_out(cfg, &summary);
+    let meta = dataset_meta(
+        cfg,
+        &inputs,
+        &expression_inputs,
+        motif_meta,
+        n_regions_total,
+    );
+    out.finish(&meta, &cfg.command_line)?;
+    log_written(cfg, &summary, inputs.cell_types.len(), nf, started);
+    Ok(summary)
+}
+
+/// The regions of `--reuse-regions`, or those built from peaks or called from accessibility.
+fn region_inputs(cfg: &Config, reference: &Reference) -> Result<RegionInputs> {
+    let Some(path) = &cfg.reuse_regions else {
+        return build_regions(cfg, reference);
+    };
+    let t = RegionTable::read(path, reference)?;
+    log(format!(
+        "reusing {} regions and {} features from {}",
+        t.set.len(),
+        t.features.len(),
+        path.display()
+    ));
+    Ok(RegionInputs {
+        sources: serde_json::json!({"reused_regions": path.display().to_string()}),
+        set: t.set,
+        cell_types: t.cell_types,
+        raw: t.raw,
+        features: t.features,
+        scores: Some(t.scores),
+        too_wide: 0,
+    })
+}
+
+/// Motifs ready to scan, and the features they are summed into.
+type PreparedMotifs = (Vec<ScanMotif>, FeatureMap);
+
+/// The motifs to scan and their features (none when the regions' scores are reused), with the
+/// dataset's `motif` metadata; sets `inputs.features`.
+fn prepare_motifs(
+    cfg: &Config,
+    reference: &mut Reference,
+    inputs: &mut RegionInputs,
+) -> Result<(Option<PreparedMotifs>, serde_json::Value)> {
+    let mut meta = serde_json::Value::Null;
     let prepared = if inputs.scores.is_none() {
         let path = cfg
             .motifs
@@ -224,17 +336,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
             )?,
             None => FeatureMap::identity(&records),
         };
-        let bg = match cfg.background {
-            BackgroundChoice::Uniform => motifs::uniform(),
-            BackgroundChoice::Genome => {
-                let mut counts = [0u64; 4];
-                for (name, len) in reference.sequences().to_vec() {
-                    let seq = reference.fetch(&name, 0, len)?;
-                    motifs::count_bases(&seq, &mut counts);
-                }
-                motifs::composition(counts).context("the reference has no A/C/G/T bases")?
-            }
-        };
+        let bg = background(cfg.background, reference)?;
         let t0 = Instant::now();
         let scan_motifs = motifs::prepare(&records, path, &bg, cfg.pseudocount, cfg.threshold)?;
         log(format!(
@@ -244,7 +346,7 @@ pub fn run(cfg: &Config) -> Result<Summary> {
             features.names.len(),
             t0.elapsed().as_secs_f64()
         ));
-        motif_meta = serde_json::json!({
+        meta = serde_json::json!({
             "motifs": path.display().to_string(),
             "clusters": cfg.clusters.as_ref().map(|c| c.display().to_string()),
             "n_motifs": records.len(),
@@ -261,19 +363,39 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     } else {
         None
     };
-    let nf = inputs.features.len();
-    if get_scale {
-        if let Some(meta) = motif_meta.as_object_mut() {
-            meta.insert("feature_scale".into(), cfg.feature_scale.name().into());
+    if cfg.feature_scale.is_get() {
+        if let Some(m) = meta.as_object_mut() {
+            m.insert("feature_scale".into(), cfg.feature_scale.name().into());
         } else {
-            motif_meta = serde_json::json!({"feature_scale": cfg.feature_scale.name()});
+            meta = serde_json::json!({"feature_scale": cfg.feature_scale.name()});
         }
     }
+    Ok((prepared, meta))
+}
 
-    // Expression.
+/// The base composition motif scores are computed against.
+fn background(choice: BackgroundChoice, reference: &mut Reference) -> Result<BaseFreqs> {
+    Ok(match choice {
+        BackgroundChoice::Uniform => motifs::uniform(),
+        BackgroundChoice::Genome => {
+            let mut counts = [0u64; 4];
+            for (name, len) in reference.sequences().to_vec() {
+                let seq = reference.fetch(&name, 0, len)?;
+                motifs::count_bases(&seq, &mut counts);
+            }
+            motifs::composition(counts).context("the reference has no A/C/G/T bases")?
+        }
+    })
+}
+
+/// The expression inputs (one per cell type: `--expression`, or the columns of
+/// `--expression-matrix`) and their tables by cell type; every cell type or none must have one.
+fn read_expression_tables(
+    cfg: &Config,
+    cell_types: &[String],
+) -> Result<(Vec<ExpressionInput>, HashMap<String, ExpressionTable>)> {
     let expression_inputs: Vec<ExpressionInput> = match &cfg.expression_matrix {
-        Some(path) => inputs
-            .cell_types
+        Some(path) => cell_types
             .iter()
             .map(|ct| ExpressionInput {
                 cell_type: ct.clone(),
@@ -285,14 +407,14 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     };
     if !expression_inputs.is_empty() {
         for e in &expression_inputs {
-            if !inputs.cell_types.contains(&e.cell_type) {
+            if !cell_types.contains(&e.cell_type) {
                 bail!(
                     "--expression for cell type {:?}, which has no --accessibility",
                     e.cell_type
                 );
             }
         }
-        for ct in &inputs.cell_types {
+        for ct in cell_types {
             if !expression_inputs.iter().any(|e| &e.cell_type == ct) {
                 bail!("--expression is given for some cell types but not for {ct:?}");
             }
@@ -325,180 +447,11 @@ pub fn run(cfg: &Config) -> Result<Summary> {
         ));
         expression.insert(e.cell_type.clone(), t);
     }
-    let has_expression = !expression.is_empty();
+    Ok((expression_inputs, expression))
+}
 
-    let (genes, off_reference) = read_genes(cfg, &reference, &inputs.set)?;
-    if off_reference > 0 {
-        log(format!(
-            "{off_reference} genes are on sequences absent from the reference and are left out"
-        ));
-    }
-
-    // Outputs (temporary until everything succeeded).
-    let mut out = DatasetWriter::create(
-        &cfg.output,
-        &cfg.samples_output,
-        &cfg.regions_output,
-        cfg.n_regions,
-        &inputs.features,
-        &inputs.cell_types,
-        has_expression,
-    )?;
-
-    let mut summary = Summary {
-        regions: n_regions_total,
-        genes: genes.len(),
-        genes_off_reference: off_reference,
-        too_wide: inputs.too_wide,
-        ..Default::default()
-    };
-    let scanner = prepared
-        .as_ref()
-        .map(|(m, features)| MotifScanner::new(m, features, cfg.aggregation));
-    // GET's scale divides by maxima over every chromosome: scan them all before any sample.
-    if get_scale && inputs.scores.is_none() {
-        if let Some(scanner) = &scanner {
-            let mut all = Vec::with_capacity(n_regions_total * nf);
-            for chrom in &inputs.set.chroms {
-                all.extend(scan_chromosome(
-                    &mut reference,
-                    chrom,
-                    scanner,
-                    &mut summary,
-                )?);
-            }
-            inputs.scores = Some(all);
-        }
-    }
-    let maxima: Vec<Vec<f32>> = match (&inputs.scores, get_scale) {
-        (Some(all), true) => inputs
-            .raw
-            .iter()
-            .map(|raw| get_maxima(all, raw, nf))
-            .collect(),
-        _ => Vec::new(),
-    };
-    let mut gi = 0;
-    for ci in 0..inputs.set.chroms.len() {
-        let chrom = inputs.set.chroms[ci].clone();
-        let off = inputs.set.offset(ci);
-        let n = chrom.regions.len();
-        let chrom_genes_end = gi + genes[gi..].iter().take_while(|(c, _)| *c == ci).count();
-        if n == 0 && chrom_genes_end == gi {
-            continue;
-        }
-        // Motif scores of this chromosome's regions.
-        let scores: Vec<f32> = match (&scanner, &inputs.scores) {
-            (_, Some(all)) => all[off * nf..(off + n) * nf].to_vec(),
-            (Some(scanner), None) => {
-                scan_chromosome(&mut reference, &chrom, scanner, &mut summary)?
-            }
-            _ => Vec::new(),
-        };
-        for (k, &region) in chrom.regions.iter().enumerate() {
-            out.write_region(
-                off + k,
-                &chrom.name,
-                region,
-                inputs.raw.iter().map(|r| r[off + k]),
-                normalised.iter().map(|r| r[off + k]),
-                &scores[k * nf..(k + 1) * nf],
-            )?;
-        }
-        // Under GET's scale a cell type's windows see only the regions accessible in it.
-        let accessible: Vec<Accessible> = if get_scale && chrom_genes_end > gi {
-            inputs
-                .raw
-                .iter()
-                .zip(&normalised)
-                .map(|(raw, norm)| {
-                    let index: Vec<usize> = (0..n).filter(|&k| raw[off + k] > 0.0).collect();
-                    Accessible {
-                        regions: index.iter().map(|&k| chrom.regions[k]).collect(),
-                        normalised: index.iter().map(|&k| norm[off + k]).collect(),
-                        index,
-                    }
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        // Samples of this chromosome's genes.
-        for (_, gene) in &genes[gi..chrom_genes_end] {
-            let mut gene_has_regions = true;
-            for (ti, ct) in inputs.cell_types.iter().enumerate() {
-                let acc = &normalised[ti][off..off + n];
-                let w = match accessible.get(ti) {
-                    None => select(
-                        &chrom.regions,
-                        gene.tss,
-                        cfg.window,
-                        cfg.n_regions,
-                        cfg.selection,
-                        acc,
-                    ),
-                    Some(a) => {
-                        let mut w = select(
-                            &a.regions,
-                            gene.tss,
-                            cfg.window,
-                            cfg.n_regions,
-                            cfg.selection,
-                            &a.normalised,
-                        );
-                        // Back to the chromosome's indices (monotonic: order and slots hold).
-                        for k in &mut w.regions {
-                            *k = a.index[*k];
-                        }
-                        w
-                    }
-                };
-                gene_has_regions = !w.regions.is_empty();
-                if cfg.tile_step.is_some() && !gene_has_regions {
-                    // A tile with nothing in its window teaches pretraining nothing.
-                    continue;
-                }
-                let value = expression
-                    .get(ct)
-                    .and_then(|t| t.get_gene(&gene.name, &gene.id));
-                if has_expression && value.is_none() {
-                    summary.samples_without_expression += 1;
-                    if !cfg.keep_missing_expression {
-                        continue;
-                    }
-                }
-                out.write_sample(&Sample {
-                    gene,
-                    cell_type: ct,
-                    window: &w,
-                    offset: off,
-                    scores: &scores,
-                    accessibility: acc,
-                    scale: match cfg.feature_scale {
-                        FeatureScale::Raw => SampleScale::Raw,
-                        FeatureScale::Get => SampleScale::Get {
-                            maxima: &maxima[ti],
-                            quantitative: None,
-                        },
-                        FeatureScale::GetQuantitative => SampleScale::Get {
-                            maxima: &maxima[ti],
-                            quantitative: Some(&inputs.raw[ti][off..off + n]),
-                        },
-                    },
-                    expression: value.map(|v| cfg.expression_transform.apply(v)),
-                })?;
-            }
-            if !gene_has_regions {
-                summary.genes_without_regions += 1;
-            }
-        }
-        gi = chrom_genes_end;
-    }
-    let sample = out.samples_written();
-    summary.samples = sample;
-    if sample == 0 {
-        bail!("no samples to write (every gene lacked an expression value; see --keep-missing-expression)");
-    }
+/// Logs the genes (tiles) and samples a run left out or kept without a value.
+fn log_left_out(cfg: &Config, summary: &Summary) {
     if summary.genes_without_regions > 0 {
         log(if cfg.tile_step.is_some() {
             format!(
@@ -523,11 +476,21 @@ pub fn run(cfg: &Config) -> Result<Summary> {
             }
         ));
     }
+}
 
+/// The dataset's metadata: what it was made from and how.
+fn dataset_meta(
+    cfg: &Config,
+    inputs: &RegionInputs,
+    expression_inputs: &[ExpressionInput],
+    motif: serde_json::Value,
+    regions_total: usize,
+) -> RegionDatasetMeta {
     let mut feature_names = inputs.features.clone();
     feature_names.push("accessibility".into());
     let file_name = |p: &std::path::Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
-    let meta = RegionDatasetMeta {
+    let has_expression = !expression_inputs.is_empty();
+    RegionDatasetMeta {
         cell_types: inputs.cell_types.clone(),
         coordinates: "0-based half-open".into(),
         expression: expression_inputs
@@ -545,31 +508,35 @@ pub fn run(cfg: &Config) -> Result<Summary> {
             (None, Some(step)) => format!("tiles every {step} bp"),
             (None, None) => String::new(),
         },
-        motif: motif_meta,
+        motif,
         n_regions: cfg.n_regions,
         normalisation: cfg.normalisation.name().to_string(),
         reference: cfg.reference.display().to_string(),
         region_sources: inputs.sources.clone(),
         regions_table: file_name(&cfg.regions_output),
-        regions_total: n_regions_total,
+        regions_total,
         samples_table: file_name(&cfg.samples_output),
         selection: cfg.selection.name().to_string(),
         window_bp: cfg.window,
-    };
-    out.finish(&meta, &cfg.command_line)?;
+    }
+}
+
+/// The run's closing lines: what was written, and the scan's rate.
+fn log_written(cfg: &Config, summary: &Summary, cell_types: usize, nf: usize, started: Instant) {
+    let tiles = cfg.tile_step.is_some();
     log(format!(
         "wrote {} samples ({} {} x {} cell types, N = {}, {} features + accessibility{}) to {} in {:.1}s",
-        sample,
-        if cfg.tile_step.is_some() {
-            genes.len() - summary.genes_without_regions
+        summary.samples,
+        if tiles {
+            summary.genes - summary.genes_without_regions
         } else {
-            genes.len()
+            summary.genes
         },
-        if cfg.tile_step.is_some() { "tiles" } else { "genes" },
-        inputs.cell_types.len(),
+        if tiles { "tiles" } else { "genes" },
+        cell_types,
         cfg.n_regions,
         nf,
-        if get_scale {
+        if cfg.feature_scale.is_get() {
             format!(", feature scale {}", cfg.feature_scale.name())
         } else {
             String::new()
@@ -586,5 +553,4 @@ pub fn run(cfg: &Config) -> Result<Summary> {
             summary.scan.hits
         ));
     }
-    Ok(summary)
 }
