@@ -37,6 +37,24 @@ pub struct TrainerState {
     pub weights_crc32: Option<u32>,
 }
 
+impl TrainerState {
+    /// The state of a run that has not taken a step.
+    pub fn fresh(config: &TrainConfig) -> Self {
+        Self {
+            config: config.clone(),
+            step: 0,
+            epoch: 0,
+            cursor: 0,
+            best_value: None,
+            best_step: 0,
+            evals_since_best: 0,
+            optimizer_steps: 0,
+            dev_loss_watch: None,
+            weights_crc32: None,
+        }
+    }
+}
+
 /// CRC-32 of every parameter, in name order (name, shape and f32 values, little-endian): the
 /// same for the same weights on any machine and version.
 pub fn weights_checksum(varmap: &candle_nn::VarMap) -> Result<u32> {

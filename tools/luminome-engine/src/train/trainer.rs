@@ -99,6 +99,39 @@ pub fn epoch_order(n: usize, seed: u64, epoch: u64) -> Vec<usize> {
     order
 }
 
+/// The training log's header: the fixed columns, then the task's metrics.
+fn log_header(metric_names: &[String]) -> String {
+    let mut h: Vec<String> = ["step", "epoch", "loss", "lr", "grad_norm", "examples_per_s"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    h.extend(metric_names.iter().cloned());
+    h.join("\t")
+}
+
+/// One step's log row; `[loss, lr, grad_norm, examples_per_s]`, then the metrics when the step
+/// evaluated (`NA` for one the evaluation lacks), empty cells when it did not.
+fn log_row(
+    state: &TrainerState,
+    [loss, lr, grad_norm, rate]: [f64; 4],
+    evaluated: bool,
+    metrics: &BTreeMap<String, f64>,
+    metric_names: &[String],
+) -> String {
+    let mut row = format!(
+        "{}\t{}\t{loss:.6}\t{lr:.6e}\t{grad_norm:.4}\t{rate:.1}",
+        state.step, state.epoch
+    );
+    for m in metric_names {
+        match (evaluated, metrics.get(m)) {
+            (true, Some(v)) => row.push_str(&format!("\t{v:.6}")),
+            (true, None) => row.push_str("\tNA"),
+            (false, _) => row.push('\t'),
+        }
+    }
+    row
+}
+
 pub struct Trainer<'a> {
     pub config: TrainConfig,
     pub varmap: &'a VarMap,
@@ -144,21 +177,8 @@ impl Trainer<'_> {
     /// into the var map) the training loop.
     pub fn run(&self, task: &dyn TrainTask, resume: Option<&Path>) -> Result<TrainSummary> {
         let cfg = &self.config;
-        if cfg.batch_size == 0 || cfg.grad_accum == 0 || cfg.max_steps == 0 || cfg.eval_every == 0 {
-            bail!("batch size, gradient accumulation, steps and eval interval must be positive");
-        }
+        let metric_names = self.check_run(task)?;
         let n = task.train_len();
-        if n == 0 {
-            bail!("the training set is empty");
-        }
-        let metric_names = task.metric_names();
-        if !metric_names.is_empty() && !metric_names.contains(&cfg.metric) {
-            bail!(
-                "--metric {}: not a metric of this task (choose from {})",
-                cfg.metric,
-                metric_names.join(", ")
-            );
-        }
         let vars = self.vars()?;
         let var_ids: Vec<(String, Var)> = vars.clone();
         let mut opt = AdamW::new(vars, cfg.adamw)?;
@@ -168,31 +188,13 @@ impl Trainer<'_> {
             total_steps: cfg.max_steps,
             min_lr_ratio: cfg.min_lr_ratio,
         };
-        let mut state = TrainerState {
-            config: cfg.clone(),
-            step: 0,
-            epoch: 0,
-            cursor: 0,
-            best_value: None,
-            best_step: 0,
-            evals_since_best: 0,
-            optimizer_steps: 0,
-            dev_loss_watch: None,
-            weights_crc32: None,
-        };
+        let mut state = TrainerState::fresh(cfg);
         let mut log: Vec<LogRow> = Vec::new();
         if let Some(r) = resume {
             state = self.load_state(r, &mut opt)?;
             log = self.resumed_log(r, state.step)?;
         }
-        let header = {
-            let mut h = vec!["step", "epoch", "loss", "lr", "grad_norm", "examples_per_s"]
-                .into_iter()
-                .map(String::from)
-                .collect::<Vec<_>>();
-            h.extend(metric_names.iter().cloned());
-            h.join("\t")
-        };
+        let header = log_header(&metric_names);
         if resume.is_none() && task.evaluate_before_training() && !metric_names.is_empty() {
             self.evaluate_at_start(task, &metric_names, &header, &mut state, &mut log)?;
         }
@@ -208,37 +210,8 @@ impl Trainer<'_> {
                 break;
             }
             let t0 = Instant::now();
-            let mut acc: HashMap<String, Tensor> = HashMap::new();
-            let mut loss_sum = 0f64;
-            let mut examples = 0usize;
-            for micro in 0..cfg.grad_accum {
-                if state.cursor >= n {
-                    state.epoch += 1;
-                    state.cursor = 0;
-                    order =
-                        task.arrange_epoch(epoch_order(n, cfg.seed, state.epoch), cfg.batch_size);
-                }
-                let end = (state.cursor + cfg.batch_size).min(n);
-                let records = &order[state.cursor..end];
-                state.cursor = end;
-                let loss = task.train_loss(records, mix(cfg.seed, state.step, micro as u64 + 1))?;
-                let value = loss.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?;
-                if !value.is_finite() {
-                    return Err(self.stop_on_nan(&header, &log, state.step + 1, "loss"));
-                }
-                loss_sum += value;
-                examples += records.len();
-                let grads = (loss / cfg.grad_accum as f64)?.backward()?;
-                for (name, var) in &var_ids {
-                    if let Some(g) = grads.get(var.as_tensor()) {
-                        let g = match acc.remove(name) {
-                            Some(prev) => (prev + g)?,
-                            None => g.clone(),
-                        };
-                        acc.insert(name.clone(), g);
-                    }
-                }
-            }
+            let (loss, examples, mut acc) =
+                self.accumulate(task, &mut state, &mut order, &var_ids, &header, &log)?;
             let grad_norm = clip_grad_norm(&mut acc, cfg.clip_norm)?;
             if !grad_norm.is_finite() {
                 return Err(self.stop_on_nan(&header, &log, state.step + 1, "gradient norm"));
@@ -247,32 +220,20 @@ impl Trainer<'_> {
             opt.step(&acc, lr)?;
             state.step += 1;
             state.optimizer_steps = opt.steps();
-            let secs = t0.elapsed().as_secs_f64();
-            let loss = loss_sum / cfg.grad_accum as f64;
-            let mut row = format!(
-                "{}\t{}\t{:.6}\t{:.6e}\t{:.4}\t{:.1}",
-                state.step,
-                state.epoch,
-                loss,
-                lr,
-                grad_norm,
-                examples as f64 / secs.max(1e-9)
-            );
+            let rate = examples as f64 / t0.elapsed().as_secs_f64().max(1e-9);
             let evaluate = state.step % cfg.eval_every == 0 || state.step == cfg.max_steps;
-            let mut metrics = BTreeMap::new();
-            if evaluate {
-                metrics = task.evaluate()?;
-                for m in &metric_names {
-                    match metrics.get(m) {
-                        Some(v) => row.push_str(&format!("\t{v:.6}")),
-                        None => row.push_str("\tNA"),
-                    }
-                }
+            let metrics = if evaluate {
+                task.evaluate()?
             } else {
-                for _ in &metric_names {
-                    row.push('\t');
-                }
-            }
+                BTreeMap::new()
+            };
+            let row = log_row(
+                &state,
+                [loss, lr, grad_norm, rate],
+                evaluate,
+                &metrics,
+                &metric_names,
+            );
             log.push(LogRow { text: row });
             bar.set_position(state.step);
             bar.set_message(format!("loss {loss:.4}"));
@@ -280,10 +241,9 @@ impl Trainer<'_> {
                 let shown: Vec<String> =
                     metrics.iter().map(|(k, v)| format!("{k} {v:.4}")).collect();
                 let line = format!(
-                    "step {}/{} loss {loss:.4} lr {lr:.2e} {:.0} ex/s {}",
+                    "step {}/{} loss {loss:.4} lr {lr:.2e} {rate:.0} ex/s {}",
                     state.step,
                     cfg.max_steps,
-                    examples as f64 / secs.max(1e-9),
                     shown.join(" ")
                 );
                 if bar.is_hidden() {
@@ -299,65 +259,9 @@ impl Trainer<'_> {
                 self.save(&self.paths.last(), &state, &metrics, Some(&opt))?;
             }
             if evaluate {
-                let value = metrics.get(&cfg.metric).copied().filter(|v| v.is_finite());
-                let improved = match (value, state.best_value) {
-                    (Some(v), Some(b)) => {
-                        if cfg.maximize {
-                            v > b
-                        } else {
-                            v < b
-                        }
-                    }
-                    (Some(_), None) => true,
-                    // No dev metric: the latest weights are the best we know.
-                    (None, _) => metric_names.is_empty(),
-                };
-                if improved {
-                    state.best_value = value;
-                    state.best_step = state.step;
-                    state.evals_since_best = 0;
-                } else {
-                    state.evals_since_best += 1;
-                }
-                if let (Some(_), Some(&loss)) = (cfg.loss_patience, metrics.get("dev_loss")) {
-                    state.watch_dev_loss(loss);
-                }
-                // Best, log, then the last pair: a run killed at any point resumes from the
-                // last pair it finished and rewrites the rest with the same bytes (the log is
-                // cut back to the resumed step, a best of a later step is rewritten).
-                if improved {
-                    self.save(&self.paths.best(), &state, &metrics, None)?;
-                }
-                self.write_log(&header, &log)?;
-                self.save(&self.paths.last(), &state, &metrics, Some(&opt))?;
-                let loss_stalled = cfg.loss_stalled(&state);
-                if loss_stalled {
-                    early_stopped = true;
-                    if self.verbose {
-                        eprintln!(
-                            "early stop at step {}: dev_loss has not improved for {} evaluations (best checkpoint: step {}, by {})",
-                            state.step,
-                            state.dev_loss_watch.map_or(0, |w| w.evals_since_best),
-                            state.best_step,
-                            cfg.metric
-                        );
-                    }
-                    break;
-                }
-                if cfg.metric_stalled(&state) {
-                    early_stopped = true;
-                    if self.verbose {
-                        eprintln!(
-                            "early stop at step {}: {} has not improved for {} evaluations (best {} at step {})",
-                            state.step,
-                            cfg.metric,
-                            state.evals_since_best,
-                            state.best_value.map_or("none".to_string(), |v| format!("{v:.6}")),
-                            state.best_step
-                        );
-                    }
-                    break;
-                }
+                let no_metric = metric_names.is_empty();
+                early_stopped =
+                    self.after_evaluation(&mut state, &metrics, no_metric, &header, &log, &opt)?;
             }
         }
         bar.finish_and_clear();
@@ -370,6 +274,144 @@ impl Trainer<'_> {
             paused,
             seconds: start.elapsed().as_secs_f64(),
         })
+    }
+
+    /// Refuses a configuration or task the loop cannot run; the task's metric names.
+    fn check_run(&self, task: &dyn TrainTask) -> Result<Vec<String>> {
+        let cfg = &self.config;
+        if cfg.batch_size == 0 || cfg.grad_accum == 0 || cfg.max_steps == 0 || cfg.eval_every == 0 {
+            bail!("batch size, gradient accumulation, steps and eval interval must be positive");
+        }
+        if task.train_len() == 0 {
+            bail!("the training set is empty");
+        }
+        let metric_names = task.metric_names();
+        if !metric_names.is_empty() && !metric_names.contains(&cfg.metric) {
+            bail!(
+                "--metric {}: not a metric of this task (choose from {})",
+                cfg.metric,
+                metric_names.join(", ")
+            );
+        }
+        Ok(metric_names)
+    }
+
+    /// One optimizer step's micro-batches, drawn from `order` at the state's cursor (a new
+    /// epoch's order when it runs out): their mean loss, their examples and the accumulated
+    /// gradients. A non-finite loss stops the run.
+    fn accumulate(
+        &self,
+        task: &dyn TrainTask,
+        state: &mut TrainerState,
+        order: &mut Vec<usize>,
+        var_ids: &[(String, Var)],
+        header: &str,
+        log: &[LogRow],
+    ) -> Result<(f64, usize, HashMap<String, Tensor>)> {
+        let cfg = &self.config;
+        let n = task.train_len();
+        let mut acc: HashMap<String, Tensor> = HashMap::new();
+        let mut loss_sum = 0f64;
+        let mut examples = 0usize;
+        for micro in 0..cfg.grad_accum {
+            if state.cursor >= n {
+                state.epoch += 1;
+                state.cursor = 0;
+                *order = task.arrange_epoch(epoch_order(n, cfg.seed, state.epoch), cfg.batch_size);
+            }
+            let end = (state.cursor + cfg.batch_size).min(n);
+            let records = &order[state.cursor..end];
+            state.cursor = end;
+            let loss = task.train_loss(records, mix(cfg.seed, state.step, micro as u64 + 1))?;
+            let value = loss.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?;
+            if !value.is_finite() {
+                return Err(self.stop_on_nan(header, log, state.step + 1, "loss"));
+            }
+            loss_sum += value;
+            examples += records.len();
+            let grads = (loss / cfg.grad_accum as f64)?.backward()?;
+            for (name, var) in var_ids {
+                if let Some(g) = grads.get(var.as_tensor()) {
+                    let g = match acc.remove(name) {
+                        Some(prev) => (prev + g)?,
+                        None => g.clone(),
+                    };
+                    acc.insert(name.clone(), g);
+                }
+            }
+        }
+        Ok((loss_sum / cfg.grad_accum as f64, examples, acc))
+    }
+
+    /// After an evaluation: the early-stopping counters, then the best checkpoint (when it
+    /// improved), the log and the last pair; whether the run stops early here.
+    fn after_evaluation(
+        &self,
+        state: &mut TrainerState,
+        metrics: &BTreeMap<String, f64>,
+        no_metric: bool,
+        header: &str,
+        log: &[LogRow],
+        opt: &AdamW,
+    ) -> Result<bool> {
+        let cfg = &self.config;
+        let value = metrics.get(&cfg.metric).copied().filter(|v| v.is_finite());
+        let improved = match (value, state.best_value) {
+            (Some(v), Some(b)) => {
+                if cfg.maximize {
+                    v > b
+                } else {
+                    v < b
+                }
+            }
+            (Some(_), None) => true,
+            // No dev metric: the latest weights are the best we know.
+            (None, _) => no_metric,
+        };
+        if improved {
+            state.best_value = value;
+            state.best_step = state.step;
+            state.evals_since_best = 0;
+        } else {
+            state.evals_since_best += 1;
+        }
+        if let (Some(_), Some(&loss)) = (cfg.loss_patience, metrics.get("dev_loss")) {
+            state.watch_dev_loss(loss);
+        }
+        // Best, log, then the last pair: a run killed at any point resumes from the last pair
+        // it finished and rewrites the rest with the same bytes (the log is cut back to the
+        // resumed step, a best of a later step is rewritten).
+        if improved {
+            self.save(&self.paths.best(), state, metrics, None)?;
+        }
+        self.write_log(header, log)?;
+        self.save(&self.paths.last(), state, metrics, Some(opt))?;
+        if cfg.loss_stalled(state) {
+            if self.verbose {
+                eprintln!(
+                    "early stop at step {}: dev_loss has not improved for {} evaluations (best checkpoint: step {}, by {})",
+                    state.step,
+                    state.dev_loss_watch.map_or(0, |w| w.evals_since_best),
+                    state.best_step,
+                    cfg.metric
+                );
+            }
+            return Ok(true);
+        }
+        if cfg.metric_stalled(state) {
+            if self.verbose {
+                eprintln!(
+                    "early stop at step {}: {} has not improved for {} evaluations (best {} at step {})",
+                    state.step,
+                    cfg.metric,
+                    state.evals_since_best,
+                    state.best_value.map_or("none".to_string(), |v| format!("{v:.6}")),
+                    state.best_step
+                );
+            }
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// The error of a run the NaN guard stops, after leaving the run folder as it says: with a
