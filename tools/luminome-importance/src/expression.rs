@@ -25,6 +25,7 @@ use luminome_engine::parse_device;
 use luminome_io::atomic::AtomicWriter;
 use luminome_io::bedgraph::BedGraphWriter;
 use luminome_io::npz::{NpyArraySpec, NpyElem, NpzWriter};
+use luminome_io::region_dataset::{RegionCoords, SampleRow};
 
 use crate::args::{ImportanceArgs, Method};
 
@@ -35,71 +36,14 @@ pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
     let device = parse_device(&args.runtime.device)?;
     let input = ExpressionInput::open(&args.checkpoint, &args.dataset, device)?;
     let model = input.model()?;
-    if args.only_label.is_some() || args.target.is_some() {
-        bail!("--only-label and --target are for sequence classifiers; expression models explain their one output");
-    }
-    let pooling = match args.method {
-        Method::Pooling => {
-            if model.config.head == ExpressionHead::TssRegion {
-                bail!(
-                    "{}: --method pooling needs an attention-pooling model; this one reads the TSS region (--head tss-region). Use --method saliency or ig",
-                    args.checkpoint.display()
-                );
-            }
-            true
-        }
-        Method::Saliency | Method::Ig => false,
-        Method::Gates | Method::Attention | Method::Ism | Method::DeepLiftShap => bail!(
-            "{}: --method {} is not for expression models; they take pooling, saliency or ig",
-            args.checkpoint.display(),
-            args.method.name()
-        ),
-    };
+    let pooling = check_method(args, model.config.head)?;
     let top = args.top.unwrap_or(20);
-    if top == 0 {
-        bail!("--top must be at least 1");
-    }
-    if args.ranking.is_some() {
-        bail!("--ranking is for tabular models");
-    }
-    let mut records = input.subset(args.subset.unwrap_or(Subset::All))?;
-    let empty = records
-        .iter()
-        .filter(|&&r| input.samples[r].regions_used == 0)
-        .count();
-    records.retain(|&r| input.samples[r].regions_used > 0);
-    if let Some(n) = args.records {
-        records.truncate(n);
-    }
-    if records.is_empty() {
-        bail!(
-            "{}: no samples with regions selected",
-            args.dataset.display()
-        );
-    }
+    let (records, empty) = scored_samples(args, &input)?;
     let coords = input.dataset.read_region_coords()?;
     let ds = &input.dataset;
     let (n, f) = (ds.n_regions(), ds.n_features());
     let names = ds.feature_names().to_vec();
-    let mut npz = match &args.npz {
-        Some(p) => {
-            let s = records.len() as u64;
-            let first = if pooling {
-                NpyArraySpec::new("alpha", NpyElem::F32, &[s, n as u64])
-            } else {
-                NpyArraySpec::new("contrib", NpyElem::F32, &[s, n as u64, f as u64])
-            };
-            Some(NpzWriter::create(
-                p,
-                &[
-                    first,
-                    NpyArraySpec::new("region_index", NpyElem::I64, &[s, n as u64]),
-                    NpyArraySpec::new("sample", NpyElem::I64, &[s]),
-                ],
-            )?)
-        }
-        None => None,
-    };
+    let mut npz = open_npz(args, pooling, records.len() as u64, n as u64, f as u64)?;
     let mut tsv = AtomicWriter::create(&args.output)?;
     if pooling {
         writeln!(
@@ -112,7 +56,6 @@ pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
             "sample\tgene\tgene_id\tcell_type\tfeature\tscore\trank"
         )?;
     }
-    let region_coords = |r: i64| coords.get(usize::try_from(r).ok()?);
     let mut track = RegionTrack::new();
     let ig_steps = (args.method == Method::Ig).then_some(args.ig_steps);
     let bar = progress_bar(records.len() as u64, args.runtime.quiet);
@@ -123,65 +66,30 @@ pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
         } else {
             contributions(model, &t, ig_steps)?
         };
+        // Per sample: α (N) or contributions (N × F).
+        let width = if pooling { n } else { n * f };
         for (i, &r) in chunk.iter().enumerate() {
             let s = &input.samples[r];
             let region_index = &t.host.region_index[i * n..(i + 1) * n];
+            let sample_values = &values[i * width..(i + 1) * width];
             let used = t.n_used[i];
             let per_region: Vec<f64> = if pooling {
-                values[i * n..i * n + used]
+                let alpha: Vec<f64> = sample_values[..used]
                     .iter()
                     .map(|&a| f64::from(a))
-                    .collect()
+                    .collect();
+                write_pooling_rows(&mut tsv, r, s, &alpha, region_index, &coords)?;
+                alpha
             } else {
-                (0..used)
-                    .map(|slot| {
-                        let at = (i * n + slot) * f;
-                        values[at..at + f].iter().map(|&v| f64::from(v)).sum()
-                    })
+                let per_slot = &sample_values[..used * f];
+                write_feature_rows(&mut tsv, r, s, per_slot, &names, top)?;
+                per_slot
+                    .chunks(f)
+                    .map(|slot| slot.iter().map(|&v| f64::from(v)).sum())
                     .collect()
             };
-            if pooling {
-                for (slot, &a) in per_region.iter().enumerate() {
-                    let (chrom, start, end) = match region_coords(region_index[slot]) {
-                        Some(c) => (c.chrom.as_str(), c.start.to_string(), c.end.to_string()),
-                        None => (".", ".".into(), ".".into()),
-                    };
-                    writeln!(
-                        tsv,
-                        "{r}\t{}\t{}\t{}\t{slot}\t{}\t{chrom}\t{start}\t{end}\t{a:.6}",
-                        s.gene, s.gene_id, s.cell_type, region_index[slot]
-                    )?;
-                }
-            } else {
-                let mut per_feature = vec![0f64; f];
-                for slot in 0..used {
-                    let at = (i * n + slot) * f;
-                    for (k, &v) in values[at..at + f].iter().enumerate() {
-                        per_feature[k] += f64::from(v);
-                    }
-                }
-                let mut order: Vec<usize> = (0..f).collect();
-                order.sort_by(|&a, &b| {
-                    per_feature[b]
-                        .abs()
-                        .total_cmp(&per_feature[a].abs())
-                        .then(a.cmp(&b))
-                });
-                for (rank, &k) in order.iter().take(top).enumerate() {
-                    writeln!(
-                        tsv,
-                        "{r}\t{}\t{}\t{}\t{}\t{:.6e}\t{}",
-                        s.gene,
-                        s.gene_id,
-                        s.cell_type,
-                        names[k],
-                        per_feature[k],
-                        rank + 1
-                    )?;
-                }
-            }
             for (slot, &v) in per_region.iter().enumerate() {
-                if let Some(c) = region_coords(region_index[slot]) {
+                if let Some(c) = region_coord(&coords, region_index[slot]) {
                     let e = track
                         .entry((c.chrom.clone(), c.start, c.end))
                         .or_insert((0.0, 0));
@@ -190,8 +98,7 @@ pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
                 }
             }
             if let Some(z) = npz.as_mut() {
-                let width = if pooling { n } else { n * f };
-                z.push_f32(0, &values[i * width..(i + 1) * width])?;
+                z.push_f32(0, sample_values)?;
                 z.push_i64(1, region_index)?;
                 z.push_i64(2, &[r as i64])?;
             }
@@ -199,34 +106,7 @@ pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
         bar.inc(chunk.len() as u64);
     }
     bar.finish_and_clear();
-    let bedgraph = match &args.bedgraph {
-        Some(path) => {
-            let what = if pooling {
-                "pooling weight"
-            } else {
-                "summed contribution"
-            };
-            let sizes = args
-                .chrom_sizes
-                .as_deref()
-                .map(luminome_io::bigwig::ChromSizes::read)
-                .transpose()?;
-            let mut w = BedGraphWriter::create_track(
-                path,
-                Some(&format!(
-                    "track type=bedGraph name=\"luminome-importance {}\" description=\"mean {what} per region over {} samples\"",
-                    args.method.name(),
-                    records.len()
-                )),
-                sizes,
-            )?;
-            for ((chrom, start, end), (sum, count)) in &track {
-                w.push(chrom, *start, *end, (sum / f64::from(*count)) as f32)?;
-            }
-            Some(w)
-        }
-        None => None,
-    };
+    let bedgraph = write_bedgraph(args, pooling, records.len(), &track)?;
     tsv.commit()?;
     if let Some(b) = bedgraph {
         b.commit()?;
@@ -249,4 +129,183 @@ pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Refuses the flags and methods expression models do not take; whether the method is pooling.
+fn check_method(args: &ImportanceArgs, head: ExpressionHead) -> Result<bool> {
+    if args.only_label.is_some() || args.target.is_some() {
+        bail!("--only-label and --target are for sequence classifiers; expression models explain their one output");
+    }
+    let pooling = match args.method {
+        Method::Pooling => {
+            if head == ExpressionHead::TssRegion {
+                bail!(
+                    "{}: --method pooling needs an attention-pooling model; this one reads the TSS region (--head tss-region). Use --method saliency or ig",
+                    args.checkpoint.display()
+                );
+            }
+            true
+        }
+        Method::Saliency | Method::Ig => false,
+        Method::Gates | Method::Attention | Method::Ism | Method::DeepLiftShap => bail!(
+            "{}: --method {} is not for expression models; they take pooling, saliency or ig",
+            args.checkpoint.display(),
+            args.method.name()
+        ),
+    };
+    if args.top == Some(0) {
+        bail!("--top must be at least 1");
+    }
+    if args.ranking.is_some() {
+        bail!("--ranking is for tabular models");
+    }
+    Ok(pooling)
+}
+
+/// The samples to score (`--subset`, then `--records`), without those that have no region;
+/// and how many were left out for that.
+fn scored_samples(args: &ImportanceArgs, input: &ExpressionInput) -> Result<(Vec<usize>, usize)> {
+    let mut records = input.subset(args.subset.unwrap_or(Subset::All))?;
+    let empty = records
+        .iter()
+        .filter(|&&r| input.samples[r].regions_used == 0)
+        .count();
+    records.retain(|&r| input.samples[r].regions_used > 0);
+    if let Some(n) = args.records {
+        records.truncate(n);
+    }
+    if records.is_empty() {
+        bail!(
+            "{}: no samples with regions selected",
+            args.dataset.display()
+        );
+    }
+    Ok((records, empty))
+}
+
+/// The `--npz` writer for `s` samples of `n` regions (× `f` features for contributions).
+fn open_npz(
+    args: &ImportanceArgs,
+    pooling: bool,
+    s: u64,
+    n: u64,
+    f: u64,
+) -> Result<Option<NpzWriter>> {
+    let Some(path) = &args.npz else {
+        return Ok(None);
+    };
+    let first = if pooling {
+        NpyArraySpec::new("alpha", NpyElem::F32, &[s, n])
+    } else {
+        NpyArraySpec::new("contrib", NpyElem::F32, &[s, n, f])
+    };
+    Ok(Some(NpzWriter::create(
+        path,
+        &[
+            first,
+            NpyArraySpec::new("region_index", NpyElem::I64, &[s, n]),
+            NpyArraySpec::new("sample", NpyElem::I64, &[s]),
+        ],
+    )?))
+}
+
+/// A region's coordinates from the regions table (`None` for padding's -1).
+fn region_coord(coords: &[RegionCoords], region: i64) -> Option<&RegionCoords> {
+    coords.get(usize::try_from(region).ok()?)
+}
+
+/// `--method pooling`: one row per used region of sample `r`, its weight α.
+fn write_pooling_rows(
+    tsv: &mut AtomicWriter,
+    r: usize,
+    s: &SampleRow,
+    alpha: &[f64],
+    region_index: &[i64],
+    coords: &[RegionCoords],
+) -> Result<()> {
+    for (slot, &a) in alpha.iter().enumerate() {
+        let (chrom, start, end) = match region_coord(coords, region_index[slot]) {
+            Some(c) => (c.chrom.as_str(), c.start.to_string(), c.end.to_string()),
+            None => (".", ".".into(), ".".into()),
+        };
+        writeln!(
+            tsv,
+            "{r}\t{}\t{}\t{}\t{slot}\t{}\t{chrom}\t{start}\t{end}\t{a:.6}",
+            s.gene, s.gene_id, s.cell_type, region_index[slot]
+        )?;
+    }
+    Ok(())
+}
+
+/// Saliency / IG: sample `r`'s contributions (used regions × features) summed per feature,
+/// the `top` by |score| (ties: feature order), rank 1 the largest.
+fn write_feature_rows(
+    tsv: &mut AtomicWriter,
+    r: usize,
+    s: &SampleRow,
+    per_slot: &[f32],
+    names: &[String],
+    top: usize,
+) -> Result<()> {
+    let f = names.len();
+    let mut per_feature = vec![0f64; f];
+    for slot in per_slot.chunks(f) {
+        for (k, &v) in slot.iter().enumerate() {
+            per_feature[k] += f64::from(v);
+        }
+    }
+    let mut order: Vec<usize> = (0..f).collect();
+    order.sort_by(|&a, &b| {
+        per_feature[b]
+            .abs()
+            .total_cmp(&per_feature[a].abs())
+            .then(a.cmp(&b))
+    });
+    for (rank, &k) in order.iter().take(top).enumerate() {
+        writeln!(
+            tsv,
+            "{r}\t{}\t{}\t{}\t{}\t{:.6e}\t{}",
+            s.gene,
+            s.gene_id,
+            s.cell_type,
+            names[k],
+            per_feature[k],
+            rank + 1
+        )?;
+    }
+    Ok(())
+}
+
+/// `--bedgraph`: each region's mean over the scored samples, uncommitted.
+fn write_bedgraph(
+    args: &ImportanceArgs,
+    pooling: bool,
+    samples: usize,
+    track: &RegionTrack,
+) -> Result<Option<BedGraphWriter>> {
+    let Some(path) = &args.bedgraph else {
+        return Ok(None);
+    };
+    let what = if pooling {
+        "pooling weight"
+    } else {
+        "summed contribution"
+    };
+    let sizes = args
+        .chrom_sizes
+        .as_deref()
+        .map(luminome_io::bigwig::ChromSizes::read)
+        .transpose()?;
+    let mut w = BedGraphWriter::create_track(
+        path,
+        Some(&format!(
+            "track type=bedGraph name=\"luminome-importance {}\" description=\"mean {what} per region over {samples} samples\"",
+            args.method.name(),
+        )),
+        sizes,
+    )?;
+    for ((chrom, start, end), (sum, count)) in track {
+        w.push(chrom, *start, *end, (sum / f64::from(*count)) as f32)?;
+    }
+    Ok(Some(w))
 }
