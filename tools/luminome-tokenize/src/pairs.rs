@@ -116,6 +116,119 @@ fn side_ids(
 /// Reads the pairs table of `job.input` and writes its retrieval pairs dataset.
 pub fn run(job: &TokenizeJob, opts: &PairsOptions) -> Result<Summary> {
     let start = std::time::Instant::now();
+    check_job(job, opts)?;
+    let path = &job.inputs[0].path;
+    let (mut reader, cols) = open_table(path, opts)?;
+    let tokenizer = job
+        .scheme
+        .info(job.add_cls, job.add_sep, job.hf_json.clone());
+    let mut writer = RetrievalPairsWriter::create(job.output.clone(), &tokenizer)?;
+    let mut tally = PairTally::default();
+    let mut summary = Summary::default();
+    let mut record = csv::ByteRecord::new();
+    let mut row = 0u64;
+    loop {
+        let line_guess = row + 2;
+        let more = reader
+            .read_byte_record(&mut record)
+            .map_err(|e| luminome_io::seqtable::csv_error(path, e, line_guess))?;
+        if !more {
+            break;
+        }
+        row += 1;
+        let line = record.position().map_or(line_guess, |p| p.line());
+        let err = |m: String| InputError::line(path, line, m);
+        let origin = format!("{}: line {line}", path.display());
+        let field = |i: usize| record.get(i).unwrap_or(b"");
+        let mut sides = [(Vec::new(), false), (Vec::new(), false)];
+        for (k, (col, what)) in [(cols.query, "query"), (cols.passage, "passage")]
+            .into_iter()
+            .enumerate()
+        {
+            let raw = field(col);
+            if raw.iter().all(|b| b.is_ascii_whitespace()) {
+                return Err(err(format!("the {what} is empty")).into());
+            }
+            sides[k] = side_ids(job, opts.text, raw, &mut summary.changed, &origin, &err)
+                .with_context(|| format!("{origin}: the {what}"))?;
+            summary.bases += raw.len() as u64;
+            tally.truncated[k] += u64::from(sides[k].1);
+        }
+        let [(q, _), (p, _)] = sides;
+        let Some(groups) = tally.groups(&q, &p, path, line, job.quiet) else {
+            continue;
+        };
+        let id = |col: Option<usize>, fallback: String| match col {
+            Some(c) => row_id(field(c), &err),
+            None => Ok(fallback),
+        };
+        let query_id = id(cols.query_id, format!("q{row}"))?;
+        let passage_id = id(cols.passage_id, format!("p{}", groups[1] + 1))?;
+        if cols.query_id.is_some() {
+            tally
+                .query_ids
+                .check(path, &query_id, groups[0], line, "query")?;
+        }
+        if cols.passage_id.is_some() {
+            tally
+                .passage_ids
+                .check(path, &passage_id, groups[1], line, "passage")?;
+        }
+        let index = RetrievalIndexRow {
+            record: 0,
+            query_id,
+            passage_id,
+            line,
+        };
+        writer.push(&q, &p, groups, index)?;
+    }
+    if row == 0 {
+        return Err(InputError::file(path, "the table has a header but no pairs").into());
+    }
+    let written = writer.len();
+    writer.finish(RetrievalPairsMeta {
+        kind: String::new(),
+        format_version: 0,
+        tokenizer,
+        text: opts.text,
+        num_records: 0,
+        distinct_queries: 0,
+        distinct_passages: 0,
+        query_length: 0,
+        passage_length: 0,
+        index_file: String::new(),
+        counts: tally.counts(),
+        sources: vec![path.display().to_string()],
+        tool: "luminome-tokenize".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        command_line: job.command_line.clone(),
+    })?;
+    summary.input_records = row;
+    summary.rows = written;
+    summary.truncated = tally.truncated.iter().sum();
+    if !job.quiet {
+        let [truncated_q, truncated_p] = tally.truncated;
+        eprintln!(
+            "luminome-tokenize: {written} pairs of {row} rows ({} repeated pairs left out; {} distinct queries, {} distinct passages; {} queries with several positives; truncated: {truncated_q} queries, {truncated_p} passages) → {} in {:.1}s",
+            tally.duplicates,
+            tally.query_groups.by_key.len(),
+            tally.passage_groups.by_key.len(),
+            tally.several,
+            job.output.display(),
+            start.elapsed().as_secs_f64()
+        );
+        if summary.changed.total() > 0 {
+            eprintln!(
+                "luminome-tokenize: letters read as N: {}",
+                summary.changed.summary()
+            );
+        }
+    }
+    Ok(summary)
+}
+
+/// Refuses the tokenize flags a pairs table does not take.
+fn check_job(job: &TokenizeJob, opts: &PairsOptions) -> Result<()> {
     if opts.text && !matches!(job.scheme, Scheme::Hf(..)) {
         bail!("--text reads each side as text: it needs --scheme hf --tokenizer tokenizer.json");
     }
@@ -132,7 +245,22 @@ pub fn run(job: &TokenizeJob, opts: &PairsOptions) -> Result<Summary> {
             bail!("--max-length {l} leaves no room for sequence tokens");
         }
     }
-    let path = &job.inputs[0].path;
+    Ok(())
+}
+
+/// The columns a pairs table's rows are read from.
+struct PairColumns {
+    query: usize,
+    passage: usize,
+    /// The id columns, when the table has them.
+    query_id: Option<usize>,
+    passage_id: Option<usize>,
+}
+
+type TableReader = csv::Reader<Box<dyn std::io::BufRead + Send>>;
+
+/// The pairs table's reader, past its header, and its columns (a missing side is refused).
+fn open_table(path: &Path, opts: &PairsOptions) -> Result<(TableReader, PairColumns)> {
     let (inner, _) = luminome_io::compress::open(path, 1)?;
     let mut reader = csv::ReaderBuilder::new()
         .delimiter(luminome_io::seqtable::delimiter_for(path))
@@ -159,153 +287,95 @@ pub fn run(job: &TokenizeJob, opts: &PairsOptions) -> Result<Summary> {
             .into()
         })
     };
-    let (qc, pc) = (find(&opts.query_column)?, find(&opts.passage_column)?);
-    let qid = column(&headers, &opts.query_id_column);
-    let pid = column(&headers, &opts.passage_id_column);
+    let cols = PairColumns {
+        query: find(&opts.query_column)?,
+        passage: find(&opts.passage_column)?,
+        query_id: column(&headers, &opts.query_id_column),
+        passage_id: column(&headers, &opts.passage_id_column),
+    };
+    Ok((reader, cols))
+}
 
-    let tokenizer = job
-        .scheme
-        .info(job.add_cls, job.add_sep, job.hf_json.clone());
-    let mut writer = RetrievalPairsWriter::create(job.output.clone(), &tokenizer)?;
-    let (mut query_groups, mut passage_groups) = (Groups::default(), Groups::default());
-    let (mut query_ids, mut passage_ids) = (Ids::default(), Ids::default());
-    let mut seen_pairs: HashMap<(u32, u32), u64> = HashMap::new();
-    let mut positives: HashMap<u32, u32> = HashMap::new();
-    let mut several = 0u64;
-    let mut duplicates = 0u64;
-    let mut summary = Summary::default();
-    let (mut truncated_q, mut truncated_p) = (0u64, 0u64);
-    let mut record = csv::ByteRecord::new();
-    let mut row = 0u64;
-    loop {
-        let line_guess = row + 2;
-        let more = reader
-            .read_byte_record(&mut record)
-            .map_err(|e| luminome_io::seqtable::csv_error(path, e, line_guess))?;
-        if !more {
-            break;
-        }
-        row += 1;
-        let line = record.position().map_or(line_guess, |p| p.line());
-        let err = |m: String| InputError::line(path, line, m);
-        let origin = format!("{}: line {line}", path.display());
-        let field = |i: usize| record.get(i).unwrap_or(b"");
-        let mut sides = [(Vec::new(), false), (Vec::new(), false)];
-        for (k, (col, what)) in [(qc, "query"), (pc, "passage")].into_iter().enumerate() {
-            let raw = field(col);
-            if raw.iter().all(|b| b.is_ascii_whitespace()) {
-                return Err(err(format!("the {what} is empty")).into());
-            }
-            sides[k] = side_ids(job, opts.text, raw, &mut summary.changed, &origin, &err)
-                .with_context(|| format!("{origin}: the {what}"))?;
-            summary.bases += raw.len() as u64;
-        }
-        let [(q, tq), (p, tp)] = sides;
-        truncated_q += u64::from(tq);
-        truncated_p += u64::from(tp);
-        let groups = [query_groups.get(&q), passage_groups.get(&p)];
-        match seen_pairs.entry((groups[0], groups[1])) {
+/// An id cell: trimmed, non-empty, without tab or line break.
+fn row_id(cell: &[u8], err: &dyn Fn(String) -> InputError) -> Result<String> {
+    let v = String::from_utf8_lossy(cell).trim().to_string();
+    if v.is_empty() || v.contains(['\t', '\n', '\r']) {
+        return Err(err(format!(
+            "an id must be non-empty and hold no tab or line break, found {:?}",
+            v.chars().take(60).collect::<String>()
+        ))
+        .into());
+    }
+    Ok(v)
+}
+
+/// What the pairs read so far add up to: the groups of queries and passages, the ids given to
+/// them, repeated pairs, queries with several positives and truncated sides.
+#[derive(Default)]
+struct PairTally {
+    query_groups: Groups,
+    passage_groups: Groups,
+    query_ids: Ids,
+    passage_ids: Ids,
+    /// Each (query group, passage group) pair and the line it was first on.
+    seen_pairs: HashMap<(u32, u32), u64>,
+    /// A query group's positive passage group (`u32::MAX` once it has several).
+    positives: HashMap<u32, u32>,
+    several: u64,
+    duplicates: u64,
+    /// Truncated queries and passages.
+    truncated: [u64; 2],
+}
+
+impl PairTally {
+    /// The groups of the pair `(q, p)` on `line`; `None` for a repeat of an earlier pair (left
+    /// out and counted; the first repeat is named on stderr).
+    fn groups(
+        &mut self,
+        q: &[u32],
+        p: &[u32],
+        path: &Path,
+        line: u64,
+        quiet: bool,
+    ) -> Option<[u32; 2]> {
+        let groups = [self.query_groups.get(q), self.passage_groups.get(p)];
+        match self.seen_pairs.entry((groups[0], groups[1])) {
             Entry::Occupied(e) => {
-                if duplicates == 0 && !job.quiet {
+                if self.duplicates == 0 && !quiet {
                     eprintln!(
                         "luminome-tokenize: warning: {}: line {line} repeats the pair on line {} (the same query and passage); repeated pairs are left out and counted",
                         path.display(),
                         e.get()
                     );
                 }
-                duplicates += 1;
-                continue;
+                self.duplicates += 1;
+                return None;
             }
             Entry::Vacant(v) => {
                 v.insert(line);
             }
         }
-        if let Some(&first) = positives.get(&groups[0]) {
+        if let Some(&first) = self.positives.get(&groups[0]) {
             if first != groups[1] && first != u32::MAX {
-                several += 1;
-                positives.insert(groups[0], u32::MAX);
+                self.several += 1;
+                self.positives.insert(groups[0], u32::MAX);
             }
         } else {
-            positives.insert(groups[0], groups[1]);
+            self.positives.insert(groups[0], groups[1]);
         }
-        let id = |col: Option<usize>, fallback: String| -> Result<String> {
-            match col {
-                Some(c) => {
-                    let v = String::from_utf8_lossy(field(c)).trim().to_string();
-                    if v.is_empty() || v.contains(['\t', '\n', '\r']) {
-                        return Err(err(format!(
-                            "an id must be non-empty and hold no tab or line break, found {:?}",
-                            v.chars().take(60).collect::<String>()
-                        ))
-                        .into());
-                    }
-                    Ok(v)
-                }
-                None => Ok(fallback),
-            }
-        };
-        let query_id = id(qid, format!("q{row}"))?;
-        let passage_id = id(pid, format!("p{}", groups[1] + 1))?;
-        if qid.is_some() {
-            query_ids.check(path, &query_id, groups[0], line, "query")?;
-        }
-        if pid.is_some() {
-            passage_ids.check(path, &passage_id, groups[1], line, "passage")?;
-        }
-        writer.push(
-            &q,
-            &p,
-            groups,
-            RetrievalIndexRow {
-                record: 0,
-                query_id,
-                passage_id,
-                line,
-            },
-        )?;
+        Some(groups)
     }
-    if row == 0 {
-        return Err(InputError::file(path, "the table has a header but no pairs").into());
+
+    /// The counts written into the dataset's metadata.
+    fn counts(&self) -> std::collections::BTreeMap<String, u64> {
+        [
+            ("truncated_queries", self.truncated[0]),
+            ("truncated_passages", self.truncated[1]),
+            ("queries_with_several_positives", self.several),
+            ("repeated_pairs_left_out", self.duplicates),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
     }
-    let written = writer.len();
-    let mut counts = std::collections::BTreeMap::new();
-    counts.insert("truncated_queries".to_string(), truncated_q);
-    counts.insert("truncated_passages".to_string(), truncated_p);
-    counts.insert("queries_with_several_positives".to_string(), several);
-    counts.insert("repeated_pairs_left_out".to_string(), duplicates);
-    let (distinct_q, distinct_p) = (query_groups.by_key.len(), passage_groups.by_key.len());
-    writer.finish(RetrievalPairsMeta {
-        kind: String::new(),
-        format_version: 0,
-        tokenizer,
-        text: opts.text,
-        num_records: 0,
-        distinct_queries: 0,
-        distinct_passages: 0,
-        query_length: 0,
-        passage_length: 0,
-        index_file: String::new(),
-        counts,
-        sources: vec![path.display().to_string()],
-        tool: "luminome-tokenize".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        command_line: job.command_line.clone(),
-    })?;
-    summary.input_records = row;
-    summary.rows = written;
-    summary.truncated = truncated_q + truncated_p;
-    if !job.quiet {
-        eprintln!(
-            "luminome-tokenize: {written} pairs of {row} rows ({duplicates} repeated pairs left out; {distinct_q} distinct queries, {distinct_p} distinct passages; {several} queries with several positives; truncated: {truncated_q} queries, {truncated_p} passages) → {} in {:.1}s",
-            job.output.display(),
-            start.elapsed().as_secs_f64()
-        );
-        if summary.changed.total() > 0 {
-            eprintln!(
-                "luminome-tokenize: letters read as N: {}",
-                summary.changed.summary()
-            );
-        }
-    }
-    Ok(summary)
 }
