@@ -20,6 +20,96 @@ use luminome_io::atomic::AtomicWriter;
 use crate::args::{ImportanceArgs, Method};
 
 pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
+    let method = check_args(args)?;
+    let device = parse_device(&args.runtime.device)?;
+    let input = TabularInput::open(&args.checkpoint, &args.dataset, device.clone())?;
+    let model = input.model()?;
+    let schema = &model.config.schema;
+    let fixed = fixed_target(args, &schema.classes)?;
+    if method == ColumnMethod::Attention && matches!(model.config.arch, TabularArch::Mlp { .. }) {
+        bail!(
+            "{}: --method attention needs an FT-Transformer; this model is an MLP (use saliency or ig)",
+            args.checkpoint.display()
+        );
+    }
+    let mut records: Vec<usize> = (0..input.rows.n).collect();
+    if let Some(n) = args.records {
+        records.truncate(n);
+    }
+    let names: Vec<&str> = schema.columns.iter().map(|c| c.name.as_str()).collect();
+    let cols: Vec<usize> = names
+        .iter()
+        .map(|n| input.table.require(n, "feature"))
+        .collect::<std::result::Result<_, _>>()?;
+    let f = names.len();
+    let top = args.top.unwrap_or(f).min(f);
+    let mut tsv = AtomicWriter::create(&args.output)?;
+    writeln!(tsv, "sample\tfeature\tvalue\timportance\trank")?;
+    let mut sums = ColumnSums::new(f);
+    let bar = progress_bar(records.len() as u64, args.runtime.quiet);
+    for chunk in records.chunks(args.batch_size.max(1)) {
+        let t = model.tensors(&input.rows, chunk, &device)?;
+        let targets: Vec<usize> = match fixed {
+            Some(k) => vec![k; chunk.len()],
+            None => {
+                let sub = input.rows.select(chunk);
+                let p = predict_probs(model, &sub, chunk.len(), &device)?;
+                p.chunks(schema.classes.len())
+                    .map(|p| predicted_class(p, model.config.threshold))
+                    .collect()
+            }
+        };
+        let scores = column_scores(model, &t, &targets, method)?;
+        for (i, &r) in chunk.iter().enumerate() {
+            let s = &scores[i * f..(i + 1) * f];
+            let mut order: Vec<usize> = (0..f).collect();
+            order.sort_by(|&a, &b| s[b].abs().total_cmp(&s[a].abs()).then(a.cmp(&b)));
+            for (rank, &k) in order.iter().take(top).enumerate() {
+                let value = input.table.column(cols[k])[r].as_deref().unwrap_or("NA");
+                writeln!(
+                    tsv,
+                    "{}\t{}\t{value}\t{:.6e}\t{}",
+                    input.rows.ids[r],
+                    names[k],
+                    s[k],
+                    rank + 1
+                )?;
+            }
+            sums.add(s);
+        }
+        bar.inc(chunk.len() as u64);
+    }
+    bar.finish_and_clear();
+    let global = sums.ranking();
+    let ranking = match &args.ranking {
+        Some(p) => Some(sums.write_ranking(p, &names, &global, records.len())?),
+        None => None,
+    };
+    tsv.commit()?;
+    if let Some(w) = ranking {
+        w.commit()?;
+    }
+    if !args.runtime.quiet {
+        let n = records.len() as f64;
+        eprintln!(
+            "luminome-importance: {} samples, method {} → {} ({:.1}s); top columns: {}",
+            records.len(),
+            args.method.name(),
+            args.output.display(),
+            started.elapsed().as_secs_f64(),
+            global
+                .iter()
+                .take(5)
+                .map(|&k| format!("{} {:.3e}", names[k], sums.abs[k] / n))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The method as a tabular model takes it; the flags of other families refused.
+fn check_args(args: &ImportanceArgs) -> Result<ColumnMethod> {
     let method = match args.method {
         Method::Saliency => ColumnMethod::Saliency,
         Method::Ig => ColumnMethod::IntegratedGradients {
@@ -50,125 +140,73 @@ pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
     if let Some(r) = &args.ranking {
         luminome_io::atomic::check_output_dir(r)?;
     }
-    let device = parse_device(&args.runtime.device)?;
-    let input = TabularInput::open(&args.checkpoint, &args.dataset, device.clone())?;
-    let model = input.model()?;
-    let schema = &model.config.schema;
-    let fixed = match &args.target {
-        Some(t) => Some(
-            schema
-                .classes
-                .iter()
-                .position(|c| c == t)
-                .with_context(|| {
-                    format!(
-                        "--target {t}: not a class of the model in {} (its classes: {})",
-                        args.checkpoint.display(),
-                        schema.classes.join(", ")
-                    )
-                })?,
-        ),
-        None if schema.classes.len() == 2 => Some(1),
+    Ok(method)
+}
+
+/// The class every sample is explained for: `--target`, the positive class of a binary model,
+/// or `None` (each sample's predicted class).
+fn fixed_target(args: &ImportanceArgs, classes: &[String]) -> Result<Option<usize>> {
+    Ok(match &args.target {
+        Some(t) => Some(classes.iter().position(|c| c == t).with_context(|| {
+            format!(
+                "--target {t}: not a class of the model in {} (its classes: {})",
+                args.checkpoint.display(),
+                classes.join(", ")
+            )
+        })?),
+        None if classes.len() == 2 => Some(1),
         None => None,
-    };
-    if method == ColumnMethod::Attention && matches!(model.config.arch, TabularArch::Mlp { .. }) {
-        bail!(
-            "{}: --method attention needs an FT-Transformer; this model is an MLP (use saliency or ig)",
-            args.checkpoint.display()
-        );
-    }
-    let mut records: Vec<usize> = (0..input.rows.n).collect();
-    if let Some(n) = args.records {
-        records.truncate(n);
-    }
-    let names: Vec<&str> = schema.columns.iter().map(|c| c.name.as_str()).collect();
-    let cols: Vec<usize> = names
-        .iter()
-        .map(|n| input.table.require(n, "feature"))
-        .collect::<std::result::Result<_, _>>()?;
-    let f = names.len();
-    let top = args.top.unwrap_or(f).min(f);
-    let mut tsv = AtomicWriter::create(&args.output)?;
-    writeln!(tsv, "sample\tfeature\tvalue\timportance\trank")?;
-    let mut sum = vec![0f64; f];
-    let mut sum_abs = vec![0f64; f];
-    let bar = progress_bar(records.len() as u64, args.runtime.quiet);
-    for chunk in records.chunks(args.batch_size.max(1)) {
-        let t = model.tensors(&input.rows, chunk, &device)?;
-        let targets: Vec<usize> = match fixed {
-            Some(k) => vec![k; chunk.len()],
-            None => {
-                let sub = input.rows.select(chunk);
-                let p = predict_probs(model, &sub, chunk.len(), &device)?;
-                p.chunks(schema.classes.len())
-                    .map(|p| predicted_class(p, model.config.threshold))
-                    .collect()
-            }
-        };
-        let scores = column_scores(model, &t, &targets, method)?;
-        for (i, &r) in chunk.iter().enumerate() {
-            let s = &scores[i * f..(i + 1) * f];
-            let mut order: Vec<usize> = (0..f).collect();
-            order.sort_by(|&a, &b| s[b].abs().total_cmp(&s[a].abs()).then(a.cmp(&b)));
-            for (rank, &k) in order.iter().take(top).enumerate() {
-                let value = input.table.column(cols[k])[r].as_deref().unwrap_or("NA");
-                writeln!(
-                    tsv,
-                    "{}\t{}\t{value}\t{:.6e}\t{}",
-                    input.rows.ids[r],
-                    names[k],
-                    s[k],
-                    rank + 1
-                )?;
-            }
-            for k in 0..f {
-                sum[k] += f64::from(s[k]);
-                sum_abs[k] += f64::from(s[k].abs());
-            }
+    })
+}
+
+/// Each column's importance summed over the scored samples, and its |importance|.
+struct ColumnSums {
+    sum: Vec<f64>,
+    abs: Vec<f64>,
+}
+
+impl ColumnSums {
+    fn new(f: usize) -> Self {
+        Self {
+            sum: vec![0.0; f],
+            abs: vec![0.0; f],
         }
-        bar.inc(chunk.len() as u64);
     }
-    bar.finish_and_clear();
-    let n = records.len() as f64;
-    let mut global: Vec<usize> = (0..f).collect();
-    global.sort_by(|&a, &b| sum_abs[b].total_cmp(&sum_abs[a]).then(a.cmp(&b)));
-    let ranking = match &args.ranking {
-        Some(p) => {
-            let mut w = AtomicWriter::create(p)?;
-            writeln!(w, "feature\tmean_abs_importance\tmean_importance\tn\trank")?;
-            for (rank, &k) in global.iter().enumerate() {
-                writeln!(
-                    w,
-                    "{}\t{:.6e}\t{:.6e}\t{}\t{}",
-                    names[k],
-                    sum_abs[k] / n,
-                    sum[k] / n,
-                    records.len(),
-                    rank + 1
-                )?;
-            }
-            Some(w)
+
+    fn add(&mut self, scores: &[f32]) {
+        for (k, &v) in scores.iter().enumerate() {
+            self.sum[k] += f64::from(v);
+            self.abs[k] += f64::from(v.abs());
         }
-        None => None,
-    };
-    tsv.commit()?;
-    if let Some(w) = ranking {
-        w.commit()?;
     }
-    if !args.runtime.quiet {
-        eprintln!(
-            "luminome-importance: {} samples, method {} → {} ({:.1}s); top columns: {}",
-            records.len(),
-            args.method.name(),
-            args.output.display(),
-            started.elapsed().as_secs_f64(),
-            global
-                .iter()
-                .take(5)
-                .map(|&k| format!("{} {:.3e}", names[k], sum_abs[k] / n))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+
+    /// Columns by mean |importance|, largest first (ties: column order).
+    fn ranking(&self) -> Vec<usize> {
+        let mut global: Vec<usize> = (0..self.abs.len()).collect();
+        global.sort_by(|&a, &b| self.abs[b].total_cmp(&self.abs[a]).then(a.cmp(&b)));
+        global
     }
-    Ok(())
+
+    /// `--ranking`: the global ranking over `n` samples, uncommitted.
+    fn write_ranking(
+        &self,
+        path: &std::path::Path,
+        names: &[&str],
+        global: &[usize],
+        n: usize,
+    ) -> Result<AtomicWriter> {
+        let mut w = AtomicWriter::create(path)?;
+        writeln!(w, "feature\tmean_abs_importance\tmean_importance\tn\trank")?;
+        for (rank, &k) in global.iter().enumerate() {
+            writeln!(
+                w,
+                "{}\t{:.6e}\t{:.6e}\t{n}\t{}",
+                names[k],
+                self.abs[k] / n as f64,
+                self.sum[k] / n as f64,
+                rank + 1
+            )?;
+        }
+        Ok(w)
+    }
 }
