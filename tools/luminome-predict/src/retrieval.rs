@@ -14,7 +14,9 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use candle_core::Device;
 use luminome_engine::checkpoint::Checkpoint;
-use luminome_engine::models::dual::retrieval::{embed_rows, evaluate, Corpus, RetrievalSet};
+use luminome_engine::models::dual::retrieval::{
+    embed_rows, evaluate, Corpus, RetrievalReport, RetrievalSet,
+};
 use luminome_engine::models::dual::setup::open_pairs;
 use luminome_engine::models::dual::DualConfig;
 use luminome_io::atomic::AtomicWriter;
@@ -111,24 +113,9 @@ pub fn run(args: &PredictArgs, device: Device) -> Result<()> {
         );
     }
     let index = pairs.read_index()?;
-    let corpus = args
-        .corpus
-        .as_deref()
-        .map(|p| {
-            TokenDataset::open(p).with_context(|| format!("cannot open the corpus {}", p.display()))
-        })
-        .transpose()?;
+    let corpus = open_corpus(args, max_len)?;
     let set = match &corpus {
-        Some(c) => {
-            if c.max_length() > max_len {
-                bail!(
-                    "{}: rows of {} tokens are longer than the model's max length {max_len}",
-                    c.path().display(),
-                    c.max_length()
-                );
-            }
-            RetrievalSet::with_corpus(&pairs, c, &index)?
-        }
+        Some(c) => RetrievalSet::with_corpus(&pairs, c, &index)?,
         None => RetrievalSet::from_pairs(&pairs),
     };
     let report = evaluate(
@@ -152,48 +139,10 @@ pub fn run(args: &PredictArgs, device: Device) -> Result<()> {
         .iter()
         .map(|&r| index[r].query_id.clone())
         .collect();
-    let mut out = AtomicWriter::create(&args.output)?;
-    writeln!(
-        out,
-        "record\tname\trelevant\tfirst_rank\trr\ttop\ttop_scores\tpositive_similarity"
-    )?;
-    // per_query follows set.query_rows.
-    for (qi, (q, name)) in report.per_query.iter().zip(&query_names).enumerate() {
-        let relevant: Vec<&str> = set.relevant[qi]
-            .iter()
-            .map(|&j| passage_names[j].as_str())
-            .collect();
-        let top: Vec<&str> = q
-            .top
-            .iter()
-            .map(|&(j, _)| passage_names[j].as_str())
-            .collect();
-        let top_scores: Vec<String> = q.top.iter().map(|&(_, s)| format!("{s:.4}")).collect();
-        writeln!(
-            out,
-            "{}\t{name}\t{}\t{}\t{:.6}\t{}\t{}\t{:.6}",
-            q.row,
-            relevant.join(","),
-            q.ranks[0],
-            q.scores.rr,
-            top.join(","),
-            top_scores.join(","),
-            q.positive_similarity
-        )?;
-    }
+    let out = write_rankings(args, &report, &set, &query_names, &passage_names)?;
     let rows = report.metric_rows();
     let metrics_file = match &args.metrics {
-        Some(path) => {
-            let mut w = AtomicWriter::create(path)?;
-            writeln!(w, "metric\tvalue")?;
-            for (k, v) in &rows {
-                writeln!(w, "{k}\t{v}")?;
-            }
-            if set.merged_duplicates > 0 {
-                writeln!(w, "corpus_duplicates_merged\t{}", set.merged_duplicates)?;
-            }
-            Some(w)
-        }
+        Some(path) => Some(write_metrics(path, &rows, set.merged_duplicates)?),
         None => None,
     };
     let embedding_files = match &args.embeddings {
@@ -239,6 +188,75 @@ pub fn run(args: &PredictArgs, device: Device) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--corpus`: the token dataset queries are ranked against, its rows no longer than the model's.
+fn open_corpus(args: &PredictArgs, max_len: usize) -> Result<Option<TokenDataset>> {
+    let Some(path) = args.corpus.as_deref() else {
+        return Ok(None);
+    };
+    let c = TokenDataset::open(path)
+        .with_context(|| format!("cannot open the corpus {}", path.display()))?;
+    if c.max_length() > max_len {
+        bail!(
+            "{}: rows of {} tokens are longer than the model's max length {max_len}",
+            c.path().display(),
+            c.max_length()
+        );
+    }
+    Ok(Some(c))
+}
+
+/// `-o`: one line per distinct query (in `set.query_rows` order), uncommitted.
+fn write_rankings(
+    args: &PredictArgs,
+    report: &RetrievalReport,
+    set: &RetrievalSet,
+    query_names: &[String],
+    passage_names: &[String],
+) -> Result<AtomicWriter> {
+    let mut out = AtomicWriter::create(&args.output)?;
+    writeln!(
+        out,
+        "record\tname\trelevant\tfirst_rank\trr\ttop\ttop_scores\tpositive_similarity"
+    )?;
+    for (qi, (q, name)) in report.per_query.iter().zip(query_names).enumerate() {
+        let relevant: Vec<&str> = set.relevant[qi]
+            .iter()
+            .map(|&j| passage_names[j].as_str())
+            .collect();
+        let top: Vec<&str> = q
+            .top
+            .iter()
+            .map(|&(j, _)| passage_names[j].as_str())
+            .collect();
+        let top_scores: Vec<String> = q.top.iter().map(|&(_, s)| format!("{s:.4}")).collect();
+        writeln!(
+            out,
+            "{}\t{name}\t{}\t{}\t{:.6}\t{}\t{}\t{:.6}",
+            q.row,
+            relevant.join(","),
+            q.ranks[0],
+            q.scores.rr,
+            top.join(","),
+            top_scores.join(","),
+            q.positive_similarity
+        )?;
+    }
+    Ok(out)
+}
+
+/// `--metrics`: the report's rows, and the corpus duplicates merged when there were any.
+fn write_metrics(path: &Path, rows: &[(String, f64)], merged: usize) -> Result<AtomicWriter> {
+    let mut w = AtomicWriter::create(path)?;
+    writeln!(w, "metric\tvalue")?;
+    for (k, v) in rows {
+        writeln!(w, "{k}\t{v}")?;
+    }
+    if merged > 0 {
+        writeln!(w, "corpus_duplicates_merged\t{merged}")?;
+    }
+    Ok(w)
 }
 
 /// Embeddings of every row of a token dataset by one of the two encoders.
