@@ -181,6 +181,25 @@ impl SelfAttention {
         Ok((q, k, v))
     }
 
+    /// `qkv` `[B, L, 3·D]` with its values weighted by genetic attention's fitness scores (the
+    /// same products as the graph path's `v · γ`, in the fused op's layout).
+    fn genetic_qkv(
+        &self,
+        qkv: &Tensor,
+        mean_weights: &Tensor,
+        kind: AttentionKind,
+    ) -> Result<Tensor> {
+        let (b, l, three_d) = qkv.dims3()?;
+        let d = three_d / 3;
+        let (h, dh) = (self.num_heads, self.head_dim);
+        let v = qkv.narrow(D::Minus1, 2 * d, d)?;
+        let heads = v.reshape((b, l, h, dh))?.transpose(1, 2)?; // [B, H, L, Dh]
+        let gamma = genetic_fitness(&heads, mean_weights, kind == AttentionKind::GeneticScaled)?;
+        let gamma = gamma.transpose(1, 2)?.reshape((b, 1, d))?; // [B, 1, H·Dh]
+        let v = v.broadcast_mul(&gamma)?;
+        Tensor::cat(&[&qkv.narrow(D::Minus1, 0, 2 * d)?, &v], D::Minus1)
+    }
+
     /// The attention probabilities `[B, H, L, L]` (query × key, eval mode) of `x` `[B, L, D]`
     /// with `bias` `[B, 1, 1, L]`: what attention-based importance reads.
     pub(crate) fn probabilities(
@@ -205,11 +224,20 @@ impl SelfAttention {
         if deeplift::active() {
             return self.forward_deeplift(x, mask, rotary);
         }
-        if self.kind == AttentionKind::Standard && rotary.is_none() {
+        if rotary.is_none() {
             // One op from the projections to the context on the CPU (nn::attention: the same
             // bits as the graph below, without its copies and L × L round trips to memory).
+            // Genetic attention is standard attention on fitness-weighted values, so it takes
+            // the same op once its values are weighted.
             let qkv = self.qkv.forward(x)?;
             if fused_attention_applies(&qkv, self.num_heads) {
+                let qkv = match (self.kind, &mask.mean_weights) {
+                    (AttentionKind::Standard, _) => qkv,
+                    (kind, Some(w)) => self.genetic_qkv(&qkv, w, kind)?,
+                    (_, None) => {
+                        candle_core::bail!("internal: genetic attention without mean weights")
+                    }
+                };
                 let ctx =
                     fused_self_attention(&qkv, &mask.bias, self.num_heads, self.dropout, rng)?;
                 return self.out.forward(&ctx);
