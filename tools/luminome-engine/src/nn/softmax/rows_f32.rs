@@ -57,6 +57,15 @@ fn row_max(d: &mut [f32], bias: Option<&[f32]>) -> f32 {
             *v += b;
         }
     }
+    // Whole lanes of the remainder too: a row shorter than 32 (a table's 31 columns and
+    // [CLS]) was all remainder, one dependent scalar chain.
+    let mut tail = rest.chunks_exact(LANES);
+    for c in &mut tail {
+        for j in 0..LANES {
+            lanes[0][j] = lanes[0][j].max(c[j]);
+        }
+    }
+    let rest = tail.remainder();
     let mut set = lanes[0];
     for other in &lanes[1..] {
         for j in 0..LANES {
@@ -98,9 +107,17 @@ fn exp_normalize(d: &mut [f32], max: f32) {
         }
     }
     let mut sum = sums.iter().fold(0f32, |s, &v| s + v);
-    for o in chunks.into_remainder() {
-        *o = exp_below_max(*o - max);
-        sum += *o;
+    // The last < 8 exponentials as one lane-wide vector (padding lanes computed and dropped),
+    // then added in order: the same values and sum as one at a time.
+    let tail = chunks.into_remainder();
+    let mut e = [0f32; LANES];
+    e[..tail.len()].copy_from_slice(tail);
+    for v in e.iter_mut() {
+        *v = exp_below_max(*v - max);
+    }
+    for (o, &v) in tail.iter_mut().zip(&e) {
+        *o = v;
+        sum += v;
     }
     let inv = 1.0 / sum;
     for o in d.iter_mut() {
