@@ -28,15 +28,21 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 MASK_BIAS = -1e9
+# `--sdpa`: attention through F.scaled_dot_product_attention (PyTorch's fused kernel, what
+# nn.TransformerEncoderLayer and most user code call) instead of softmax(QK^T/sqrt(d) + bias) V
+# written out; the same function of the inputs (within float rounding).
+USE_SDPA = False
 
 
 class Attention(nn.Module):
-    def __init__(self, d, heads, kind):
+    def __init__(self, d, heads, kind, dropout=0.0):
         super().__init__()
         self.qkv = nn.Linear(d, 3 * d)
         self.out = nn.Linear(d, d)
         self.heads = heads
         self.kind = kind
+        # Dropout on the attention probabilities, as Luminome's attention (training only).
+        self.p = dropout
 
     def forward(self, x, mask):
         b, l, d = x.shape
@@ -53,7 +59,12 @@ class Attention(nn.Module):
                 gamma = gamma * (d // h)
             v = v * gamma
         bias = ((mask.to(x.dtype) - 1.0) * -MASK_BIAS)[:, None, None, :]
+        drop = self.p if self.training else 0.0
+        if USE_SDPA:
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=drop)
+            return self.out(o.transpose(1, 2).reshape(b, l, d))
         p = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // h) + bias, dim=-1)
+        p = F.dropout(p, drop, self.training)
         return self.out((p @ v).transpose(1, 2).reshape(b, l, d))
 
 
@@ -62,7 +73,7 @@ class Layer(nn.Module):
         super().__init__()
         d, eps = cfg["d_model"], cfg["layer_norm_eps"]
         self.ln1 = nn.LayerNorm(d, eps=eps)
-        self.attn = Attention(d, cfg["num_heads"], cfg.get("attention", "standard"))
+        self.attn = Attention(d, cfg["num_heads"], cfg.get("attention", "standard"), cfg["dropout"])
         self.ln2 = nn.LayerNorm(d, eps=eps)
         self.ffn = nn.ModuleDict({"up": nn.Linear(d, cfg["ffn_dim"]), "down": nn.Linear(cfg["ffn_dim"], d)})
         self.p = cfg["dropout"]
@@ -156,6 +167,8 @@ def verify(ckpt, pairs, emb):
 
 
 def bench(a):
+    global USE_SDPA
+    USE_SDPA = a.sdpa
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     enc = {
@@ -192,7 +205,7 @@ def bench(a):
             inf.append(time.perf_counter() - t0)
     train_ms = statistics.median(times) * 1e3
     inf_ms = statistics.median(inf[3:]) * 1e3
-    print(f"torch {torch.__version__} threads {a.threads} attention {a.attention}")
+    print(f"torch {torch.__version__} threads {a.threads} attention {a.attention} sdpa {a.sdpa}")
     print(f"train_step_ms median {train_ms:.1f}")
     print(f"embed_batch_ms median {inf_ms:.1f} ({b / inf_ms * 1e3:.0f} passages/s)")
 
@@ -204,6 +217,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--attention", default="standard", choices=["standard", "genetic", "genetic-scaled"])
+    ap.add_argument("--sdpa", action="store_true", help="attention through F.scaled_dot_product_attention")
     ap.add_argument("--shared", action="store_true", default=True)
     ap.add_argument("--d-model", type=int, default=64)
     ap.add_argument("--layers", type=int, default=1)
