@@ -228,24 +228,10 @@ pub fn variant_windows(
         let fasta_base = reference.fetch(&chrom, pos0, pos0 + 1)?[0].to_ascii_uppercase();
         for alt in &v.alternates {
             bump(counts, "alleles");
-            if Variant::is_symbolic(alt) {
-                bump(counts, "symbolic_alleles_left_out");
+            if !snv_allele_kept(&v, alt, fasta_base, &sink.vocab, counts) {
                 continue;
             }
-            if v.reference.len() != 1 || alt.len() != 1 {
-                bump(counts, "indel_or_mnp_alleles_left_out");
-                continue;
-            }
-            if !v.is_snv(alt) {
-                bump(counts, "non_acgt_alleles_left_out");
-                continue;
-            }
-            if sink.vocab.id(fasta_base) == sink.vocab.n {
-                bump(counts, "reference_n_at_site_left_out");
-                continue;
-            }
-            let reference_allele = v.reference.to_ascii_uppercase();
-            let ref_match = reference_allele.as_bytes()[0] == fasta_base;
+            let ref_match = v.reference.to_ascii_uppercase().as_bytes()[0] == fasta_base;
             if !ref_match {
                 let what = format!(
                     "REF {} of {}:{} is {} in {}",
@@ -295,73 +281,24 @@ pub fn variant_windows(
                     b
                 }
             };
-            let index = PairIndexRow {
-                record: 0,
-                // A saturated site's ID is its interval, shared by all its substitutions.
-                name: if v.id == "." || saturated.is_some() {
-                    format!("{}:{}:{}>{}", v.chrom, v.pos, v.reference, alt)
-                } else {
-                    v.id.clone()
-                },
-                window: Some(Interval {
-                    chrom: chrom.to_string(),
-                    start: from,
-                    end: to,
-                }),
-                site: Some(site),
-                variant: Some(VariantSite {
-                    id: v.id.clone(),
-                    chrom: v.chrom.clone(),
-                    pos: v.pos,
-                    reference: v.reference.clone(),
-                    alternate: alt.clone(),
-                    ref_match,
-                    line: v.line,
-                }),
-                info: v
-                    .info
-                    .iter()
-                    .map(|x| x.clone().unwrap_or_else(|| ".".into()))
-                    .collect(),
+            let window = Interval {
+                chrom: chrom.to_string(),
+                start: from,
+                end: to,
             };
+            let index = allele_index_row(&v, alt, window, site, ref_match, saturated.is_some());
             sink.push(a, b, Some(site), index)?;
             bump(counts, "alleles_written");
         }
     }
     if !missing.is_empty() {
-        let names: BTreeSet<&str> = reference
-            .sequences()
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .collect();
-        let list: Vec<String> = missing
-            .iter()
-            .map(|(c, (line, n))| format!("{c} ({n} records, first at line {line})"))
-            .collect();
-        let toggles = missing.keys().all(|c| {
-            let t = c
-                .strip_prefix("chr")
-                .map(str::to_string)
-                .unwrap_or(format!("chr{c}"));
-            names.contains(t.as_str())
-        });
-        bail!(
-            "{}: chromosomes not in the reference {}: {}; the reference has {}{}",
-            variants_path.display(),
-            reference_path.display(),
-            list.join(", "),
-            names
-                .iter()
-                .take(10)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", "),
-            if toggles && opts.chrom_names == ChromNames::Exact {
-                ". They differ only by a 'chr' prefix: add --chrom-names toggle-chr"
-            } else {
-                ""
-            }
-        );
+        bail!(missing_chromosomes(
+            &missing,
+            &reference,
+            variants_path,
+            reference_path,
+            opts.chrom_names
+        ));
     }
     if let Some(m) = first_mismatch {
         eprintln!(
@@ -370,4 +307,108 @@ pub fn variant_windows(
         );
     }
     Ok(())
+}
+
+/// Whether `alt` of `v` is a single-base substitution of A/C/G/T at a site whose reference base
+/// the vocabulary has; an allele left out is counted under its reason.
+fn snv_allele_kept(
+    v: &Variant,
+    alt: &str,
+    fasta_base: u8,
+    vocab: &BaseVocab,
+    counts: &mut Counts,
+) -> bool {
+    let reason = if Variant::is_symbolic(alt) {
+        "symbolic_alleles_left_out"
+    } else if v.reference.len() != 1 || alt.len() != 1 {
+        "indel_or_mnp_alleles_left_out"
+    } else if !v.is_snv(alt) {
+        "non_acgt_alleles_left_out"
+    } else if vocab.id(fasta_base) == vocab.n {
+        "reference_n_at_site_left_out"
+    } else {
+        return true;
+    };
+    bump(counts, reason);
+    false
+}
+
+/// The index row of one allele's window pair.
+fn allele_index_row(
+    v: &Variant,
+    alt: &str,
+    window: Interval,
+    site: usize,
+    ref_match: bool,
+    saturated: bool,
+) -> PairIndexRow {
+    PairIndexRow {
+        record: 0,
+        // A saturated site's ID is its interval, shared by all its substitutions.
+        name: if v.id == "." || saturated {
+            format!("{}:{}:{}>{}", v.chrom, v.pos, v.reference, alt)
+        } else {
+            v.id.clone()
+        },
+        window: Some(window),
+        site: Some(site),
+        variant: Some(VariantSite {
+            id: v.id.clone(),
+            chrom: v.chrom.clone(),
+            pos: v.pos,
+            reference: v.reference.clone(),
+            alternate: alt.to_string(),
+            ref_match,
+            line: v.line,
+        }),
+        info: v
+            .info
+            .iter()
+            .map(|x| x.clone().unwrap_or_else(|| ".".into()))
+            .collect(),
+    }
+}
+
+/// The error for variants on chromosomes the reference lacks: each with its count and first
+/// line, the reference's names, and the flag when a `chr` prefix is all that differs.
+fn missing_chromosomes(
+    missing: &BTreeMap<String, (u64, u64)>,
+    reference: &Reference,
+    variants_path: &Path,
+    reference_path: &Path,
+    chrom_names: ChromNames,
+) -> anyhow::Error {
+    let names: BTreeSet<&str> = reference
+        .sequences()
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let list: Vec<String> = missing
+        .iter()
+        .map(|(c, (line, n))| format!("{c} ({n} records, first at line {line})"))
+        .collect();
+    let toggles = missing.keys().all(|c| {
+        let t = c
+            .strip_prefix("chr")
+            .map(str::to_string)
+            .unwrap_or(format!("chr{c}"));
+        names.contains(t.as_str())
+    });
+    anyhow::anyhow!(
+        "{}: chromosomes not in the reference {}: {}; the reference has {}{}",
+        variants_path.display(),
+        reference_path.display(),
+        list.join(", "),
+        names
+            .iter()
+            .take(10)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", "),
+        if toggles && chrom_names == ChromNames::Exact {
+            ". They differ only by a 'chr' prefix: add --chrom-names toggle-chr"
+        } else {
+            ""
+        }
+    )
 }
