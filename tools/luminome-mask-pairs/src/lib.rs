@@ -103,16 +103,10 @@ fn variant_input(a: &Args) -> Option<variants::VariantInput<'_>> {
     }
 }
 
-/// Runs the command.
-pub fn run(a: &Args) -> Result<Summary> {
-    let started = Instant::now();
-    check_args(a)?;
-    luminome_io::atomic::check_extension(
-        "-o",
-        &a.output,
-        luminome_io::atomic::OutputKind::Safetensors,
-    )?;
-    let threads = luminome_cli::thread_count(a.threads);
+/// The masking mode (variant site for variants, random otherwise, unless `--mask`) and the
+/// pairing (complement strands for one FASTA, the given pairs for two or a paired file,
+/// `--pairing` for variants).
+fn mask_and_pairing(a: &Args) -> (MaskMode, Pairing) {
     let variants = variant_input(a).is_some();
     let mode = match a.mask.unwrap_or(if variants {
         MaskArg::VariantSite
@@ -129,6 +123,57 @@ pub fn run(a: &Args) -> Result<Summary> {
     } else {
         Pairing::Given
     };
+    (mode, pairing)
+}
+
+/// Reads the input the flags name and pushes its window pairs to `sink`; the sources read.
+fn write_pairs(
+    a: &Args,
+    threads: usize,
+    pairing: Pairing,
+    sink: &mut PairSink,
+    counts: &mut Counts,
+) -> Result<Vec<String>> {
+    let spec = WindowSpec {
+        window: a.window,
+        stride: a.stride.unwrap_or(a.window),
+        max_n_fraction: a.max_n_fraction,
+    };
+    let mut sources = Vec::new();
+    if let Some(f) = &a.fasta {
+        sources.push(f.display().to_string());
+        sequences::complement_windows(f, threads, &spec, sink, counts)?;
+    } else if let (Some(fa), Some(fb)) = (&a.fasta_a, &a.fasta_b) {
+        sources.extend([fa.display().to_string(), fb.display().to_string()]);
+        sequences::paired_files(fa, fb, threads, &spec, sink, counts)?;
+    } else if let Some(p) = &a.paired {
+        sources.push(p.display().to_string());
+        sequences::paired_records(p, threads, &spec, sink, counts)?;
+    } else if let (Some(r), Some(input)) = (&a.reference, variant_input(a)) {
+        sources.extend([r.display().to_string(), input.source()]);
+        let opts = VariantOptions {
+            window: a.window,
+            pairing,
+            ref_mismatch: a.ref_mismatch,
+            contig_ends: a.contig_ends,
+            chrom_names: a.chrom_names,
+        };
+        variants::variant_windows(r, input, &a.keep_info, threads, &opts, sink, counts)?;
+    }
+    Ok(sources)
+}
+
+/// Runs the command.
+pub fn run(a: &Args) -> Result<Summary> {
+    let started = Instant::now();
+    check_args(a)?;
+    luminome_io::atomic::check_extension(
+        "-o",
+        &a.output,
+        luminome_io::atomic::OutputKind::Safetensors,
+    )?;
+    let threads = luminome_cli::thread_count(a.threads);
+    let (mode, pairing) = mask_and_pairing(a);
     let tokenizer = match &a.like {
         Some(like) => luminome_cli::hub::open_checkpoint(like)?
             .tokenizer()
@@ -154,40 +199,7 @@ pub fn run(a: &Args) -> Result<Summary> {
         seed: a.seed,
     };
     let mut counts = Counts::new();
-    let spec = WindowSpec {
-        window: a.window,
-        stride: a.stride.unwrap_or(a.window),
-        max_n_fraction: a.max_n_fraction,
-    };
-    let mut sources = Vec::new();
-    if let Some(f) = &a.fasta {
-        sources.push(f.display().to_string());
-        sequences::complement_windows(f, threads, &spec, &mut sink, &mut counts)?;
-    } else if let (Some(fa), Some(fb)) = (&a.fasta_a, &a.fasta_b) {
-        sources.extend([fa.display().to_string(), fb.display().to_string()]);
-        sequences::paired_files(fa, fb, threads, &spec, &mut sink, &mut counts)?;
-    } else if let Some(p) = &a.paired {
-        sources.push(p.display().to_string());
-        sequences::paired_records(p, threads, &spec, &mut sink, &mut counts)?;
-    } else if let (Some(r), Some(input)) = (&a.reference, variant_input(a)) {
-        sources.extend([r.display().to_string(), input.source()]);
-        let opts = VariantOptions {
-            window: a.window,
-            pairing,
-            ref_mismatch: a.ref_mismatch,
-            contig_ends: a.contig_ends,
-            chrom_names: a.chrom_names,
-        };
-        variants::variant_windows(
-            r,
-            input,
-            &a.keep_info,
-            threads,
-            &opts,
-            &mut sink,
-            &mut counts,
-        )?;
-    }
+    let sources = write_pairs(a, threads, pairing, &mut sink, &mut counts)?;
     let written = sink.writer.len();
     if written == 0 {
         bail!(
