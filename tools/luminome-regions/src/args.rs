@@ -380,7 +380,8 @@ fn parse_motif_format(s: &str) -> Result<MotifFormat, String> {
 pub const MAX_REGIONS: usize = 1 << 14;
 
 impl Args {
-    pub fn into_config(self, command_line: String) -> Result<Config> {
+    /// Refuses numbers and combinations no run can take.
+    fn check_values(&self) -> Result<()> {
         if self.n_regions == 0 || self.window == 0 {
             bail!("--n-regions and --window must be positive");
         }
@@ -420,6 +421,12 @@ impl Args {
                 }
             );
         }
+        Ok(())
+    }
+
+    /// The samples and regions tables' paths (beside `-o` by default), checked to be three
+    /// different files, none of them an input, with the right extensions.
+    fn side_outputs(&self) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
         let samples_output = self
             .samples_output
             .clone()
@@ -471,6 +478,12 @@ impl Args {
             check_extension("the samples table", &samples_output, OutputKind::Tsv)?;
             check_extension("the regions table", &regions_output, OutputKind::Tsv)?;
         }
+        Ok((samples_output, regions_output))
+    }
+
+    pub fn into_config(self, command_line: String) -> Result<Config> {
+        self.check_values()?;
+        let (samples_output, regions_output) = self.side_outputs()?;
         Ok(Config {
             reference: self.reference,
             peaks: self.peaks,
