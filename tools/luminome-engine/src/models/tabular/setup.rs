@@ -13,8 +13,9 @@ use luminome_metrics::ClassificationMetrics;
 
 use super::args::{ClassWeights, ThresholdRule};
 use super::config::TabularConfig;
+use super::model::TabularModel;
 use super::outputs::{write_cv, write_metric_rows, write_predictions, TestResult};
-use super::schema::{check_unique_ids, table_classes, TabularSchema};
+use super::schema::{check_unique_ids, table_classes, EncodedRows, TabularSchema};
 use super::split::{by_class, stratified_folds, stratified_split};
 use super::task::{balanced_weights, predict_probs, TabularTask};
 use crate::checkpoint::{save_checkpoint, Checkpoint, CheckpointMeta};
@@ -57,104 +58,11 @@ pub fn run(args: &TabularArgs, command_line: &str) -> Result<()> {
     if args.threshold == ThresholdRule::Youden && n_classes != 2 {
         bail!("--threshold youden is for two classes; the labels have {n_classes}");
     }
-    let class_of = |t: &FeatureTable| -> Result<Vec<u32>> {
-        let col = t.require(&args.label, "label")?;
-        t.column(col)
-            .iter()
-            .enumerate()
-            .map(|(r, v)| {
-                v.as_ref()
-                    .and_then(|v| classes.iter().position(|c| c == v))
-                    .map(|k| k as u32)
-                    .ok_or_else(|| {
-                        t.error_at(
-                            r,
-                            format!(
-                                "label {} is not one of the classes ({})",
-                                v.as_deref().unwrap_or("(missing)"),
-                                classes.join(", ")
-                            ),
-                        )
-                        .into()
-                    })
-            })
-            .collect()
+    let train_classes = labels_of(&tables[0], &args.label, &classes)?;
+    let plans = match args.folds {
+        Some(k) => fold_plans(args, k, &train_classes, n_classes)?,
+        None => vec![split_plan(args, &train_classes, n_classes, &mut tables)?],
     };
-    let train_classes = class_of(&tables[0])?;
-    let all: Vec<usize> = (0..tables[0].len()).collect();
-    let mut plans = Vec::new();
-    if let Some(k) = args.folds {
-        let smallest = by_class(&all, &train_classes, n_classes)
-            .iter()
-            .map(Vec::len)
-            .min()
-            .unwrap_or(0);
-        if k > tables[0].len() || smallest < 2 {
-            bail!(
-                "{}: --folds {k} needs at least {k} rows and two of every class (the smallest class has {smallest})",
-                args.train.display()
-            );
-        }
-        for (f, test) in stratified_folds(&train_classes, n_classes, k, args.seed)
-            .into_iter()
-            .enumerate()
-        {
-            let rest: Vec<usize> = all
-                .iter()
-                .copied()
-                .filter(|r| test.binary_search(r).is_err())
-                .collect();
-            let (train, val) = stratified_split(
-                &rest,
-                &train_classes,
-                n_classes,
-                args.val_fraction,
-                args.seed.wrapping_add(f as u64),
-            );
-            plans.push(RunPlan {
-                dir: args.output.join(format!("fold-{}", f + 1)),
-                name: format!("fold {}/{k}", f + 1),
-                train,
-                val: (0, val),
-                test: Some((0, test)),
-            });
-        }
-    } else {
-        let (train, val) = match &args.dev {
-            Some(dev) => {
-                let t = open_table(dev, args.id.as_deref())?;
-                let rows = (0..t.len()).collect();
-                tables.push(t);
-                (all.clone(), (tables.len() - 1, rows))
-            }
-            None => {
-                let (keep, held) = stratified_split(
-                    &all,
-                    &train_classes,
-                    n_classes,
-                    args.val_fraction,
-                    args.seed,
-                );
-                (keep, (0, held))
-            }
-        };
-        let test = match &args.test {
-            Some(p) => {
-                let t = open_table(p, args.id.as_deref())?;
-                let rows = (0..t.len()).collect();
-                tables.push(t);
-                Some((tables.len() - 1, rows))
-            }
-            None => None,
-        };
-        plans.push(RunPlan {
-            dir: args.output.clone(),
-            name: "model".into(),
-            train,
-            val,
-            test,
-        });
-    }
     for p in &plans {
         if p.train.is_empty() || p.val.1.is_empty() {
             bail!(
@@ -216,6 +124,119 @@ pub fn run(args: &TabularArgs, command_line: &str) -> Result<()> {
         write_cv(args, k, tables[0].len(), &classes, &results)?;
     }
     Ok(())
+}
+
+/// Each row's class (its index in `classes`); a label outside them is refused with its row.
+fn labels_of(t: &FeatureTable, label: &str, classes: &[String]) -> Result<Vec<u32>> {
+    let col = t.require(label, "label")?;
+    t.column(col)
+        .iter()
+        .enumerate()
+        .map(|(r, v)| {
+            v.as_ref()
+                .and_then(|v| classes.iter().position(|c| c == v))
+                .map(|k| k as u32)
+                .ok_or_else(|| {
+                    t.error_at(
+                        r,
+                        format!(
+                            "label {} is not one of the classes ({})",
+                            v.as_deref().unwrap_or("(missing)"),
+                            classes.join(", ")
+                        ),
+                    )
+                    .into()
+                })
+        })
+        .collect()
+}
+
+/// `--folds k`: stratified folds of the training table, each fold's model trained on the other
+/// folds less a stratified validation share.
+fn fold_plans(
+    args: &TabularArgs,
+    k: usize,
+    train_classes: &[u32],
+    n_classes: usize,
+) -> Result<Vec<RunPlan>> {
+    let all: Vec<usize> = (0..train_classes.len()).collect();
+    let smallest = by_class(&all, train_classes, n_classes)
+        .iter()
+        .map(Vec::len)
+        .min()
+        .unwrap_or(0);
+    if k > all.len() || smallest < 2 {
+        bail!(
+            "{}: --folds {k} needs at least {k} rows and two of every class (the smallest class has {smallest})",
+            args.train.display()
+        );
+    }
+    let mut plans = Vec::new();
+    for (f, test) in stratified_folds(train_classes, n_classes, k, args.seed)
+        .into_iter()
+        .enumerate()
+    {
+        let rest: Vec<usize> = all
+            .iter()
+            .copied()
+            .filter(|r| test.binary_search(r).is_err())
+            .collect();
+        let (train, val) = stratified_split(
+            &rest,
+            train_classes,
+            n_classes,
+            args.val_fraction,
+            args.seed.wrapping_add(f as u64),
+        );
+        plans.push(RunPlan {
+            dir: args.output.join(format!("fold-{}", f + 1)),
+            name: format!("fold {}/{k}", f + 1),
+            train,
+            val: (0, val),
+            test: Some((0, test)),
+        });
+    }
+    Ok(plans)
+}
+
+/// One model: validation rows from `--dev` or a stratified share of the training table, the
+/// `--test` table scored at the end (tables opened here are pushed onto `tables`).
+fn split_plan(
+    args: &TabularArgs,
+    train_classes: &[u32],
+    n_classes: usize,
+    tables: &mut Vec<FeatureTable>,
+) -> Result<RunPlan> {
+    let all: Vec<usize> = (0..train_classes.len()).collect();
+    let (train, val) = match &args.dev {
+        Some(dev) => {
+            let t = open_table(dev, args.id.as_deref())?;
+            let rows = (0..t.len()).collect();
+            tables.push(t);
+            (all, (tables.len() - 1, rows))
+        }
+        None => {
+            let (keep, held) =
+                stratified_split(&all, train_classes, n_classes, args.val_fraction, args.seed);
+            (keep, (0, held))
+        }
+    };
+    let test = match &args.test {
+        Some(p) => {
+            let t = open_table(p, args.id.as_deref())?;
+            let rows = (0..t.len()).collect();
+            tables.push(t);
+            Some((tables.len() - 1, rows))
+        }
+        None => None,
+    };
+    Ok(RunPlan {
+        dir: args.output.clone(),
+        name: "model".into(),
+        train,
+        val,
+        test,
+    })
 }
 
 fn train_one(
@@ -322,19 +343,9 @@ fn train_one(
     let best_path = trainer.paths.best();
     let mut best = Checkpoint::load(&best_path, device)?;
     let model = best.get::<TabularConfig>()?.clone();
-    let val = task.dev.as_ref().expect("validation rows");
     if args.threshold == ThresholdRule::Youden {
-        let probs = predict_probs(&model, val, args.eval_batch_size, device)?;
-        let positive: Vec<bool> = val
-            .classes
-            .as_deref()
-            .unwrap_or_default()
-            .iter()
-            .map(|&c| c == 1)
-            .collect();
-        let score: Vec<f64> = probs.iter().skip(1).step_by(2).copied().collect();
-        let t = luminome_metrics::youden_threshold(&positive, &score)
-            .context("the validation rows need both classes to choose a threshold")?;
+        let val = task.dev.as_ref().context("internal: no validation rows")?;
+        let t = youden_threshold(&model, val, args.eval_batch_size, device)?;
         let mut cfg = model.config.clone();
         cfg.threshold = Some(t);
         best.meta.model = ModelConfig::from(cfg);
@@ -347,14 +358,52 @@ fn train_one(
         }
     }
     let threshold = best.get::<TabularConfig>()?.config.threshold;
-    let Some((table, rows)) = &plan.test else {
-        return Ok(None);
-    };
-    let test = model.config.schema.encode(&tables[*table], rows)?;
+    match &plan.test {
+        Some((table, rows)) => {
+            let test = (&tables[*table], rows.as_slice());
+            test_result(args, plan, &model, threshold, test, device).map(Some)
+        }
+        None => Ok(None),
+    }
+}
+
+/// The cut on P(positive) that maximises Youden's J on the validation rows `val`.
+fn youden_threshold(
+    model: &TabularModel,
+    val: &EncodedRows,
+    batch: usize,
+    device: &Device,
+) -> Result<f64> {
+    let probs = predict_probs(model, val, batch, device)?;
+    let positive: Vec<bool> = val
+        .classes
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .map(|&c| c == 1)
+        .collect();
+    let score: Vec<f64> = probs.iter().skip(1).step_by(2).copied().collect();
+    luminome_metrics::youden_threshold(&positive, &score)
+        .context("the validation rows need both classes to choose a threshold")
+}
+
+/// Scores the plan's test rows (`rows` of `table`) with the best model and writes their
+/// predictions and metrics into the run folder.
+fn test_result(
+    args: &TabularArgs,
+    plan: &RunPlan,
+    model: &TabularModel,
+    threshold: Option<f64>,
+    (table, rows): (&FeatureTable, &[usize]),
+    device: &Device,
+) -> Result<TestResult> {
+    let quiet = args.runtime.quiet;
+    let n_classes = model.config.schema.classes.len();
+    let test = model.config.schema.encode(table, rows)?;
     if let (Some(note), false) = (test.unknown_note(), quiet) {
         eprintln!("  test rows: {note}");
     }
-    let probs = predict_probs(&model, &test, args.eval_batch_size, device)?;
+    let probs = predict_probs(model, &test, args.eval_batch_size, device)?;
     let classes = test
         .classes
         .clone()
@@ -364,7 +413,7 @@ fn train_one(
         ClassificationMetrics::compute_with_threshold(&labels, &probs, n_classes, threshold)
             .map_err(|e| anyhow::anyhow!("cannot compute the test metrics: {e}"))?;
     let result = TestResult {
-        rows: rows.clone(),
+        rows: rows.to_vec(),
         ids: test.ids.clone(),
         classes,
         probs,
@@ -391,5 +440,5 @@ fn train_one(
                 .unwrap_or("NA".into())
         );
     }
-    Ok(Some(result))
+    Ok(result)
 }
