@@ -175,49 +175,8 @@ impl TrainCommand for ExpressionArgs {
             None => {
                 let get = self.read_get_init(&ds, device)?;
                 init_kind = get.as_ref().map(|g| g.kind);
-                let encoder = match (&self.init, &get) {
-                    (_, Some(g)) => {
-                        if self.encoder.sizes_given() {
-                            bail!("--d-model, --layers, --heads and --ffn do not apply with --init: the encoder is {}'s", g.weights_path.display());
-                        }
-                        get_encoder(&g.config, &ds)
-                    }
-                    (Some(init), None) => {
-                        let m = read_checkpoint_meta(init)?;
-                        let Some(pre) = m.model.get::<RegionPretrainConfig>() else {
-                            bail!(
-                                "{}: --init needs a masked-region pretraining checkpoint (kind region_pretrain, from luminome-train region-pretrain); this one is a {} (kind {})",
-                                init.display(),
-                                m.model.family(),
-                                m.model.kind()
-                            );
-                        };
-                        check_region_features(
-                            init,
-                            &m.feature_names.clone().unwrap_or_default(),
-                            &ds,
-                        )?;
-                        if self.encoder.sizes_given() {
-                            bail!("--d-model, --layers, --heads and --ffn do not apply with --init: the encoder is {}'s", init.display());
-                        }
-                        pre.encoder.clone()
-                    }
-                    (None, _) => self.encoder.config(ds.n_features(), ds.n_regions())?,
-                };
-                let head = match self.head {
-                    HeadArg::AttentionPool if get.is_some() => {
-                        bail!("--head attention-pool does not apply to a GET checkpoint: GET's own head reads the TSS region (leave --head out)")
-                    }
-                    HeadArg::AttentionPool => ExpressionHead::AttentionPool {
-                        mlp_hidden: self.mlp_hidden.unwrap_or(encoder.d_model),
-                    },
-                    HeadArg::TssRegion => {
-                        if self.mlp_hidden.is_some() {
-                            bail!("--mlp-hidden is for --head attention-pool");
-                        }
-                        ExpressionHead::TssRegion
-                    }
-                };
+                let encoder = self.encoder_config(&ds, get.as_ref())?;
+                let head = self.head_config(encoder.d_model, get.is_some())?;
                 let config = ModelConfig::from(ExpressionConfig {
                     encoder,
                     head,
@@ -238,43 +197,10 @@ impl TrainCommand for ExpressionArgs {
                     holdout: data.holdout.clone(),
                 });
                 let b = BuiltModel::new(&config, device, t.seed)?;
-                match (&self.init, &get) {
-                    (_, Some(g)) => load_get(&b.varmap, g)?,
-                    (Some(init), None) => {
-                        let (_, tensors) = read_safetensors(init, device)?;
-                        load_into(
-                            &b.varmap,
-                            &tensors,
-                            init,
-                            Some(&format!("{ENCODER_PREFIX}.")),
-                        )?;
-                    }
-                    (None, _) => {
-                        let (mean, scale) = feature_statistics(&ds, &data.train_records)?;
-                        set_standardisation(
-                            &b.varmap,
-                            &format!("{ENCODER_PREFIX}."),
-                            &mean,
-                            &scale,
-                        )?;
-                    }
-                }
+                self.initialise(&b, get.as_ref(), &data, device)?;
                 let model = b.get::<ExpressionConfig>()?.clone();
                 if model.config.linear_path.is_some() {
-                    if self.linear_inputs == LinearInputs::TssAccessibility
-                        && ds.feature_names().last().map(String::as_str) != Some("accessibility")
-                    {
-                        bail!("{}: --linear-inputs tss-accessibility reads the last feature, which is not 'accessibility' here (a luminome-regions dataset built with --accessibility has it last); choose another --linear-inputs", ds.path().display());
-                    }
-                    let fit = start_linear_path(&model, &data, device)?;
-                    set_linear_path(&b.varmap, &fit)?;
-                    zero_head_output(&b.varmap, model.config.head, model.config.get.is_some())?;
-                    linear_note = format!(
-                        ", linear path ({}) from ridge (penalty {}, {})",
-                        self.linear_inputs.name(),
-                        fit.penalty,
-                        fit.chosen_by
-                    );
+                    linear_note = self.start_linear(&b, &model, &data, device)?;
                 }
                 (b.varmap, model, b.config)
             }
@@ -337,6 +263,110 @@ impl TrainCommand for ExpressionArgs {
 }
 
 impl ExpressionArgs {
+    /// The encoder: GET's (from `--init`), a region-pretraining checkpoint's, or sized by the
+    /// flags; sizes given beside `--init` are refused.
+    fn encoder_config(
+        &self,
+        ds: &RegionDataset,
+        get: Option<&GetCheckpoint>,
+    ) -> Result<RegionEncoderConfig> {
+        Ok(match (&self.init, get) {
+            (_, Some(g)) => {
+                if self.encoder.sizes_given() {
+                    bail!("--d-model, --layers, --heads and --ffn do not apply with --init: the encoder is {}'s", g.weights_path.display());
+                }
+                get_encoder(&g.config, ds)
+            }
+            (Some(init), None) => {
+                let m = read_checkpoint_meta(init)?;
+                let Some(pre) = m.model.get::<RegionPretrainConfig>() else {
+                    bail!(
+                        "{}: --init needs a masked-region pretraining checkpoint (kind region_pretrain, from luminome-train region-pretrain); this one is a {} (kind {})",
+                        init.display(),
+                        m.model.family(),
+                        m.model.kind()
+                    );
+                };
+                check_region_features(init, &m.feature_names.clone().unwrap_or_default(), ds)?;
+                if self.encoder.sizes_given() {
+                    bail!("--d-model, --layers, --heads and --ffn do not apply with --init: the encoder is {}'s", init.display());
+                }
+                pre.encoder.clone()
+            }
+            (None, _) => self.encoder.config(ds.n_features(), ds.n_regions())?,
+        })
+    }
+
+    /// The head (`--head`; a GET checkpoint brings its own, reading the TSS region).
+    fn head_config(&self, d_model: usize, from_get: bool) -> Result<ExpressionHead> {
+        Ok(match self.head {
+            HeadArg::AttentionPool if from_get => {
+                bail!("--head attention-pool does not apply to a GET checkpoint: GET's own head reads the TSS region (leave --head out)")
+            }
+            HeadArg::AttentionPool => ExpressionHead::AttentionPool {
+                mlp_hidden: self.mlp_hidden.unwrap_or(d_model),
+            },
+            HeadArg::TssRegion => {
+                if self.mlp_hidden.is_some() {
+                    bail!("--mlp-hidden is for --head attention-pool");
+                }
+                ExpressionHead::TssRegion
+            }
+        })
+    }
+
+    /// The built model's first weights: GET's, a pretrained encoder's, or the input
+    /// standardisation fitted on the training samples.
+    fn initialise(
+        &self,
+        b: &BuiltModel,
+        get: Option<&GetCheckpoint>,
+        data: &RegionData,
+        device: &Device,
+    ) -> Result<()> {
+        match (&self.init, get) {
+            (_, Some(g)) => load_get(&b.varmap, g)?,
+            (Some(init), None) => {
+                let (_, tensors) = read_safetensors(init, device)?;
+                load_into(
+                    &b.varmap,
+                    &tensors,
+                    init,
+                    Some(&format!("{ENCODER_PREFIX}.")),
+                )?;
+            }
+            (None, _) => {
+                let (mean, scale) = feature_statistics(&data.train, &data.train_records)?;
+                set_standardisation(&b.varmap, &format!("{ENCODER_PREFIX}."), &mean, &scale)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts the linear path from a ridge fit (its head output zeroed); the log's note.
+    fn start_linear(
+        &self,
+        b: &BuiltModel,
+        model: &ExpressionModel,
+        data: &RegionData,
+        device: &Device,
+    ) -> Result<String> {
+        if self.linear_inputs == LinearInputs::TssAccessibility
+            && data.train.feature_names().last().map(String::as_str) != Some("accessibility")
+        {
+            bail!("{}: --linear-inputs tss-accessibility reads the last feature, which is not 'accessibility' here (a luminome-regions dataset built with --accessibility has it last); choose another --linear-inputs", data.train.path().display());
+        }
+        let fit = start_linear_path(model, data, device)?;
+        set_linear_path(&b.varmap, &fit)?;
+        zero_head_output(&b.varmap, model.config.head, model.config.get.is_some())?;
+        Ok(format!(
+            ", linear path ({}) from ridge (penalty {}, {})",
+            self.linear_inputs.name(),
+            fit.penalty,
+            fit.chosen_by
+        ))
+    }
+
     /// The GET checkpoint `--init` names (an `hf:` name fetched to its folder), read and checked
     /// against the dataset; `None` when `--init` is not one.
     fn read_get_init(&self, ds: &RegionDataset, device: &Device) -> Result<Option<GetCheckpoint>> {
