@@ -8,6 +8,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use crate::error::{read_error, InputError, Location};
+use crate::table::RowWidth;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Strand {
@@ -90,10 +91,10 @@ pub struct BedReader<R> {
     path: PathBuf,
     line_no: u64,
     buf: String,
-    /// Columns of the first record and its line: every record must have as many (the UCSC
-    /// BED format's rule). A row with a field dropped would otherwise shift the later
-    /// columns (an Ensembl id read from the gene-type column) and be accepted silently.
-    first_columns: Option<(usize, u64)>,
+    /// Every record as wide as the first (the UCSC BED format's rule): a row with a field
+    /// dropped would otherwise shift its later columns (an Ensembl id read from the gene-type
+    /// column) and be accepted silently.
+    width: RowWidth,
 }
 
 impl<R: BufRead> BedReader<R> {
@@ -103,7 +104,10 @@ impl<R: BufRead> BedReader<R> {
             path: path.as_ref().to_path_buf(),
             line_no: 0,
             buf: String::new(),
-            first_columns: None,
+            width: RowWidth::new(
+                "the first record",
+                "every BED line needs the same number of columns",
+            ),
         }
     }
 
@@ -127,32 +131,10 @@ impl<R: BufRead> BedReader<R> {
                 continue;
             }
             let record = parse_line(line, &self.path, self.line_no)?;
-            let columns = if line.contains('\t') {
-                line.matches('\t').count() + 1
-            } else {
-                line.split_ascii_whitespace().count()
-            };
-            self.check_columns(columns)?;
+            self.width
+                .check(&self.path, self.line_no, column_count(line))?;
             return Ok(Some(record));
         }
-    }
-
-    fn check_columns(&mut self, columns: usize) -> Result<(), InputError> {
-        match self.first_columns {
-            None => self.first_columns = Some((columns, self.line_no)),
-            Some((first, line)) if first != columns => {
-                return Err(InputError::line(
-                    &self.path,
-                    self.line_no,
-                    format!(
-                        "{columns} columns where the first record (line {line}) has {first}: \
-                         every BED line needs the same number of columns"
-                    ),
-                ))
-            }
-            Some(_) => {}
-        }
-        Ok(())
     }
 }
 
@@ -167,17 +149,22 @@ impl<R: BufRead> Iterator for BedReader<R> {
 /// coordinates (centres, flanks, widths) then cannot overflow.
 pub const MAX_COORDINATE: u64 = 1 << 40;
 
-/// Tab-separated fields, or whitespace-separated where the line has no tab.
-fn split_fields(line: &str) -> Vec<&str> {
+/// The fields [`parse_line`] splits a line into, counted without allocating: tab-separated,
+/// or whitespace-separated where the line has no tab.
+fn column_count(line: &str) -> usize {
     if line.contains('\t') {
-        line.split('\t').collect()
+        line.matches('\t').count() + 1
     } else {
-        line.split_ascii_whitespace().collect()
+        line.split_ascii_whitespace().count()
     }
 }
 
 fn parse_line(line: &str, path: &Path, line_no: u64) -> Result<BedRecord, InputError> {
-    let fields = split_fields(line);
+    let fields: Vec<&str> = if line.contains('\t') {
+        line.split('\t').collect()
+    } else {
+        line.split_ascii_whitespace().collect()
+    };
     let err = |msg: String| InputError::line(path, line_no, msg);
     if fields.len() < 3 {
         return Err(err(format!(

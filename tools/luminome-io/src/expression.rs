@@ -125,7 +125,10 @@ pub fn read_expression_with(
     let mut header: Option<Vec<String>> = None;
     let mut table = ExpressionTable::default();
     let mut first = true;
-    let mut width: Option<(usize, u64)> = None;
+    let mut width = crate::table::RowWidth::new(
+        "",
+        "every row of an expression table needs the same columns",
+    );
     for (i, line) in reader.lines().enumerate() {
         let n = i as u64 + 1;
         let line = line.map_err(|e| read_error(path, Location::Line(n), e))?;
@@ -135,21 +138,7 @@ pub fn read_expression_with(
         let fields = split(line.trim_start_matches('#'));
         // Every row as wide as the first: a row that lost its gene name would otherwise read
         // its value as the name and, by the default last column, as the value too.
-        match width {
-            None => width = Some((fields.len(), n)),
-            Some((w, first_line)) if w != fields.len() => {
-                return Err(InputError::line(
-                    path,
-                    n,
-                    format!(
-                        "{} columns where line {first_line} has {w}: every row of an \
-                         expression table needs the same columns",
-                        fields.len()
-                    ),
-                ))
-            }
-            Some(_) => {}
-        }
+        width.check(path, n, fields.len())?;
         let resolve = |h: Option<&[String]>| -> Result<(usize, usize), InputError> {
             let g = gene_column.resolve(h, fields.len()).ok_or_else(|| {
                 InputError::line(

@@ -18,6 +18,56 @@ pub fn is_missing(cell: &str) -> bool {
     cell.is_empty() || MISSING_VALUES.contains(&cell)
 }
 
+/// One column count per file, for the line-based readers (BED, gene BED, expression tables;
+/// the csv readers get it from `flexible(false)`): a row that lost a field would otherwise
+/// shift its later columns and be read as another row.
+pub(crate) struct RowWidth {
+    /// The first row's columns and line.
+    first: Option<(usize, u64)>,
+    /// How the first row is named in the error ("" for its line alone).
+    first_name: &'static str,
+    /// The rule the error ends with.
+    rule: &'static str,
+}
+
+impl RowWidth {
+    pub(crate) fn new(first_name: &'static str, rule: &'static str) -> Self {
+        Self {
+            first: None,
+            first_name,
+            rule,
+        }
+    }
+
+    /// Records the first row's width; refuses a later row of another width, naming both lines.
+    pub(crate) fn check(
+        &mut self,
+        path: &Path,
+        line: u64,
+        columns: usize,
+    ) -> Result<(), InputError> {
+        let Some((width, first)) = self.first else {
+            self.first = Some((columns, line));
+            return Ok(());
+        };
+        if width == columns {
+            return Ok(());
+        }
+        let where_ = match self.first_name {
+            "" => format!("line {first}"),
+            name => format!("{name} (line {first})"),
+        };
+        Err(InputError::line(
+            path,
+            line,
+            format!(
+                "{columns} columns where {where_} has {width}: {}",
+                self.rule
+            ),
+        ))
+    }
+}
+
 /// A whole feature table in memory, column by column.
 #[derive(Debug, Clone)]
 pub struct FeatureTable {

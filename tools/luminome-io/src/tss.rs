@@ -16,6 +16,7 @@ use std::path::Path;
 
 use crate::bed::Strand;
 use crate::error::{read_error, InputError, Location};
+use crate::table::RowWidth;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct GeneTss {
@@ -225,7 +226,10 @@ fn read_bed_table(
     let mut out = Vec::new();
     let mut columns: Vec<String> = Vec::new();
     let mut first = true;
-    let mut width: Option<(usize, u64)> = None;
+    let mut width = RowWidth::new(
+        "the first gene",
+        "every BED line needs the same number of columns",
+    );
     for item in lines(reader, path) {
         let (n, line) = item?;
         if line.trim().is_empty() {
@@ -262,21 +266,7 @@ fn read_bed_table(
         }
         // One column count per file (the BED rule): a row that lost its Ensembl id would have
         // its gene type read as the id.
-        match width {
-            None => width = Some((f.len(), n)),
-            Some((w, first_line)) if w != f.len() => {
-                return Err(InputError::line(
-                    path,
-                    n,
-                    format!(
-                        "{} columns where the first gene (line {first_line}) has {w}: every \
-                         BED line needs the same number of columns",
-                        f.len()
-                    ),
-                ))
-            }
-            Some(_) => {}
-        }
+        width.check(path, n, f.len())?;
         let start: u64 = f[1]
             .parse()
             .map_err(|_| InputError::line(path, n, format!("start {:?} is not a number", f[1])))?;

@@ -137,9 +137,13 @@ fn read_bedgraph(path: &Path, rename: ChromRename) -> Result<BedGraphTable> {
             .into());
         }
         let chrom = rename.apply(&rec.chrom).into_owned();
-        let end = furthest.entry(chrom.clone()).or_default();
-        if rec.end > end.0 {
-            *end = (rec.end, rec.line);
+        match furthest.get_mut(&chrom) {
+            Some(end) if rec.end <= end.0 => {}
+            Some(end) => *end = (rec.end, rec.line),
+            // The name is cloned once per chromosome, not per row.
+            None => {
+                furthest.insert(chrom.clone(), (rec.end, rec.line));
+            }
         }
         by_chrom.entry(chrom).or_default().push(CoverageInterval {
             start: rec.start,
