@@ -199,16 +199,23 @@ fn unlabelled_data_gets_no_label_column_and_metrics_are_refused() {
 
 /// Runs predict expecting failure; returns stderr and checks that nothing was written.
 fn refused(dir: &Path, ckpt: &Path, ds: &Path) -> String {
+    refused_with(dir, ckpt, ds, &[])
+}
+
+/// [`refused`] with `extra` flags after the inputs and output.
+fn refused_with(dir: &Path, ckpt: &Path, ds: &Path, extra: &[&str]) -> String {
     let before = files_in(dir);
     let out = dir.join("preds.tsv");
-    let o = predict(&[
+    let mut args = vec![
         "--checkpoint",
         ckpt.to_str().unwrap(),
         "--dataset",
         ds.to_str().unwrap(),
         "-o",
         out.to_str().unwrap(),
-    ]);
+    ];
+    args.extend(extra);
+    let o = predict(&args);
     assert!(!o.status.success());
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(files_in(dir), before, "a refused run left files behind");
@@ -222,7 +229,6 @@ fn flags_of_other_families_are_refused_for_a_classifier_before_any_output() {
     let dir = tempfile::tempdir().unwrap();
     let ds = fixture_dataset(dir.path(), 12);
     let ckpt = fixture_checkpoint("mean");
-    let out = dir.path().join("preds.tsv");
     let vcf = dir.path().join("scores.vcf");
     for (flag, value, needle) in [
         (
@@ -236,21 +242,9 @@ fn flags_of_other_families_are_refused_for_a_classifier_before_any_output() {
             "--vcf, --bedgraph and --npz are written for variant datasets",
         ),
     ] {
-        let before = files_in(dir.path());
-        let o = predict(&[
-            "--checkpoint",
-            ckpt.to_str().unwrap(),
-            "--dataset",
-            ds.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            flag,
-            value,
-        ]);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(1), "{flag}: {err}");
+        // Exit 1 and nothing written are checked by refused_with.
+        let err = refused_with(dir.path(), &ckpt, &ds, &[flag, value]);
         assert!(err.contains(needle), "{flag}: {err}");
-        assert_eq!(files_in(dir.path()), before, "{flag} left files behind");
     }
 }
 
