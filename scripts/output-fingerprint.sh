@@ -14,7 +14,10 @@
 # (gates, saliency, integrated gradients; TSV, bedGraph, npz), regions (gene windows, a rerun on
 # its own region table, tiles), region-pretrain and expression (both heads, --init), their predict
 # and importance, mask-pairs (genome and variant windows), bistrand training and variant scoring,
-# tabular CV and split training, its predict and importance. Small models, --threads 1: about a minute on a laptop core.
+# tabular CV and split training, its predict and importance, the bag-of-tokens and k-mer linear
+# classifiers (an ensemble, ISM), the dual encoder (ranking, embeddings). Every luminome-train
+# subcommand runs here (luminome-train's tests/registry.rs checks it). Small models, --threads 1:
+# about a minute on a laptop core.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="${1:-$repo/target/release}"
@@ -71,6 +74,19 @@ run luminome-importance --checkpoint out/gated/best.safetensors --dataset out/ts
     --method ig --ig-steps 4 -o out/tss.ig.tsv --bedgraph out/tss.ig.bedgraph --npz out/tss.ig.npz --threads 1 "${q[@]}"
 run luminome-importance --checkpoint out/mean/best.safetensors --dataset out/nt_test.safetensors \
     --method saliency --only-label 1 --records 50 -o out/saliency.tsv --threads 1 "${q[@]}"
+
+# The other token classifiers on the same rows: the bag-of-tokens baseline (ISM explains it) and
+# the k-mer floor, predicted alone and as an ensemble with the gated classifier.
+run luminome-train bag-of-tokens --train out/nt_train.safetensors --dev out/nt_dev.safetensors -o out/bag \
+    --batch-size 16 --steps 12 --eval-every 6 --no-kmer-floor --threads 1 --seed 7 "${q[@]}"
+run luminome-train kmer-linear --train out/nt_train.safetensors --dev out/nt_dev.safetensors \
+    --test out/nt_test.safetensors --k 2-4 --max-iter 30 -o out/kmer --threads 1 "${q[@]}"
+run luminome-predict --checkpoint out/bag/best.safetensors --dataset out/nt_test.safetensors \
+    -o out/bag.predictions.tsv --metrics out/bag.metrics.tsv --threads 1 "${q[@]}"
+run luminome-predict --checkpoint out/gated/best.safetensors out/kmer/best.safetensors --dataset out/nt_test.safetensors \
+    -o out/ensemble.predictions.tsv --metrics out/ensemble.metrics.tsv --threads 1 "${q[@]}"
+run luminome-importance --checkpoint out/bag/best.safetensors --dataset out/nt_test.safetensors \
+    --method ism --records 3 -o out/bag.ism.tsv --threads 1 "${q[@]}"
 
 s=test-data/chr22_slice
 acc=(--peaks $s/peaks.narrowPeak
@@ -132,6 +148,20 @@ run luminome-importance --checkpoint out/tab_ft/best.safetensors --dataset test-
     --method ig --ig-steps 8 --records 20 -o out/tab_ft.ig.tsv --ranking out/tab_ft.ranking.tsv --threads 1 "${q[@]}"
 run luminome-importance --checkpoint out/tab_ft/best.safetensors --dataset test-data/tabular/breast_cancer.tsv \
     --method attention --top 5 -o out/tab_ft.attention.tsv --threads 1 "${q[@]}"
+
+# Dual encoder: (query, passage) pairs and a corpus as 3-mers, training, ranking and embeddings.
+for split in train dev test; do
+    run luminome-tokenize test-data/retrieval/$split.pairs.tsv --format pairs --scheme kmer -k 3 --threads 1 \
+        -o out/$split.pairs.safetensors
+done
+run luminome-tokenize test-data/retrieval/test.corpus.fa --like out/train.pairs.safetensors --threads 1 \
+    -o out/corpus.safetensors
+run luminome-train dual --train out/train.pairs.safetensors --dev out/dev.pairs.safetensors -o out/dual \
+    --shared-encoder --attention genetic --d-model 16 --layers 1 --heads 2 --ffn 32 --batch-size 16 \
+    --steps 8 --eval-every 4 --threads 1 --seed 7 "${q[@]}"
+run luminome-predict --checkpoint out/dual/best.safetensors --dataset out/test.pairs.safetensors \
+    --corpus out/corpus.safetensors -o out/dual.ranks.tsv --metrics out/dual.metrics.tsv \
+    --embeddings out/dual.emb.safetensors --threads 1 "${q[@]}"
 
 # A training log's examples_per_s column is a wall-clock measurement: it is left out of the hash.
 without_timing() {

@@ -9,10 +9,9 @@ use candle_core::{Device, Tensor};
 use luminome_engine::backbones::{BackboneConfig, EncoderConfig, PositionEncoding};
 use luminome_engine::checkpoint::{read_checkpoint_meta, CheckpointMeta};
 use luminome_engine::input::InputSpec;
-use luminome_engine::models::classifier::{
-    AdapterKind, Classifier, ClassifierConfig, ClassifierTask, LabelledSet,
-};
+use luminome_engine::models::classifier::{AdapterKind, Classifier, ClassifierConfig};
 use luminome_engine::models::mlm::MlmConfig;
+use luminome_engine::models::token::{ClassifierTask, LabelledSet};
 use luminome_engine::models::{BuiltModel, ModelConfig};
 use luminome_engine::testing::{nucleotide_tokenizer, toy_motif_task, write_dataset};
 use luminome_engine::train::{AdamWConfig, RunPaths, TrainConfig, TrainTask, Trainer};
@@ -91,7 +90,7 @@ fn task(model: &Classifier, dir: &Path) -> ClassifierTask<ClassifierConfig> {
         test: None,
         device: Device::Cpu,
         eval_batch_size: 64,
-        floor: None,
+        baseline: None,
         rc_augment: None,
     }
 }

@@ -27,7 +27,7 @@ use anyhow::{bail, Context, Result};
 use candle_core::{DType, Tensor, Var, D};
 use luminome_cli::progress_bar;
 use luminome_engine::input::tokens::real_length;
-use luminome_engine::models::classifier::TokenClassifier;
+use luminome_engine::models::token::TokenClassifier;
 use luminome_engine::nn::deeplift;
 use luminome_io::atomic::AtomicWriter;
 use luminome_io::npz::{NpyArraySpec, NpyElem, NpzWriter};

@@ -29,11 +29,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use luminome_cli::progress_bar;
-use luminome_engine::models::classifier::{
-    AdapterKind, ClassifierConfig, ClassifierInput, TokenClassifier,
-};
+use luminome_engine::models::bag_of_tokens::BagOfTokensConfig;
+use luminome_engine::models::classifier::{AdapterKind, ClassifierConfig};
 use luminome_engine::models::kmer_linear::KmerLinearConfig;
-use luminome_engine::models::{FamilyConfig, Registered};
+use luminome_engine::models::token::{ClassifierInput, TokenClassifier};
+use luminome_engine::models::FamilyConfig;
 use luminome_engine::parse_device;
 use luminome_io::atomic::{check_output_dir, AtomicWriter};
 use luminome_io::token_dataset::TokenBatch;
@@ -121,15 +121,23 @@ fn run_on_pool(args: &ImportanceArgs, started: Instant) -> Result<()> {
             }
         }
     }
-    let kind = luminome_engine::checkpoint::read_checkpoint_meta(&args.checkpoint)?
-        .model
-        .kind();
-    if kind == "expression" {
-        return expression::run(args, started);
+    let meta = luminome_engine::checkpoint::read_checkpoint_meta(&args.checkpoint)?;
+    match explainer(meta.model.kind()) {
+        Some(Explainer::Expression) => expression::run(args, started),
+        Some(Explainer::Tabular) => tabular::run(args, started),
+        Some(Explainer::Tokens(family)) => explain_tokens(args, family, started),
+        Some(Explainer::No(_)) | None => bail!(
+            "{}: this checkpoint holds a {} (kind {}): {}",
+            args.checkpoint.display(),
+            meta.model.family(),
+            meta.model.kind(),
+            why_not(meta.model.kind())
+        ),
     }
-    if kind == "tabular" {
-        return tabular::run(args, started);
-    }
+}
+
+/// A token classifier's bases and tokens, by the methods its family supports.
+fn explain_tokens(args: &ImportanceArgs, token_model: TokenModel, started: Instant) -> Result<()> {
     if args.method == Method::Attention {
         bail!(
             "{}: --method attention is for tabular FT-Transformer models",
@@ -149,7 +157,18 @@ fn run_on_pool(args: &ImportanceArgs, started: Instant) -> Result<()> {
         bail!("--subset is for expression models trained with --holdout");
     }
     let device = parse_device(&args.runtime.device)?;
-    if kind == KmerLinearConfig::KIND {
+    if token_model == TokenModel::BagOfTokens {
+        if args.method != Method::Ism {
+            bail!(
+                "{}: a bag-of-tokens model is linear in its token counts (each token's per-class weight is its contribution); --method ism scores its substitutions, the gradient methods are for CNN and transformer classifiers",
+                args.checkpoint.display()
+            );
+        }
+        let input =
+            ClassifierInput::<BagOfTokensConfig>::open(&args.checkpoint, &args.dataset, device)?;
+        return ism_run(args, &input, started);
+    }
+    if token_model == TokenModel::KmerLinear {
         if args.method == Method::Gates {
             bail!(
                 "{}: --method gates needs a DynamicGated model; a k-mer linear model is explained exactly by its k-mer weights (--method saliency or ig, which agree for a linear model)",
@@ -191,6 +210,64 @@ fn run_on_pool(args: &ImportanceArgs, started: Instant) -> Result<()> {
     explain(args, &input, started, |input, batch, targets| {
         token_scores(input, batch, targets, &opts)
     })
+}
+
+/// How luminome-importance explains a family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Explainer {
+    /// Attention pooling, gradients and ISM over the regions of a gene (`expression.rs`).
+    Expression,
+    /// Columns of a table row (`tabular.rs`).
+    Tabular,
+    /// Bases and tokens of a sequence classifier.
+    Tokens(TokenModel),
+    /// Not explained: why, and what to explain instead.
+    No(&'static str),
+}
+
+/// The token classifiers, each with the methods it supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenModel {
+    /// Every method (gates for DynamicGated models).
+    Classifier,
+    /// Its exact k-mer weights (saliency and ig agree) and ISM.
+    KmerLinear,
+    /// ISM.
+    BagOfTokens,
+}
+
+/// How each registered family is explained, by `kind`; `None` for a kind the registry does not
+/// know. Every registered family has an arm (`tests/registry.rs`).
+pub fn explainer(kind: &str) -> Option<Explainer> {
+    use luminome_engine::models::*;
+    Some(match kind {
+        expression::ExpressionConfig::KIND => Explainer::Expression,
+        tabular::TabularConfig::KIND => Explainer::Tabular,
+        classifier::ClassifierConfig::KIND => Explainer::Tokens(TokenModel::Classifier),
+        kmer_linear::KmerLinearConfig::KIND => Explainer::Tokens(TokenModel::KmerLinear),
+        bag_of_tokens::BagOfTokensConfig::KIND => Explainer::Tokens(TokenModel::BagOfTokens),
+        mlm::MlmConfig::KIND => Explainer::No(
+            "a masked-LM pretraining model predicts masked tokens, not a class; explain the classifier fine-tuned from it (luminome-train classify --init)",
+        ),
+        region_pretrain::RegionPretrainConfig::KIND => Explainer::No(
+            "a region pretraining model; explain the expression model fine-tuned from it (luminome-train expression --init)",
+        ),
+        bistrand::BiStrandConfig::KIND => Explainer::No(
+            "a bi-strand model's predictions are variant effects: luminome-predict --vcf scores each variant",
+        ),
+        dual::DualConfig::KIND => Explainer::No(
+            "a dual encoder ranks passages by similarity; luminome-predict --corpus ranks them",
+        ),
+        _ => return None,
+    })
+}
+
+/// Why a kind is not explained (for the refusal).
+fn why_not(kind: &str) -> &'static str {
+    match explainer(kind) {
+        Some(Explainer::No(why)) => why,
+        _ => "luminome-importance explains sequence classifiers, expression and tabular models",
+    }
 }
 
 /// Token scores of a k-mer linear model: each base's exact share of the target class's logit

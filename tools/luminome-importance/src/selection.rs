@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 use luminome_engine::input::tokens::real_length;
-use luminome_engine::models::classifier::{ClassifierInput, TokenClassifier};
+use luminome_engine::models::token::{ClassifierInput, TokenClassifier};
 use luminome_engine::models::FamilyConfig;
 
 use crate::args::ImportanceArgs;

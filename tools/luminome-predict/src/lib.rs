@@ -20,7 +20,10 @@ use anyhow::{bail, Context, Result};
 use candle_core::Device;
 use luminome_cli::progress_bar;
 use luminome_engine::checkpoint::read_checkpoint_meta;
-use luminome_engine::models::{caduceus, get_region};
+use luminome_engine::models::dual::DualConfig;
+use luminome_engine::models::mlm::MlmConfig;
+use luminome_engine::models::region_pretrain::RegionPretrainConfig;
+use luminome_engine::models::{caduceus, get_region, Registered};
 use luminome_engine::parse_device;
 use luminome_engine::predict::{
     EnsemblePredictor, ExtraOutputs, Predictor, PredictorEntry, SelectsSubset,
@@ -48,6 +51,23 @@ predict_families! {
     luminome_engine::models::tabular::TabularConfig,
 }
 
+/// The registered families luminome-predict does not open through [`predictors`], and what it
+/// does with them instead; with [`predictors`] they cover the registry (`tests/registry.rs`).
+pub const OTHER_FAMILIES: [(&str, &str); 3] = [
+    (
+        DualConfig::KIND,
+        "ranks a corpus for each query (--corpus, or --embeddings to embed one side)",
+    ),
+    (
+        MlmConfig::KIND,
+        "not run: a masked-LM pretraining model; fine-tune it with `luminome-train classify --init`",
+    ),
+    (
+        RegionPretrainConfig::KIND,
+        "not run: a region pretraining model; fine-tune it with `luminome-train expression --init`",
+    ),
+];
+
 /// Reads the checkpoint's model kind and opens the matching predictor on `dataset`.
 pub fn open_predictor(
     checkpoint: &Path,
@@ -58,17 +78,24 @@ pub fn open_predictor(
     let entries = predictors();
     match entries.iter().find(|e| e.kind == meta.model.kind()) {
         Some(e) => (e.open)(checkpoint, dataset, device),
-        None => bail!(
-            "{}: this checkpoint holds a {} (kind {}); luminome-predict runs {}",
-            checkpoint.display(),
-            meta.model.family(),
-            meta.model.kind(),
-            entries
+        None => {
+            let why = OTHER_FAMILIES
                 .iter()
-                .map(|e| format!("{}s (kind {})", e.family, e.kind))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+                .find(|(k, _)| *k == meta.model.kind())
+                .map(|(_, why)| format!(": {why}"))
+                .unwrap_or_default();
+            bail!(
+                "{}: this checkpoint holds a {} (kind {}){why}; luminome-predict runs {}",
+                checkpoint.display(),
+                meta.model.family(),
+                meta.model.kind(),
+                entries
+                    .iter()
+                    .map(|e| format!("{}s (kind {})", e.family, e.kind))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
     }
 }
 
@@ -225,7 +252,7 @@ fn run_on_pool(args: &PredictArgs) -> Result<()> {
         check_ensemble(&args.checkpoints)?;
     }
     let kind = read_checkpoint_meta(args.checkpoint())?.model.kind();
-    if kind == "dual" {
+    if kind == DualConfig::KIND {
         if args.shard.is_some() || !args.gather.is_empty() {
             bail!("--shard and --gather are not for dual encoders (a retrieval run ranks every query against the whole corpus)");
         }

@@ -8,11 +8,12 @@ use std::process::Command;
 
 use candle_core::Device;
 use common::*;
-use luminome_engine::models::classifier::{predict_probs, ClassifierConfig};
+use luminome_engine::models::classifier::ClassifierConfig;
+use luminome_engine::models::token::predict_probs;
 use luminome_metrics::softmax;
 use luminome_metrics::ClassificationMetrics;
 
-type ClassifierInput = luminome_engine::models::classifier::ClassifierInput<ClassifierConfig>;
+type ClassifierInput = luminome_engine::models::token::ClassifierInput<ClassifierConfig>;
 
 /// Runs predict with `checkpoints` on `ds`, writing `out` and `metrics`, then `extra` flags.
 fn predict_with_metrics(

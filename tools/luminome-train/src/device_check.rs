@@ -22,7 +22,6 @@ use anyhow::{bail, Context, Result};
 use candle_core::{DType, Device, Tensor};
 use clap::Parser;
 use luminome_engine::backbones::BackboneKind;
-use luminome_engine::train::TrainCommand;
 
 /// Largest |a − b| / max(1, |a|, |b|) over two tensors of one shape.
 fn rel_diff(a: &Tensor, b: &Tensor) -> Result<f64> {
@@ -214,7 +213,7 @@ fn ops(cuda: &Target, report: &mut Vec<CheckRow>) -> Result<()> {
         ],
         cuda,
         &|t| {
-            luminome_engine::models::bistrand::scan::selective_scan(
+            luminome_engine::nn::scan::selective_scan(
                 &t[0], &t[1], &t[2], &t[3], &t[4], &t[5], true,
             )
         },
@@ -240,6 +239,7 @@ pub fn datasets(dir: &Path) -> Result<()> {
     )?;
     let (pairs, _) = ecoli_retrieval_task(0, 16, 48, 20, 2, true, 5);
     write_retrieval_pairs_k(&dir.join("retrieval.safetensors"), &pairs, 3)?;
+    write_table(&dir.join("table.tsv"))?;
     // The published backbones: a tiny checkpoint in each family's layout, data in its tokenizer.
     let (s, l) = toy_motif_task(16, 30, 3);
     for (name, kind) in PUBLISHED {
@@ -251,12 +251,28 @@ pub fn datasets(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A small feature table: two numeric columns, one categorical, a label that depends on them.
+fn write_table(path: &Path) -> Result<()> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(17);
+    let mut text = String::from("sample\tx1\tx2\tgrade\tlabel\n");
+    for i in 0..40 {
+        let (x1, x2) = (rng.random::<f32>() * 4.0 - 2.0, rng.random::<f32>() * 10.0);
+        let grade = ["low", "mid", "high"][i % 3];
+        let label = if x1 + 0.2 * x2 > 1.0 { "yes" } else { "no" };
+        text.push_str(&format!("s{i}\t{x1:.3}\t{x2:.3}\t{grade}\t{label}\n"));
+    }
+    std::fs::write(path, text).with_context(|| path.display().to_string())
+}
+
 /// The published families the check covers, by the folder name of their tiny checkpoint.
 const PUBLISHED: [(&str, BackboneKind); 2] = [
     ("dnabert2", BackboneKind::Dnabert2),
     ("nt-v2", BackboneKind::NtV2),
 ];
 
+/// The command line of every case, by name: a family trained by optimizer steps needs at least
+/// one (`tests/fallbacks.rs` checks every registered family).
 fn families(dir: &Path) -> Vec<(&'static str, Vec<String>)> {
     let p = |n: &str| dir.join(n).display().to_string();
     let small = "--d-model 16 --layers 2 --heads 2 --ffn 32 --dropout 0 --batch-size 8";
@@ -270,6 +286,8 @@ fn families(dir: &Path) -> Vec<(&'static str, Vec<String>)> {
         ("region-pretrain", format!("region-pretrain --train {} --preset tiny --dropout 0 --batch-size 4", p("regions.safetensors"))),
         ("expression", format!("expression --train {} --preset tiny --dropout 0 --batch-size 4", p("regions.safetensors"))),
         ("dual", format!("dual --train {} --attention genetic {small}", p("retrieval.safetensors"))),
+        ("tabular ft", format!("tabular --train {} --label label --id sample --d-model 16 --layers 2 --heads 2 --dropout 0 --batch-size 8", p("table.tsv"))),
+        ("tabular mlp", format!("tabular --train {} --label label --id sample --model mlp --dropout 0 --batch-size 8", p("table.tsv"))),
         ("classify dnabert2", format!("classify --adapter gated --init {} --train {} --batch-size 8", p("dnabert2"), p("dnabert2.safetensors"))),
         ("classify nt-v2", format!("classify --adapter mean --init {} --train {} --batch-size 8", p("nt-v2"), p("nt-v2.safetensors"))),
     ];
@@ -287,22 +305,11 @@ fn families(dir: &Path) -> Vec<(&'static str, Vec<String>)> {
         .collect()
 }
 
-fn setup(command: &Command, device: &Device) -> Result<luminome_engine::train::TrainingSetup> {
-    match command {
-        Command::Mlm(a) => a.setup(device),
-        Command::Classify(a) => a.setup(device),
-        Command::BagOfTokens(a) => a.setup(device),
-        Command::Bistrand(a) => a.setup(device),
-        Command::RegionPretrain(a) => a.setup(device),
-        Command::Expression(a) => a.setup(device),
-        Command::Dual(a) => a.setup(device),
-        _ => bail!("not a step-trained family"),
-    }
-}
-
 /// Loss of the first micro-batch and every gradient, by parameter name.
 fn loss_and_grads(command: &Command, device: &Device) -> Result<(Tensor, HashMap<String, Tensor>)> {
-    let s = setup(command, device)?;
+    let s = command
+        .step_setup(device)
+        .with_context(|| format!("{}: fitted in closed form, no device path", command.kind()))??;
     let n = s.task.train_len().min(8);
     let records: Vec<usize> = (0..n).collect();
     let loss = s.task.train_loss(&records, 7)?;
@@ -346,7 +353,11 @@ pub fn compare(target: &Target) -> Result<Vec<CheckRow>> {
             bwd = bwd.max(rel_diff(a, b)?);
         }
         report.push((
-            format!("family {name} ({} parameters with gradients)", g_cpu.len()),
+            format!(
+                "family {name} [{}] ({} parameters with gradients)",
+                cli.command.kind(),
+                g_cpu.len()
+            ),
             fwd,
             bwd,
         ));

@@ -104,6 +104,40 @@ impl CheckpointMeta {
         }
     }
 
+    /// Checks that `dataset` is the kind of dataset the model in `model` reads (before anything else
+    /// is read from either), with a message naming both files when it is not.
+    pub fn check_dataset_kind(&self, model: &Path, dataset: &Path) -> Result<()> {
+        let spec = self.input(model)?;
+        let file = luminome_io::tensorfile::TensorFile::open(dataset)?;
+        let kind = file
+            .metadata()
+            .get("kind")
+            .map(String::as_str)
+            .unwrap_or("");
+        if kind != spec.dataset_kind() {
+            let what = match kind {
+                luminome_io::token_dataset::TOKEN_DATASET_KIND => {
+                    "a token dataset (luminome-tokenize)"
+                }
+                luminome_io::region_dataset::REGION_DATASET_KIND => {
+                    "a region dataset (luminome-regions)"
+                }
+                luminome_io::pair_dataset::PAIR_DATASET_KIND => {
+                    "a paired dataset (luminome-mask-pairs)"
+                }
+                _ => "not a Luminome dataset",
+            };
+            bail!(
+                "{}: {what}, but the {} in {} reads {}",
+                dataset.display(),
+                self.model.family(),
+                model.display(),
+                spec.describe()
+            );
+        }
+        Ok(())
+    }
+
     /// The tokenizer a token model was trained with, or an error naming what the model reads.
     pub fn tokenizer(&self, ckpt: &Path) -> Result<&TokenizerInfo> {
         match &self.tokenizer {
@@ -126,7 +160,7 @@ impl CheckpointMeta {
                 tok.describe(),
                 ckpt.display(),
                 mine.describe(),
-                vocab_note(tok, mine),
+                crate::input::tokens::vocab_note(tok, mine),
                 ckpt.display(),
                 mine.tokenize_flags()
                     .map(|f| format!(" (the same as `{f}`)"))
@@ -135,30 +169,6 @@ impl CheckpointMeta {
         }
         Ok(())
     }
-}
-
-/// When two tokenizers describe alike, what still differs: the vocabularies (shown) or the
-/// tokenizer.json.
-pub fn vocab_note(a: &TokenizerInfo, b: &TokenizerInfo) -> String {
-    if a.describe() != b.describe() {
-        String::new()
-    } else if a.vocab != b.vocab || a.pad_id != b.pad_id {
-        format!(
-            "; the vocabularies differ: [{}] vs [{}]",
-            preview(&a.vocab),
-            preview(&b.vocab)
-        )
-    } else {
-        "; the tokenizer.json files differ".into()
-    }
-}
-
-fn preview(v: &[String]) -> String {
-    let mut s = v.iter().take(12).cloned().collect::<Vec<_>>().join(" ");
-    if v.len() > 12 {
-        s.push_str(" ...");
-    }
-    s
 }
 
 /// What a file that is not safetensors most likely is, from its first 8 bytes (safetensors starts

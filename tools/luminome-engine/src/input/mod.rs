@@ -14,8 +14,6 @@ use luminome_io::pair_dataset::Pairing;
 use luminome_io::region_dataset::RegionDataset;
 use luminome_io::token_dataset::TokenizerInfo;
 
-use crate::checkpoint::CheckpointMeta;
-
 pub use tokens::{batch_tensors, BatchTensors};
 
 /// What a model reads, as its checkpoints store it.
@@ -53,38 +51,6 @@ impl InputSpec {
             Self::Table(_) => "table",
         }
     }
-}
-
-/// Checks that `dataset` is the kind of dataset the model in `model` reads (before anything else
-/// is read from either), with a message naming both files when it is not.
-pub fn check_dataset_kind(model: &Path, meta: &CheckpointMeta, dataset: &Path) -> Result<()> {
-    let spec = meta.input(model)?;
-    let file = luminome_io::tensorfile::TensorFile::open(dataset)?;
-    let kind = file
-        .metadata()
-        .get("kind")
-        .map(String::as_str)
-        .unwrap_or("");
-    if kind != spec.dataset_kind() {
-        let what = match kind {
-            luminome_io::token_dataset::TOKEN_DATASET_KIND => "a token dataset (luminome-tokenize)",
-            luminome_io::region_dataset::REGION_DATASET_KIND => {
-                "a region dataset (luminome-regions)"
-            }
-            luminome_io::pair_dataset::PAIR_DATASET_KIND => {
-                "a paired dataset (luminome-mask-pairs)"
-            }
-            _ => "not a Luminome dataset",
-        };
-        bail!(
-            "{}: {what}, but the {} in {} reads {}",
-            dataset.display(),
-            meta.model.family(),
-            model.display(),
-            spec.describe()
-        );
-    }
-    Ok(())
 }
 
 /// Checks that a region dataset has the features a model was trained on, in the same order.

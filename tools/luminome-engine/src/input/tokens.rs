@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use candle_core::{Device, Tensor};
-use luminome_io::token_dataset::{TokenBatch, TokenDataset};
+use luminome_io::token_dataset::{TokenBatch, TokenDataset, TokenizerInfo};
 
 /// Opens a token dataset with a message that names it.
 pub fn open_dataset(path: &Path, what: &str) -> Result<TokenDataset> {
@@ -27,11 +27,35 @@ pub fn check_same_vocab(train: &TokenDataset, other: &TokenDataset) -> Result<()
             b.describe(),
             train.path().display(),
             a.describe(),
-            crate::checkpoint::meta::vocab_note(b, a),
+            vocab_note(b, a),
             train.path().display()
         );
     }
     Ok(())
+}
+
+/// When two tokenizers describe alike, what still differs: the vocabularies (shown) or the
+/// tokenizer.json.
+pub fn vocab_note(a: &TokenizerInfo, b: &TokenizerInfo) -> String {
+    if a.describe() != b.describe() {
+        String::new()
+    } else if a.vocab != b.vocab || a.pad_id != b.pad_id {
+        format!(
+            "; the vocabularies differ: [{}] vs [{}]",
+            preview(&a.vocab),
+            preview(&b.vocab)
+        )
+    } else {
+        "; the tokenizer.json files differ".into()
+    }
+}
+
+fn preview(v: &[String]) -> String {
+    let mut s = v.iter().take(12).cloned().collect::<Vec<_>>().join(" ");
+    if v.len() > 12 {
+        s.push_str(" ...");
+    }
+    s
 }
 
 /// Rows longer than the model accepts are refused up front.

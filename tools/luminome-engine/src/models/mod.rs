@@ -6,6 +6,7 @@
 
 mod family;
 pub mod region;
+pub mod token;
 
 // The family modules, declared here rather than inside `model_families!` (which used to declare
 // them): rustfmt does not follow module declarations made by a macro, so `cargo fmt` never

@@ -1,6 +1,6 @@
 //! Layer normalisation and softmax over the last dimension on CUDA, forward and backward: one
 //! warp per row, compiled at first use with NVRTC (the library candle already loads), as the
-//! selective scan's kernels are (`models/bistrand/scan/cuda.rs`).
+//! selective scan's kernels are (`nn/scan/cuda.rs`).
 //!
 //! Why kernels: without them these ops were built on CUDA from candle's primitives — a layer norm
 //! is ~8 launches (sum, divide, subtract, square, sum, add, sqrt, divide) through candle's

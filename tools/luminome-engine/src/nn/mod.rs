@@ -14,6 +14,9 @@
 //! - [`masking`]: padding masks (attention bias, masked mean and max).
 //! - [`deeplift`]: DeepLIFT's rules (rescale, midpoint, layer norm, max pooling) for attribution
 //!   against references, switched on by a scope.
+//! - [`scan`]: the selective scan of Mamba-style state-space layers (CPU op, CUDA kernels);
+//!   [`depthwise_conv`]: the short causal convolution before it (the bi-strand and Caduceus
+//!   families' mixers).
 //! - [`dropout`]: seeded dropout; [`init`]: seeded initialisation.
 
 #[cfg(feature = "cuda")]
@@ -22,6 +25,7 @@ pub(crate) mod kernels;
 
 pub mod attention;
 pub mod deeplift;
+pub mod depthwise_conv;
 pub mod dropout;
 pub mod gelu;
 pub mod gradcheck;
@@ -30,6 +34,7 @@ pub mod layer_norm;
 pub mod linear;
 pub mod masking;
 pub mod matmul;
+pub mod scan;
 pub mod softmax;
 pub mod softplus;
 

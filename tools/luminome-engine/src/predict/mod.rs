@@ -8,11 +8,13 @@ use anyhow::{bail, Context, Result};
 use candle_core::Device;
 use luminome_io::atomic::Commit;
 
-use crate::models::classifier::predictor::ClassOutputs;
-
+mod class_outputs;
 pub mod embeddings;
 pub mod saturation;
 pub mod variants;
+
+pub use class_outputs::ClassOutputs;
+
 use crate::models::FamilyConfig;
 
 /// Outputs beside the predictions TSV that only some families write.

@@ -82,6 +82,39 @@ pub fn write_transformer_classifier_checkpoint(dest: &Path, seed: u64) -> Result
     )
 }
 
+/// A bag-of-tokens classifier (labels 0/1) over the single-nucleotide vocabulary, its weights
+/// drawn uniformly from [-2, 2) with `seed` (large enough that every substitution moves the
+/// output).
+pub fn write_bag_of_tokens_checkpoint(dest: &Path, seed: u64) -> Result<()> {
+    let tok = nucleotide_tokenizer();
+    let config = crate::ModelConfig::from(crate::models::bag_of_tokens::BagOfTokensConfig {
+        vocab_size: tok.vocab_size(),
+        max_length: 64,
+        num_classes: 2,
+        label_values: vec![0, 1],
+    });
+    use rand::{Rng, SeedableRng};
+    let built = crate::BuiltModel::new(&config, &candle_core::Device::Cpu, seed)?;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    for name in built.parameter_names() {
+        let var = built.varmap.data().lock().expect("var map")[&name].clone();
+        let values: Vec<f32> = (0..var.elem_count())
+            .map(|_| rng.random::<f32>() * 4.0 - 2.0)
+            .collect();
+        var.set(&candle_core::Tensor::from_vec(
+            values,
+            var.dims(),
+            &candle_core::Device::Cpu,
+        )?)?;
+    }
+    save_test_checkpoint(
+        dest,
+        config,
+        crate::input::InputSpec::Tokens(tok),
+        &built.varmap,
+    )
+}
+
 /// A random-weight tabular model (seed `seed`) whose schema is fitted on every row of `table`
 /// (label column `label`, id column `id`), with every row encoded for it.
 pub fn tabular_model(

@@ -9,7 +9,7 @@ mod regions;
 mod retrieval;
 
 pub use checkpoints::{
-    tabular_model, write_cnn_checkpoint, write_tabular_checkpoint,
+    tabular_model, write_bag_of_tokens_checkpoint, write_cnn_checkpoint, write_tabular_checkpoint,
     write_transformer_classifier_checkpoint,
 };
 pub use pairs::write_pair_dataset;

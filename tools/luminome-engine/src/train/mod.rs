@@ -1,9 +1,11 @@
 //! Training, shared by every model family: the loop ([`trainer`]), its resumable state
 //! ([`state`]), AdamW ([`optim`]), the learning-rate schedule ([`schedule`]), the [`TrainTask`]
 //! a family implements, the flags every subcommand shares ([`args`]) and the run of a
-//! subcommand from its setup to the end ([`command`]).
+//! subcommand from its setup to the end ([`command`]); the dev metrics of classification tasks
+//! ([`classification`]).
 
 pub mod args;
+pub mod classification;
 pub mod command;
 pub mod optim;
 pub mod schedule;

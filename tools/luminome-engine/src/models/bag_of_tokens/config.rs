@@ -5,7 +5,7 @@ use candle_nn::VarBuilder;
 use serde::{Deserialize, Serialize};
 
 use super::model::BagOfTokens;
-use crate::models::classifier::config::check_classes;
+use crate::models::token::check_classes;
 use crate::models::FamilyConfig;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -2,8 +2,9 @@
 //! sequence (logits = mean over real tokens of a learned per-token, per-class weight, plus a
 //! bias). With k-mer tokens it is a k-mer-frequency linear model: a fast, transparent baseline,
 //! and the worked example of docs/engine.md "Adding a model family": this folder plus one line
-//! in the engine's, luminome-train's and luminome-predict's registries. It reuses the
-//! classification task, input checks and predictor of `classifier/` through `TokenClassifier`.
+//! in each list the registry checks (the engine's registry, luminome-train, the device check,
+//! luminome-predict, luminome-importance, the output fingerprint). It reuses the classification
+//! task, input checks and predictor of `models/token/` through `TokenClassifier`.
 
 pub mod config;
 pub mod model;
@@ -18,7 +19,7 @@ pub use config::BagOfTokensConfig;
 pub use model::BagOfTokens;
 pub use setup::BagOfTokensArgs;
 
-use crate::models::classifier::ClassifierPredictor;
+use crate::models::token::ClassifierPredictor;
 use crate::predict::{PredictFamily, Predictor};
 
 impl PredictFamily for BagOfTokensConfig {

@@ -5,7 +5,7 @@ use candle_core::{Module, Result, Tensor};
 use candle_nn::{Embedding, VarBuilder};
 
 use super::config::BagOfTokensConfig;
-use crate::models::classifier::TokenClassifier;
+use crate::models::token::TokenClassifier;
 use crate::models::Model;
 use crate::nn::{add_bias, masked_mean, DropoutRng};
 

@@ -8,7 +8,7 @@ use clap::Args;
 use super::config::BagOfTokensConfig;
 use crate::checkpoint::Checkpoint;
 use crate::input::InputSpec;
-use crate::models::classifier::{ClassificationArgs, ClassificationData};
+use crate::models::token::{Baseline, ClassificationArgs, ClassificationData};
 use crate::models::{parameter_names, BuiltModel, ModelConfig};
 use crate::train::{TrainArgs, TrainCommand, TrainingSetup};
 
@@ -83,7 +83,9 @@ impl TrainCommand for BagOfTokensArgs {
         );
         let input = InputSpec::Tokens(data.train.tokenizer().clone());
         let floor = self.floor.search(&self.classification)?;
-        let task = data.into_task::<BagOfTokensConfig>(model, device, t.eval_batch_size, floor)?;
+        let baseline = floor.map(|s| Box::new(s) as Box<dyn Baseline>);
+        let task =
+            data.into_task::<BagOfTokensConfig>(model, device, t.eval_batch_size, baseline)?;
         Ok(TrainingSetup {
             config,
             trainable: parameter_names(&varmap),

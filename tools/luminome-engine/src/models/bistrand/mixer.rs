@@ -18,8 +18,8 @@ use candle_core::{Module, Result, Tensor, D};
 use candle_nn::VarBuilder;
 
 use super::config::BiStrandConfig;
-use super::conv::depthwise_conv;
-use super::scan::selective_scan;
+use crate::nn::depthwise_conv::depthwise_conv;
+use crate::nn::scan::selective_scan;
 use crate::nn::{maybe_dropout, softplus, DropoutRng, LayerNorm, Linear};
 
 /// One direction's selective state-space parameters.

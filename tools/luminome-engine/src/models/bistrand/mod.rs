@@ -6,16 +6,14 @@
 //!
 //! - [`config`]: [`BiStrandConfig`] (and the state-space initialisation); [`model`]:
 //!   [`BiStrandModel`], cross-attention; [`mixer`]: convolution + BiMamba layers per strand;
-//!   [`scan`]: the selective scan and [`conv`] the short convolution, each with its own backward.
+//!   the selective scan and short convolution are `nn::scan` and `nn::depthwise_conv`.
 //! - [`task`]: training; [`setup`]: `luminome-train bistrand`; [`predictor`]: variant scores and
 //!   masked-base evaluation.
 
 pub mod config;
-pub mod conv;
 pub mod mixer;
 pub mod model;
 pub mod predictor;
-pub mod scan;
 pub mod setup;
 pub mod task;
 

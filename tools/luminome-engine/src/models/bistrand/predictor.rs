@@ -23,7 +23,6 @@ use super::config::BiStrandConfig;
 use super::model::BiStrandModel;
 use super::task::PairTensors;
 use crate::checkpoint::{read_checkpoint_meta, Checkpoint};
-use crate::input::check_dataset_kind;
 use crate::predict::variants::{
     base_class, variant_columns, variant_values, windows_of, VariantOutputs,
 };
@@ -48,7 +47,7 @@ impl PairInput {
                 meta.model.kind()
             );
         };
-        check_dataset_kind(checkpoint, &meta, dataset)?;
+        meta.check_dataset_kind(checkpoint, dataset)?;
         let ds = PairDataset::open(dataset)?;
         meta.check_tokenizer(checkpoint, dataset, &ds.meta().tokenizer)?;
         if let Some(p) = meta.pairing {

@@ -56,8 +56,8 @@ impl Params for candle_nn::VarBuilder<'_> {
         true
     }
 }
-use crate::models::bistrand::conv::depthwise_conv;
-use crate::models::bistrand::scan::selective_scan;
+use crate::nn::depthwise_conv::depthwise_conv;
+use crate::nn::scan::selective_scan;
 use crate::nn::{softplus, Linear};
 
 /// One direction's Mamba (mamba_ssm `Mamba`, names `in_proj`, `conv1d`, `x_proj`, `dt_proj`,

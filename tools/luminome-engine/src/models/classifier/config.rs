@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::model::Classifier;
 use crate::backbones::BackboneConfig;
 use crate::input::strand::ReverseComplement;
+use crate::models::token::check_classes;
 use crate::models::FamilyConfig;
 
 /// Which sequence-classification adapter sits on the backbone (the adapters spec; docs/engine.md).
@@ -107,14 +108,4 @@ impl FamilyConfig for ClassifierConfig {
         let draw = |name: &str| skip.as_deref().is_none_or(|p| !name.starts_with(p));
         crate::nn::init::init_parameters(varmap, seed, Some(&draw)).map_err(Into::into)
     }
-}
-
-/// Every classifier's classes: at least two, one label value each.
-pub fn check_classes(num_classes: usize, label_values: &[i64]) -> Result<()> {
-    if num_classes < 2 || label_values.len() != num_classes {
-        bail!(
-            "a classifier needs at least two classes and one label value per class ({num_classes} classes, label values {label_values:?})"
-        );
-    }
-    Ok(())
 }

@@ -2,23 +2,17 @@
 //! adapters of the adapters spec (LinearCLS, LinearMeanPool, LinearMaxPool, DynamicGated).
 //!
 //! - [`config`]: [`ClassifierConfig`], [`AdapterKind`]; [`model`]: [`Classifier`];
-//!   [`adapters`]: the four adapters.
-//! - [`token_classifier`]: the [`TokenClassifier`] trait that the task, input checks and
-//!   predictor below work with, so other token-classification families reuse them.
-//! - [`task`]: training ([`ClassifierTask`]) and class probabilities; [`setup`]:
-//!   `luminome-train classify` and the labelled datasets of any classification run.
-//! - [`input`]: a checkpoint and a dataset checked against each other ([`ClassifierInput`]);
-//!   [`predictor`]: `luminome-predict` for classifiers.
+//!   [`adapters`]: the four adapters; [`published`]: DNABERT-2 and NT-v2 checkpoints as backbones.
+//! - [`setup`]: `luminome-train classify`.
+//!
+//! Training, the input checks and the predictor are those of every token classifier
+//! (`models/token/`).
 
 pub mod adapters;
 pub mod config;
-pub mod input;
 pub mod model;
-pub mod predictor;
 pub mod published;
 pub mod setup;
-pub mod task;
-pub mod token_classifier;
 
 use std::path::Path;
 
@@ -26,13 +20,10 @@ use anyhow::Result;
 use candle_core::Device;
 
 pub use config::{AdapterKind, ClassifierConfig};
-pub use input::ClassifierInput;
 pub use model::Classifier;
-pub use predictor::ClassifierPredictor;
-pub use setup::{ClassificationArgs, ClassificationData, ClassifyArgs};
-pub use task::{class_indices, dataset_classes, predict_probs, ClassifierTask, LabelledSet};
-pub use token_classifier::TokenClassifier;
+pub use setup::ClassifyArgs;
 
+use crate::models::token::ClassifierPredictor;
 use crate::predict::{PredictFamily, Predictor};
 
 impl PredictFamily for ClassifierConfig {

@@ -7,8 +7,8 @@ use candle_nn::VarBuilder;
 
 use super::adapters::{Adapter, AdapterOutput};
 use super::config::ClassifierConfig;
-use super::token_classifier::TokenClassifier;
 use crate::backbones::Backbone;
+use crate::models::token::TokenClassifier;
 use crate::models::Model;
 use crate::nn::DropoutRng;
 

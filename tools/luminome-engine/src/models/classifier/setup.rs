@@ -2,12 +2,12 @@
 //! classifier and its task; and the opening of labelled datasets that every token-classification
 //! family shares ([`ClassificationData`]).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use candle_core::Device;
 use clap::Args;
-use luminome_io::token_dataset::{TokenDataset, TokenizerScheme};
+use luminome_io::token_dataset::TokenizerScheme;
 
 use super::config::{AdapterKind, ClassifierConfig};
 
@@ -16,16 +16,14 @@ use super::config::{AdapterKind, ClassifierConfig};
 /// pooling stays below it (0.17–0.24).
 pub const DEFAULT_ADAPTER: AdapterKind = AdapterKind::Gated;
 use super::published::PublishedBackbone;
-use super::task::{ClassifierTask, LabelledSet};
-use super::token_classifier::TokenClassifier;
 use crate::backbones::{BackboneConfig, BackboneKind, CnnArgs, EncoderArgs, EncoderDefaults};
 use crate::checkpoint::{load_into, read_checkpoint_meta, read_safetensors, Checkpoint};
 use crate::input::strand::ReverseComplement;
-use crate::input::tokens::{check_length, check_same_vocab, open_dataset};
 use crate::input::InputSpec;
-use crate::models::kmer_linear::{KmerFloorArgs, KmerSearch};
+use crate::models::kmer_linear::KmerFloorArgs;
 use crate::models::mlm::MlmConfig;
-use crate::models::{parameter_names, BuiltModel, FamilyConfig, ModelConfig};
+use crate::models::token::{Baseline, ClassificationArgs, ClassificationData};
+use crate::models::{parameter_names, BuiltModel, ModelConfig};
 use crate::train::{TrainArgs, TrainCommand, TrainDefaults, TrainingSetup, SMALL_TRAINING_SET};
 
 /// Epochs the CNN trains for when `--steps` is not given (at least 1,000
@@ -98,140 +96,6 @@ pub struct ClassifyArgs {
     pub floor: KmerFloorArgs,
 }
 
-/// Flags of every token-classification command.
-#[derive(Args, Debug, Clone)]
-pub struct ClassificationArgs {
-    /// Label values that are the classes, comma-separated [default: those in the training set].
-    #[arg(long, value_delimiter = ',')]
-    pub classes: Option<Vec<i64>>,
-    /// Test token dataset: after training, the best checkpoint is scored on it and the metrics
-    /// written to <output>/test_metrics.tsv (metric, value).
-    #[arg(help_heading = "Inputs", long)]
-    pub test: Option<PathBuf>,
-    /// Dev metric that selects the best checkpoint and drives early stopping: dev_mcc,
-    /// dev_accuracy, dev_auroc, dev_f1 (higher is better) or dev_loss (lower is better).
-    #[arg(long, default_value = "dev_mcc")]
-    pub metric: String,
-}
-
-impl ClassificationArgs {
-    /// Whether higher is better for `--metric`.
-    pub fn maximize(&self) -> Result<bool> {
-        match self.metric.as_str() {
-            "dev_mcc" | "dev_accuracy" | "dev_auroc" | "dev_f1" => Ok(true),
-            "dev_loss" => Ok(false),
-            m => {
-                bail!("--metric {m}: expected dev_mcc, dev_accuracy, dev_auroc, dev_f1 or dev_loss")
-            }
-        }
-    }
-}
-
-/// The labelled token datasets of a classification run, opened and checked against each other.
-pub struct ClassificationData {
-    pub train: TokenDataset,
-    pub dev: Option<TokenDataset>,
-    pub test: Option<TokenDataset>,
-}
-
-impl ClassificationData {
-    /// Opens the training, dev and test sets; each must have labels and share the training
-    /// set's vocabulary. `command` names the subcommand in messages.
-    pub fn open(
-        train: &Path,
-        dev: Option<&Path>,
-        test: Option<&Path>,
-        command: &str,
-    ) -> Result<Self> {
-        let train_ds = open_dataset(train, "training")?;
-        if !train_ds.has_labels() {
-            bail!(
-                "{}: the training dataset has no labels; `{command}` needs a labelled dataset (tokenize a sequence,label table)",
-                train.display()
-            );
-        }
-        let other = |p: Option<&Path>, what: &str| -> Result<Option<TokenDataset>> {
-            let Some(p) = p else { return Ok(None) };
-            let d = open_dataset(p, what)?;
-            check_same_vocab(&train_ds, &d)?;
-            if !d.has_labels() {
-                bail!("{}: the {what} dataset has no labels", d.path().display());
-            }
-            Ok(Some(d))
-        };
-        let dev = other(dev, "dev")?;
-        let test = other(test, "test")?;
-        Ok(Self {
-            train: train_ds,
-            dev,
-            test,
-        })
-    }
-
-    /// The classes of a new model: `declared` (sorted, duplicates removed) or the label values
-    /// of the training set; at least two.
-    pub fn label_values(&self, declared: Option<&[i64]>) -> Result<Vec<i64>> {
-        let values = match declared {
-            Some(c) => {
-                let mut c = c.to_vec();
-                c.sort();
-                c.dedup();
-                c
-            }
-            None => {
-                let mut v = self.train.meta().label_values.clone();
-                if v.is_empty() {
-                    let all: Vec<usize> = (0..self.train.len()).collect();
-                    v = self.train.batch(&all)?.labels.unwrap_or_default();
-                    v.sort();
-                    v.dedup();
-                }
-                v
-            }
-        };
-        if values.len() < 2 {
-            bail!(
-                "{}: classification needs at least two classes, the labels are {:?}",
-                self.train.path().display(),
-                values
-            );
-        }
-        Ok(values)
-    }
-
-    /// Checks every set against the model (row lengths, labels) and makes the task.
-    pub fn into_task<C: FamilyConfig>(
-        self,
-        model: C::Model,
-        device: &Device,
-        eval_batch_size: usize,
-        floor: Option<KmerSearch>,
-    ) -> Result<ClassifierTask<C>>
-    where
-        C::Model: TokenClassifier,
-    {
-        let max = model.max_length();
-        let values = model.label_values().to_vec();
-        let set = |ds: TokenDataset, what: &str| -> Result<LabelledSet> {
-            check_length(&ds, max, what)?;
-            LabelledSet::new(ds, &values)
-        };
-        let train = set(self.train, "training set")?;
-        let dev = self.dev.map(|d| set(d, "dev set")).transpose()?;
-        let test = self.test.map(|d| set(d, "test set")).transpose()?;
-        Ok(ClassifierTask {
-            model,
-            train,
-            dev,
-            test,
-            device: device.clone(),
-            eval_batch_size,
-            floor,
-            rc_augment: None,
-        })
-    }
-}
-
 impl TrainCommand for ClassifyArgs {
     const NAME: &'static str = "classify";
     const WHAT: &'static str = "classifier";
@@ -297,13 +161,14 @@ impl TrainCommand for ClassifyArgs {
         }
         let input = InputSpec::Tokens(data.train.tokenizer().clone());
         let floor = self.floor.search(&self.classification)?;
+        let baseline = floor.map(|s| Box::new(s) as Box<dyn Baseline>);
         // Averaging both strands at prediction implies training on both (also when resuming).
         let rc_augment = match self.rc_augment || model.config.rc_average.is_some() {
             true => Some(self.reverse_complement(&data)?),
             false => None,
         };
         let mut task =
-            data.into_task::<ClassifierConfig>(model, device, t.eval_batch_size, floor)?;
+            data.into_task::<ClassifierConfig>(model, device, t.eval_batch_size, baseline)?;
         task.rc_augment = rc_augment;
         let mut sources = t.sources();
         sources.extend(self.init.iter().map(|p| p.display().to_string()));

@@ -18,8 +18,8 @@ use candle_core::{Device, Tensor};
 use luminome_io::region_dataset::{RegionDataset, SampleRow};
 
 use super::{check_motif_count, tss_expression, GetRegion, Strand, TssSite};
-use crate::models::expression::predictor::{metrics_by_cell_type, observed_column};
 use crate::models::region::batch::read_slot;
+use crate::models::region::metrics::{metrics_by_cell_type, observed_column};
 use crate::models::region::Subset;
 use crate::predict::{PredictionRow, Predictor, SelectsSubset};
 

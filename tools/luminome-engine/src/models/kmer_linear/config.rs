@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::features::KmerLayout;
 use super::model::KmerLinear;
-use crate::models::classifier::config::check_classes;
+use crate::models::token::check_classes;
 use crate::models::FamilyConfig;
 
 /// Largest k: 4^8 = 65,536 features for the longest k-mers, beyond which almost every k-mer of

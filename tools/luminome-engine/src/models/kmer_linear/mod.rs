@@ -5,6 +5,7 @@
 //! runs it as a token classifier and `luminome-importance` spreads its k-mer weights onto bases.
 //! See docs/kmer-floor.md.
 
+mod baseline;
 pub mod config;
 pub mod features;
 pub mod fit;
@@ -22,7 +23,7 @@ pub use model::KmerLinear;
 pub use select::KmerSearch;
 pub use setup::{run, KmerFloor, KmerFloorArgs, KmerLinearArgs};
 
-use crate::models::classifier::ClassifierPredictor;
+use crate::models::token::ClassifierPredictor;
 use crate::predict::{PredictFamily, Predictor};
 
 impl PredictFamily for KmerLinearConfig {
@@ -49,7 +50,7 @@ mod tests {
     use super::*;
     use crate::checkpoint::Checkpoint;
     use crate::input::batch_tensors;
-    use crate::models::classifier::TokenClassifier;
+    use crate::models::token::TokenClassifier;
     use crate::testing::{toy_motif_task, write_dataset};
 
     #[derive(Parser)]

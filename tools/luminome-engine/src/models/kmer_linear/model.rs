@@ -5,7 +5,7 @@ use candle_nn::VarBuilder;
 
 use super::config::KmerLinearConfig;
 use super::features::{row_bases, KmerLayout};
-use crate::models::classifier::TokenClassifier;
+use crate::models::token::TokenClassifier;
 use crate::models::Model;
 use crate::nn::DropoutRng;
 

@@ -12,13 +12,13 @@ use luminome_cli::RuntimeArgs;
 
 use super::config::KmerLinearConfig;
 use super::features::KmerLayout;
-use super::select::{dataset_bases, fit_and_select, probabilities, score, KmerFit, KmerSearch};
+use super::select::{dataset_bases, fit_and_select, probabilities, KmerFit, KmerSearch};
 use crate::checkpoint::{save_checkpoint, CheckpointMeta};
 use crate::input::tokens::check_length;
 use crate::input::InputSpec;
-use crate::models::classifier::task::dataset_classes;
-use crate::models::classifier::{ClassificationArgs, ClassificationData};
+use crate::models::token::{dataset_classes, ClassificationArgs, ClassificationData};
 use crate::models::{BuiltModel, ModelConfig};
+use crate::train::classification::score;
 
 pub const EXAMPLE: &str = "Example (the k-mer floor of a classification task):
   luminome-train kmer-linear --train train.safetensors --dev dev.safetensors --test test.safetensors \\

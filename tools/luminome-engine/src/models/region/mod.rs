@@ -6,6 +6,7 @@
 //! - [`encoder`]: [`RegionEncoder`]; [`batch`]: [`RegionTensors`] (offsets from the TSS).
 //! - [`holdout`]: genes by chromosome block, leave one cell type out; [`data`]: the datasets,
 //!   the split, the empty-sample check and the feature statistics.
+//! - [`metrics`]: the observed column and metrics of every expression predictor (expression, GET).
 
 pub mod args;
 pub mod batch;
@@ -13,6 +14,7 @@ pub mod config;
 pub mod data;
 pub mod encoder;
 pub mod holdout;
+pub mod metrics;
 
 pub use args::RegionEncoderArgs;
 pub use batch::RegionTensors;

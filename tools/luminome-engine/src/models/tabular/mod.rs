@@ -25,5 +25,5 @@ pub use config::{TabularArch, TabularConfig};
 pub use model::{TabularModel, TabularTensors};
 pub use predictor::TabularInput;
 pub use schema::{EncodedRows, SchemaOptions, TabularSchema};
-pub use setup::{run, TabularArgs};
+pub use setup::{first_setup, run, TabularArgs};
 pub use task::TabularTask;

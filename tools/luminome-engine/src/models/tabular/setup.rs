@@ -23,6 +23,7 @@ use crate::device::parse_device;
 use crate::input::InputSpec;
 use crate::models::{BuiltModel, ModelConfig};
 use crate::train::trainer::{RunPaths, Trainer};
+use crate::train::{TrainDefaults, TrainingSetup};
 
 pub use super::args::{TabularArgs, EXAMPLE};
 pub use super::outputs::predicted_class;
@@ -50,7 +51,50 @@ pub fn run(args: &TabularArgs, command_line: &str) -> Result<()> {
     args.check()?;
     args.runtime.apply_threads();
     let device = parse_device(&args.runtime.device)?;
-    let quiet = args.runtime.quiet;
+    let Prepared {
+        tables,
+        classes,
+        plans,
+        schemas,
+    } = prepare(args, args.runtime.quiet)?;
+    let mut inputs = vec![args.train.display().to_string()];
+    inputs.extend(
+        args.dev
+            .iter()
+            .chain(&args.test)
+            .map(|p| p.display().to_string()),
+    );
+    crate::train::command::check_run_outputs(
+        &args.output,
+        &[
+            "test_predictions.tsv",
+            "test_metrics.tsv",
+            "cv_metrics.tsv",
+            "cv_predictions.tsv",
+        ],
+        &inputs,
+    )?;
+    luminome_cli::prepare_output_dir(&args.output)?;
+    let mut results = Vec::new();
+    for (p, schema) in plans.iter().zip(schemas) {
+        results.push(train_one(args, p, schema, &tables, &device, command_line)?);
+    }
+    if let Some(k) = args.folds {
+        write_cv(args, k, tables[0].len(), &classes, &results)?;
+    }
+    Ok(())
+}
+
+/// The tables, classes, runs and each run's schema of `luminome-train tabular`: every check
+/// that needs no output, before anything is written.
+struct Prepared {
+    tables: Vec<FeatureTable>,
+    classes: Vec<String>,
+    plans: Vec<RunPlan>,
+    schemas: Vec<TabularSchema>,
+}
+
+fn prepare(args: &TabularArgs, quiet: bool) -> Result<Prepared> {
     let opts = args.schema_options();
     let mut tables = vec![open_table(&args.train, args.id.as_deref())?];
     let classes = table_classes(&tables[0], &args.label, args.classes.as_deref())?;
@@ -98,32 +142,12 @@ pub fn run(args: &TabularArgs, command_line: &str) -> Result<()> {
     for t in &tables[1..] {
         schemas[0].encode(t, &(0..t.len()).collect::<Vec<_>>())?;
     }
-    let mut inputs = vec![args.train.display().to_string()];
-    inputs.extend(
-        args.dev
-            .iter()
-            .chain(&args.test)
-            .map(|p| p.display().to_string()),
-    );
-    crate::train::command::check_run_outputs(
-        &args.output,
-        &[
-            "test_predictions.tsv",
-            "test_metrics.tsv",
-            "cv_metrics.tsv",
-            "cv_predictions.tsv",
-        ],
-        &inputs,
-    )?;
-    luminome_cli::prepare_output_dir(&args.output)?;
-    let mut results = Vec::new();
-    for (p, schema) in plans.iter().zip(schemas) {
-        results.push(train_one(args, p, schema, &tables, &device, command_line)?);
-    }
-    if let Some(k) = args.folds {
-        write_cv(args, k, tables[0].len(), &classes, &results)?;
-    }
-    Ok(())
+    Ok(Prepared {
+        tables,
+        classes,
+        plans,
+        schemas,
+    })
 }
 
 /// Each row's class (its index in `classes`); a label outside them is refused with its row.
@@ -239,23 +263,21 @@ fn split_plan(
     })
 }
 
-fn train_one(
+/// The model (seeded by `--seed`) and training task of one run.
+fn plan_task(
     args: &TabularArgs,
     plan: &RunPlan,
     schema: TabularSchema,
     tables: &[FeatureTable],
     device: &Device,
-    command_line: &str,
-) -> Result<Option<TestResult>> {
-    let quiet = args.runtime.quiet;
+) -> Result<(TabularConfig, BuiltModel, TabularTask)> {
     let n_classes = schema.classes.len();
     let config = TabularConfig {
         schema,
         arch: args.arch(),
         threshold: None,
     };
-    let model_config = ModelConfig::from(config.clone());
-    let built = BuiltModel::new(&model_config, device, args.seed)?;
+    let built = BuiltModel::new(&ModelConfig::from(config.clone()), device, args.seed)?;
     let train = config.schema.encode(&tables[0], &plan.train)?;
     let val = config.schema.encode(&tables[plan.val.0], &plan.val.1)?;
     let task = TabularTask {
@@ -272,6 +294,58 @@ fn train_one(
         device: device.clone(),
         eval_batch_size: args.eval_batch_size,
     };
+    Ok((config, built, task))
+}
+
+/// What a tabular model reads: the table's columns, by name.
+fn table_input(config: &TabularConfig) -> InputSpec {
+    InputSpec::Table(
+        config
+            .schema
+            .columns
+            .iter()
+            .map(|c| c.name.clone())
+            .collect(),
+    )
+}
+
+/// The first run's model and task, built as `run` builds them and nothing written: what the
+/// device check (`luminome-train`'s `device_check`) compares on two devices.
+pub fn first_setup(args: &TabularArgs, device: &Device) -> Result<TrainingSetup> {
+    args.check()?;
+    let Prepared {
+        tables,
+        plans,
+        mut schemas,
+        ..
+    } = prepare(args, true)?;
+    let (config, built, task) = plan_task(args, &plans[0], schemas.remove(0), &tables, device)?;
+    let train_config = args.train_config();
+    Ok(TrainingSetup {
+        config: built.config.clone(),
+        trainable: built.parameter_names(),
+        varmap: built.varmap,
+        task: Box::new(task),
+        input: table_input(&config),
+        sources: vec![args.train.display().to_string()],
+        metric: train_config.metric,
+        maximize: train_config.maximize,
+        description: config.arch.name().into(),
+        train_defaults: TrainDefaults::STANDARD,
+    })
+}
+
+fn train_one(
+    args: &TabularArgs,
+    plan: &RunPlan,
+    schema: TabularSchema,
+    tables: &[FeatureTable],
+    device: &Device,
+    command_line: &str,
+) -> Result<Option<TestResult>> {
+    let quiet = args.runtime.quiet;
+    let (config, built, task) = plan_task(args, plan, schema, tables, device)?;
+    let model_config = built.config.clone();
     let mut sources = vec![args.train.display().to_string()];
     sources.extend(
         args.dev
@@ -282,14 +356,7 @@ fn train_one(
     let tool = "luminome-train tabular";
     let meta = CheckpointMeta::new(
         model_config,
-        InputSpec::Table(
-            config
-                .schema
-                .columns
-                .iter()
-                .map(|c| c.name.clone())
-                .collect(),
-        ),
+        table_input(&config),
         sources,
         tool,
         command_line,

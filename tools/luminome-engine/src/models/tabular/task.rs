@@ -8,8 +8,8 @@ use candle_core::{DType, Device, Tensor, D};
 
 use super::model::TabularModel;
 use super::schema::EncodedRows;
-use crate::models::kmer_linear::select::{dev_metrics, score};
 use crate::nn::DropoutRng;
+use crate::train::classification::{dev_metrics, score};
 use crate::train::task::{chunks, TrainTask};
 
 pub struct TabularTask {
@@ -92,7 +92,7 @@ impl TrainTask for TabularTask {
         if self.dev.is_none() {
             return Vec::new();
         }
-        crate::models::kmer_linear::select::dev_metric_names()
+        crate::train::classification::dev_metric_names()
     }
 
     fn evaluate(&self) -> Result<BTreeMap<String, f64>> {

@@ -1,7 +1,6 @@
 //! What the classification task trains and `luminome-predict` runs: any model that maps token ids
-//! to class logits. The sequence classifier implements it, and so can any other family that
-//! classifies token sequences (the bag-of-tokens family does), to reuse the task, the input
-//! checks and the predictor of this folder.
+//! to class logits. The sequence classifier, bag-of-tokens and k-mer linear families implement
+//! it, to reuse the task, the input checks and the predictor of this folder.
 
 use candle_core::{Result, Tensor};
 

@@ -9,9 +9,8 @@ use candle_core::Device;
 use luminome_io::token_dataset::{IndexRow, TokenBatch, TokenDataset};
 use luminome_io::InputError;
 
-use super::token_classifier::TokenClassifier;
+use super::classifier::TokenClassifier;
 use crate::checkpoint::{read_checkpoint_meta, Checkpoint};
-use crate::input::check_dataset_kind;
 use crate::input::tokens::{real_length, trim_batch};
 use crate::models::FamilyConfig;
 
@@ -50,7 +49,7 @@ where
             );
         };
         let config = config.clone();
-        check_dataset_kind(checkpoint, &meta, dataset)?;
+        meta.check_dataset_kind(checkpoint, dataset)?;
         let ds = TokenDataset::open(dataset)?;
         meta.check_tokenizer(checkpoint, dataset, ds.tokenizer())?;
         if ds.is_empty() {

@@ -5,60 +5,22 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use candle_core::{DType, Device, Tensor};
 use luminome_io::token_dataset::{TokenBatch, TokenDataset};
 use luminome_metrics::ClassificationMetrics;
 
-use super::token_classifier::TokenClassifier;
+use super::classifier::TokenClassifier;
+use super::data::{dataset_classes, ClassificationData};
 use crate::checkpoint::Checkpoint;
 use crate::input::batch_tensors;
 use crate::input::strand::ReverseComplement;
-use crate::input::tokens::real_length;
-use crate::models::kmer_linear::{KmerFloor, KmerSearch};
+use crate::input::tokens::{check_length, real_length};
 use crate::models::FamilyConfig;
 use crate::nn::DropoutRng;
+use crate::train::classification::{dev_metric_names, dev_metrics, score};
 use crate::train::task::{chunks, TrainTask};
 use crate::train::RunPaths;
-
-/// Class index of each label (position in `label_values`); an error names the first label
-/// that is not a declared class.
-pub fn class_indices(
-    labels: &[i64],
-    label_values: &[i64],
-) -> std::result::Result<Vec<u32>, (usize, i64)> {
-    labels
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            label_values
-                .iter()
-                .position(|v| v == l)
-                .map(|p| p as u32)
-                .ok_or((i, *l))
-        })
-        .collect()
-}
-
-/// Checks a labelled dataset against the classifier's classes; returns class indices.
-pub fn dataset_classes(ds: &TokenDataset, label_values: &[i64]) -> Result<Vec<u32>> {
-    if !ds.has_labels() {
-        bail!(
-            "{}: the dataset has no labels; tokenize the table with its label column",
-            ds.path().display()
-        );
-    }
-    let all: Vec<usize> = (0..ds.len()).collect();
-    let labels = ds.batch(&all)?.labels.unwrap_or_default();
-    class_indices(&labels, label_values).map_err(|(i, l)| {
-        anyhow::anyhow!(
-            "{}: record {}: label {l} is not one of the declared classes {:?}",
-            ds.path().display(),
-            i + 1,
-            label_values
-        )
-    })
-}
 
 /// Class probabilities of every record of a dataset, row-major `[N, C]`
 /// (`luminome_metrics::softmax` of the logits).
@@ -115,8 +77,7 @@ impl LabelledSet {
     ) -> Result<(f64, ClassificationMetrics)> {
         let c = model.label_values().len();
         let probs = predict_probs(model, &self.dataset, batch_size, device)?;
-        crate::models::kmer_linear::select::score(&probs, &self.classes, c)
-            .with_context(|| self.dataset.path().display().to_string())
+        score(&probs, &self.classes, c).with_context(|| self.dataset.path().display().to_string())
     }
 }
 
@@ -132,9 +93,9 @@ where
     pub test: Option<LabelledSet>,
     pub device: Device,
     pub eval_batch_size: usize,
-    /// The k-mer floor fitted after training and reported beside the model (kmer_floor.tsv);
-    /// `None`: not fitted.
-    pub floor: Option<KmerSearch>,
+    /// A baseline fitted after training and reported beside the model (the k-mer floor,
+    /// kmer_floor.tsv); `None`: not fitted.
+    pub baseline: Option<Box<dyn Baseline>>,
     /// Reverse-complement augmentation: each training row is read as its reverse complement
     /// with probability ½ (drawn from the step's seed).
     pub rc_augment: Option<ReverseComplement>,
@@ -170,7 +131,7 @@ where
         if self.dev.is_none() {
             return Vec::new();
         }
-        crate::models::kmer_linear::select::dev_metric_names()
+        dev_metric_names()
     }
 
     fn evaluate(&self) -> Result<BTreeMap<String, f64>> {
@@ -178,13 +139,7 @@ where
             return Ok(BTreeMap::new());
         };
         let (loss, m) = dev.score(&self.model, self.eval_batch_size, &self.device)?;
-        let mut out = BTreeMap::new();
-        out.insert("dev_loss".into(), loss);
-        out.insert("dev_accuracy".into(), m.accuracy);
-        out.insert("dev_auroc".into(), m.auroc.unwrap_or(f64::NAN));
-        out.insert("dev_f1".into(), m.f1);
-        out.insert("dev_mcc".into(), m.mcc);
-        Ok(out)
+        Ok(dev_metrics(loss, &m))
     }
 
     /// Scores the run's best checkpoint on the test set (`test_metrics.tsv`) and fits the k-mer
@@ -227,102 +182,74 @@ where
             Some(dev) => Some(dev.score(model, self.eval_batch_size, &self.device)?.1),
             None => None,
         };
-        self.report_floor(paths, model_dev.as_ref(), test_metrics.as_ref(), quiet)
+        let (Some(baseline), Some(dev), Some(model_dev)) = (&self.baseline, &self.dev, &model_dev)
+        else {
+            return Ok(());
+        };
+        baseline.report(&BaselineRun {
+            train: &self.train.dataset,
+            dev: &dev.dataset,
+            test: self.test.as_ref().map(|t| &t.dataset),
+            label_values: self.model.label_values(),
+            paths,
+            model_dev,
+            model_test: test_metrics.as_ref(),
+            quiet,
+        })
     }
 }
 
-impl<C: FamilyConfig> ClassifierTask<C>
-where
-    C::Model: TokenClassifier,
-{
-    /// Fits the k-mer floor on the training set (chosen on dev) and writes `kmer_floor.tsv`
-    /// (metric, set, model, kmer_floor) beside the model's own dev and test metrics; says so on
-    /// stderr when the model does worse than the floor. Skipped without a dev set or for
-    /// tokens that do not stand for fixed bases (BPE).
-    fn report_floor(
-        &self,
-        paths: &RunPaths,
-        model_dev: Option<&ClassificationMetrics>,
-        model_test: Option<&ClassificationMetrics>,
-        quiet: bool,
-    ) -> Result<()> {
-        let (Some(search), Some(dev), Some(model_dev)) = (&self.floor, &self.dev, model_dev) else {
-            return Ok(());
+/// What a [`Baseline`] is fitted on and reported beside: the run's sets, the model's metrics on
+/// them, the run folder.
+pub struct BaselineRun<'a> {
+    pub train: &'a TokenDataset,
+    pub dev: &'a TokenDataset,
+    pub test: Option<&'a TokenDataset>,
+    /// The model's classes (the baseline fits the same ones).
+    pub label_values: &'a [i64],
+    pub paths: &'a RunPaths,
+    pub model_dev: &'a ClassificationMetrics,
+    pub model_test: Option<&'a ClassificationMetrics>,
+    pub quiet: bool,
+}
+
+/// A simpler model fitted on the same sets after training and reported beside the trained one
+/// (the k-mer floor, `kmer_linear::KmerSearch`); the family's setup chooses it, so this folder
+/// does not depend on the family that provides it.
+pub trait Baseline: Send + Sync {
+    fn report(&self, run: &BaselineRun) -> Result<()>;
+}
+
+impl ClassificationData {
+    /// Checks every set against the model (row lengths, labels) and makes the task.
+    pub fn into_task<C: FamilyConfig>(
+        self,
+        model: C::Model,
+        device: &Device,
+        eval_batch_size: usize,
+        baseline: Option<Box<dyn Baseline>>,
+    ) -> Result<ClassifierTask<C>>
+    where
+        C::Model: TokenClassifier,
+    {
+        let max = model.max_length();
+        let values = model.label_values().to_vec();
+        let set = |ds: TokenDataset, what: &str| -> Result<LabelledSet> {
+            check_length(&ds, max, what)?;
+            LabelledSet::new(ds, &values)
         };
-        let train = &self.train.dataset;
-        if !train.tokenizer().scheme.has_base_spans() {
-            if !quiet {
-                eprintln!(
-                    "k-mer floor: skipped ({} tokens do not stand for fixed bases)",
-                    train.tokenizer().scheme
-                );
-            }
-            return Ok(());
-        }
-        let floor = KmerFloor::new(
+        let train = set(self.train, "training set")?;
+        let dev = self.dev.map(|d| set(d, "dev set")).transpose()?;
+        let test = self.test.map(|d| set(d, "test set")).transpose()?;
+        Ok(ClassifierTask {
+            model,
             train,
-            &dev.dataset,
-            self.model.label_values(),
-            search,
-            |_| {},
-        )
-        .context("fitting the k-mer floor (--no-kmer-floor skips it)")?;
-        // Saved as a checkpoint luminome-predict takes, alone or as an ensemble member: the
-        // documented seeds-plus-floor ensemble fits it once (the other seeds: --no-kmer-floor).
-        let mut sources = vec![train.path().display().to_string()];
-        sources.push(dev.dataset.path().display().to_string());
-        crate::models::kmer_linear::setup::write_checkpoint(
-            &floor.fit,
-            &paths.dir.join("kmer_floor.safetensors"),
-            train,
-            sources,
-            "luminome-train classify (k-mer floor)",
-            &luminome_cli::command_line(),
-        )?;
-        let floor_dev = floor.score(&dev.dataset)?;
-        let floor_test = match &self.test {
-            Some(t) => Some(floor.score(&t.dataset)?),
-            None => None,
-        };
-        let dest = paths.dir.join("kmer_floor.tsv");
-        let mut w = luminome_io::atomic::AtomicWriter::create(&dest)?;
-        writeln!(w, "metric\tset\tmodel\tkmer_floor")?;
-        let mut lines = |set: &str, m: &ClassificationMetrics, f: &ClassificationMetrics| {
-            let fm: BTreeMap<String, String> = f.rows().into_iter().collect();
-            for (k, v) in m.rows() {
-                if let Some(fv) = fm.get(&k) {
-                    writeln!(w, "{k}\t{set}\t{v}\t{fv}")?;
-                }
-            }
-            std::io::Result::Ok(())
-        };
-        lines("dev", model_dev, &floor_dev)?;
-        if let (Some(m), Some(f)) = (model_test, &floor_test) {
-            lines("test", m, f)?;
-        }
-        let cfg = &floor.fit.config;
-        writeln!(w, "floor_k\tall\t\t{}-{}", cfg.k_min, cfg.k_max)?;
-        writeln!(w, "floor_l2\tall\t\t{:e}", cfg.l2)?;
-        w.commit()?;
-        let verdict = if model_dev.mcc < floor_dev.mcc {
-            "the model does WORSE than the k-mer floor on dev"
-        } else {
-            "the model beats the k-mer floor on dev"
-        };
-        if !quiet || model_dev.mcc < floor_dev.mcc {
-            eprintln!(
-                "k-mer floor (k {}-{}, l2 {:e}): dev mcc {:.4} vs this model's {:.4}{}: {verdict}",
-                cfg.k_min,
-                cfg.k_max,
-                cfg.l2,
-                floor_dev.mcc,
-                model_dev.mcc,
-                match (&floor_test, model_test) {
-                    (Some(f), Some(m)) => format!("; test mcc {:.4} vs {:.4}", f.mcc, m.mcc),
-                    _ => String::new(),
-                }
-            );
-        }
-        Ok(())
+            dev,
+            test,
+            device: device.clone(),
+            eval_batch_size,
+            baseline,
+            rc_augment: None,
+        })
     }
 }

@@ -1,18 +1,10 @@
-//! Token classifiers under `luminome-predict`: class probabilities (softmax of the logits) and
-//! the predicted class per record, metrics from `luminome-metrics` when the dataset has labels.
-//! The same rows, columns and metrics serve an ensemble of classifiers ([`crate::predict::EnsemblePredictor`]),
-//! which averages the members' [`ClassBatch`]es.
-
-use std::path::Path;
+//! The rows, columns and metrics of class probabilities, shared by every classifier family's
+//! predictor and by [`super::EnsemblePredictor`], which averages several.
 
 use anyhow::{bail, Context, Result};
-use candle_core::Device;
-use luminome_metrics::{argmax, softmax, ClassificationMetrics};
+use luminome_metrics::{argmax, ClassificationMetrics};
 
-use super::input::ClassifierInput;
-use super::token_classifier::TokenClassifier;
-use crate::models::FamilyConfig;
-use crate::predict::{ClassBatch, ClassProbabilities, PredictionRow, Predictor, Tallied, Tally};
+use super::{ClassBatch, PredictionRow, Tallied, Tally};
 
 /// The label values of a classifier's classes and everything it has predicted: the output
 /// columns, the rows and the metrics of one classifier or of an ensemble.
@@ -153,88 +145,5 @@ impl Tallied for ClassOutputs {
             probs: rows.map(|v| v[1..].to_vec()).collect(),
         };
         self.record(&batch)
-    }
-}
-
-pub struct ClassifierPredictor<C: FamilyConfig>
-where
-    C::Model: TokenClassifier,
-{
-    input: ClassifierInput<C>,
-    outputs: ClassOutputs,
-}
-
-impl<C: FamilyConfig> ClassifierPredictor<C>
-where
-    C::Model: TokenClassifier,
-{
-    pub fn open(checkpoint: &Path, dataset: &Path, device: Device) -> Result<Self> {
-        let input = ClassifierInput::<C>::open(checkpoint, dataset, device)?;
-        let label_values = input.model()?.label_values().to_vec();
-        let has_truth = input.dataset.has_labels();
-        Ok(Self {
-            input,
-            outputs: ClassOutputs::new(label_values, has_truth),
-        })
-    }
-}
-
-impl<C: FamilyConfig> Predictor for ClassifierPredictor<C>
-where
-    C::Model: TokenClassifier,
-{
-    fn len(&self) -> usize {
-        self.input.dataset.len()
-    }
-
-    fn has_truth(&self) -> bool {
-        self.input.dataset.has_labels()
-    }
-
-    fn columns(&self) -> Vec<String> {
-        self.outputs.columns()
-    }
-
-    fn predict(&mut self, records: &[usize]) -> Result<Vec<PredictionRow>> {
-        let batch = self.class_probabilities(records)?;
-        self.outputs.rows(batch)
-    }
-
-    fn metrics(&self) -> Result<Option<Vec<(String, String)>>> {
-        Ok(self.outputs.metrics()?.map(|m| m.rows()))
-    }
-
-    fn tallied(&mut self) -> Option<&mut dyn Tallied> {
-        self.outputs.tallied()
-    }
-
-    fn classes(&mut self) -> Option<&mut dyn ClassProbabilities> {
-        Some(self)
-    }
-}
-
-impl<C: FamilyConfig> ClassProbabilities for ClassifierPredictor<C>
-where
-    C::Model: TokenClassifier,
-{
-    fn class_labels(&self) -> &[i64] {
-        &self.outputs.label_values
-    }
-
-    fn class_probabilities(&mut self, records: &[usize]) -> Result<ClassBatch> {
-        let logits = self.input.logits(records)?;
-        let labels = if self.has_truth() {
-            self.input.dataset.batch(records)?.labels
-        } else {
-            None
-        };
-        Ok(ClassBatch {
-            records: records
-                .iter()
-                .map(|&r| (self.input.index[r].record, self.input.index[r].name.clone()))
-                .collect(),
-            labels,
-            probs: logits.iter().map(|l| softmax(l)).collect(),
-        })
     }
 }
