@@ -75,8 +75,33 @@ fn custom_ops() -> BTreeMap<String, (String, bool)> {
     ops
 }
 
-/// The rows of the table: op → (file, kind, entry).
-fn documented() -> BTreeMap<String, (String, String, String)> {
+/// One row of the table.
+struct Row {
+    file: String,
+    kind: String,
+    entry: String,
+    test: String,
+}
+
+/// Whether `name` is a `#[test]` function in a file of the folder of `file` (or below it).
+fn is_test_in_folder(name: &str, file: &str) -> bool {
+    let folder = Path::new(file).parent().unwrap_or(Path::new(""));
+    let mut files = Vec::new();
+    rust_files(&src().join(folder), &mut files);
+    files.iter().any(|p| {
+        let text = std::fs::read_to_string(p).unwrap();
+        text.match_indices(&format!("fn {name}()")).any(|(at, _)| {
+            text[..at]
+                .trim_end()
+                .lines()
+                .last()
+                .is_some_and(|l| l.trim() == "#[test]")
+        })
+    })
+}
+
+/// The rows of the table, by op.
+fn documented() -> BTreeMap<String, Row> {
     let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/engine.md");
     let text = std::fs::read_to_string(doc).unwrap();
     let table = text
@@ -93,14 +118,18 @@ fn documented() -> BTreeMap<String, (String, String, String)> {
             .split('|')
             .map(|c| c.trim().trim_matches('`').to_string())
             .collect();
-        if cells.len() != 4 || cells[0] == "op" || cells[0].starts_with("---") {
+        if cells[0] == "op" || cells[0].starts_with("---") {
             continue;
         }
-        let [op, file, kind, entry] = <[String; 4]>::try_from(cells).unwrap();
-        assert!(
-            rows.insert(op.clone(), (file, kind, entry)).is_none(),
-            "{op}: two rows"
-        );
+        let [op, file, kind, entry, test] =
+            <[String; 5]>::try_from(cells).unwrap_or_else(|c| panic!("a row of five cells: {c:?}"));
+        let row = Row {
+            file,
+            kind,
+            entry,
+            test,
+        };
+        assert!(rows.insert(op.clone(), row).is_none(), "{op}: two rows");
     }
     rows
 }
@@ -120,7 +149,13 @@ fn every_custom_op_has_a_documented_cuda_path_that_the_code_has() {
         in_code, in_doc,
         "custom ops in the source vs rows in docs/engine.md"
     );
-    for (op, (file, kind, entry)) in &rows {
+    for (op, row) in &rows {
+        let (file, kind, entry) = (&row.file, &row.kind, &row.entry);
+        assert!(
+            is_test_in_folder(&row.test, file),
+            "{op}: no #[test] fn {} beside {file}",
+            row.test
+        );
         let (impl_file, has_cuda) = &ops[op];
         assert_eq!(file, impl_file, "{op}: implemented in {impl_file}");
         match kind.as_str() {

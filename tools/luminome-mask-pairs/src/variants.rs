@@ -232,35 +232,11 @@ pub fn variant_windows(
                 continue;
             }
             let ref_match = v.reference.to_ascii_uppercase().as_bytes()[0] == fasta_base;
-            if !ref_match {
-                let what = format!(
-                    "REF {} of {}:{} is {} in {}",
-                    v.reference,
-                    v.chrom,
-                    v.pos,
-                    fasta_base as char,
-                    reference_path.display()
-                );
-                match opts.ref_mismatch {
-                    RefMismatch::Error => {
-                        return Err(InputError::line(
-                            variants_path,
-                            v.line,
-                            format!("{what}; use --ref-mismatch flag or skip to keep going"),
-                        )
-                        .into())
-                    }
-                    RefMismatch::Skip => {
-                        bump(counts, "ref_mismatch_left_out");
-                        continue;
-                    }
-                    RefMismatch::Flag => {
-                        bump(counts, "ref_mismatch_flagged");
-                        first_mismatch.get_or_insert_with(|| {
-                            format!("{}: line {}: {what}", variants_path.display(), v.line)
-                        });
-                    }
-                }
+            let files = (variants_path, reference_path);
+            if !ref_match
+                && !kept_on_ref_mismatch(&v, fasta_base, files, opts, counts, &mut first_mismatch)?
+            {
+                continue;
             }
             let Some((a, from, to)) =
                 reference_window(&sink.vocab, &mut reference, &chrom, pos0, opts)?
@@ -307,6 +283,47 @@ pub fn variant_windows(
         );
     }
     Ok(())
+}
+
+/// What `--ref-mismatch` does with an allele whose REF is not the reference's base: an error
+/// naming the line, left out (`false`, counted) or kept and flagged (`true`; the first one kept
+/// for the closing message). `files`: the variants and the reference.
+fn kept_on_ref_mismatch(
+    v: &Variant,
+    fasta_base: u8,
+    files: (&Path, &Path),
+    opts: &VariantOptions,
+    counts: &mut Counts,
+    first_mismatch: &mut Option<String>,
+) -> Result<bool> {
+    let (variants_path, reference_path) = files;
+    let what = format!(
+        "REF {} of {}:{} is {} in {}",
+        v.reference,
+        v.chrom,
+        v.pos,
+        fasta_base as char,
+        reference_path.display()
+    );
+    match opts.ref_mismatch {
+        RefMismatch::Error => Err(InputError::line(
+            variants_path,
+            v.line,
+            format!("{what}; use --ref-mismatch flag or skip to keep going"),
+        )
+        .into()),
+        RefMismatch::Skip => {
+            bump(counts, "ref_mismatch_left_out");
+            Ok(false)
+        }
+        RefMismatch::Flag => {
+            bump(counts, "ref_mismatch_flagged");
+            first_mismatch.get_or_insert_with(|| {
+                format!("{}: line {}: {what}", variants_path.display(), v.line)
+            });
+            Ok(true)
+        }
+    }
 }
 
 /// Whether `alt` of `v` is a single-base substitution of A/C/G/T at a site whose reference base

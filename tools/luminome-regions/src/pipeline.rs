@@ -209,26 +209,10 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     let scanner = prepared
         .as_ref()
         .map(|(m, features)| MotifScanner::new(m, features, cfg.aggregation));
-    // GET's scale divides by maxima over every chromosome: scan them all before any sample.
-    if let (true, None, Some(scanner)) = (get_scale, &inputs.scores, &scanner) {
-        let mut all = Vec::with_capacity(n_regions_total * nf);
-        for chrom in &inputs.set.chroms {
-            all.extend(scan_chromosome(
-                &mut reference,
-                chrom,
-                scanner,
-                &mut summary,
-            )?);
-        }
-        inputs.scores = Some(all);
-    }
-    let maxima: Vec<Vec<f32>> = match (&inputs.scores, get_scale) {
-        (Some(all), true) => inputs
-            .raw
-            .iter()
-            .map(|raw| get_maxima(all, raw, nf))
-            .collect(),
-        _ => Vec::new(),
+    let maxima = if get_scale {
+        get_scale_maxima(&mut inputs, scanner.as_ref(), &mut reference, &mut summary)?
+    } else {
+        Vec::new()
     };
     let sources = SampleSources {
         cfg,
@@ -285,6 +269,32 @@ pub fn run(cfg: &Config) -> Result<Summary> {
     out.finish(&meta, &cfg.command_line)?;
     log_written(cfg, &summary, inputs.cell_types.len(), nf, started);
     Ok(summary)
+}
+
+/// GET's feature scale divides by maxima over every chromosome: every chromosome is scanned
+/// before any sample (the scores kept in `inputs.scores`); each cell type's maxima.
+fn get_scale_maxima(
+    inputs: &mut RegionInputs,
+    scanner: Option<&MotifScanner>,
+    reference: &mut Reference,
+    summary: &mut Summary,
+) -> Result<Vec<Vec<f32>>> {
+    let nf = inputs.features.len();
+    if let (None, Some(scanner)) = (&inputs.scores, scanner) {
+        let mut all = Vec::with_capacity(inputs.set.len() * nf);
+        for chrom in &inputs.set.chroms {
+            all.extend(scan_chromosome(reference, chrom, scanner, summary)?);
+        }
+        inputs.scores = Some(all);
+    }
+    Ok(match &inputs.scores {
+        Some(all) => inputs
+            .raw
+            .iter()
+            .map(|raw| get_maxima(all, raw, nf))
+            .collect(),
+        None => Vec::new(),
+    })
 }
 
 /// The regions of `--reuse-regions`, or those built from peaks or called from accessibility.

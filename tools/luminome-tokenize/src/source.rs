@@ -76,6 +76,48 @@ pub type Sink<'a> = dyn FnMut(Message) -> Result<()> + 'a;
 
 const BATCH: usize = 1024;
 
+/// Units on their way to the sink, sent [`BATCH`] at a time: the batching of every reader.
+struct Batcher<'s, 'a> {
+    units: Vec<Unit>,
+    sink: &'s mut Sink<'a>,
+}
+
+impl<'s, 'a> Batcher<'s, 'a> {
+    fn new(sink: &'s mut Sink<'a>) -> Self {
+        Self {
+            units: Vec::with_capacity(BATCH),
+            sink,
+        }
+    }
+
+    /// Sends the units held once there is a batch of them.
+    fn send_if_full(&mut self) -> Result<()> {
+        if self.units.len() >= BATCH {
+            (self.sink)(Message::Units(std::mem::take(&mut self.units)))?;
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, unit: Unit) -> Result<()> {
+        self.units.push(unit);
+        self.send_if_full()
+    }
+
+    /// Sends every unit held.
+    fn flush(&mut self) -> Result<()> {
+        if !self.units.is_empty() {
+            (self.sink)(Message::Units(std::mem::take(&mut self.units)))?;
+        }
+        Ok(())
+    }
+
+    /// Sends every unit held, then the end of the record they came from (its length in bases).
+    fn end_record(&mut self, length: u64) -> Result<()> {
+        self.flush()?;
+        (self.sink)(Message::EndRecord(length))
+    }
+}
+
 /// Cuts one in-memory sequence (already cleaned) into units.
 #[allow(clippy::too_many_arguments)]
 fn cut_in_memory(
@@ -158,7 +200,7 @@ pub fn read_table(
     sink: &mut Sink<'_>,
 ) -> Result<u64> {
     let mut reader = SeqTableReader::open(path, &opts.table)?;
-    let mut batch = Vec::with_capacity(BATCH);
+    let mut batch = Batcher::new(sink);
     let (mut b, mut s) = (Vec::new(), Vec::new());
     let mut n = 0u64;
     while let Some(row) = reader.read_row()? {
@@ -191,14 +233,10 @@ pub fn read_table(
             origin: origin.clone(),
             record: n - 1,
         };
-        cut_in_memory(&b, &s, opts.cut, &origin, &make, &mut batch)?;
-        if batch.len() >= BATCH {
-            sink(Message::Units(std::mem::take(&mut batch)))?;
-        }
+        cut_in_memory(&b, &s, opts.cut, &origin, &make, &mut batch.units)?;
+        batch.send_if_full()?;
     }
-    if !batch.is_empty() {
-        sink(Message::Units(batch))?;
-    }
+    batch.flush()?;
     if n == 0 {
         return Err(InputError::file(path, "the table has a header but no data rows").into());
     }
@@ -218,7 +256,7 @@ pub fn read_bed(
         .ok_or_else(|| anyhow::anyhow!("BED input {} needs --reference FASTA", path.display()))?;
     let mut reference = Reference::open(ref_path)?;
     let mut reader = bed::open(path)?;
-    let mut batch = Vec::with_capacity(BATCH);
+    let mut batch = Batcher::new(sink);
     let (mut b, mut s) = (Vec::new(), Vec::new());
     let mut n = 0u64;
     while let Some(rec) = reader.read_record()? {
@@ -306,14 +344,10 @@ pub fn read_bed(
                 record: n - 1,
             }
         };
-        cut_in_memory(&b, &s, opts.cut, &origin, &make, &mut batch)?;
-        if batch.len() >= BATCH {
-            sink(Message::Units(std::mem::take(&mut batch)))?;
-        }
+        cut_in_memory(&b, &s, opts.cut, &origin, &make, &mut batch.units)?;
+        batch.send_if_full()?;
     }
-    if !batch.is_empty() {
-        sink(Message::Units(batch))?;
-    }
+    batch.flush()?;
     if n == 0 {
         return Err(InputError::file(path, "no intervals in the BED file").into());
     }
@@ -329,9 +363,8 @@ pub fn read_fastx(
     sink: &mut Sink<'_>,
 ) -> Result<u64> {
     let mut reader = luminome_io::fastx::open(path, opts.threads)?;
-    let mut batch: Vec<Unit> = Vec::with_capacity(BATCH);
-    let mut raw = Vec::new();
-    let (mut b, mut s) = (Vec::new(), Vec::new());
+    let mut batch = Batcher::new(sink);
+    let mut bufs = Buffers::default();
     let mut n = 0u64;
     while let Some(h) = reader.next_header()? {
         n += 1;
@@ -352,103 +385,161 @@ pub fn read_fastx(
             origin: origin.clone(),
             record: n - 1,
         };
+        let mut record = Record {
+            reader: &mut reader,
+            bufs: &mut bufs,
+            policy: opts.policy,
+            changes: &mut *changes,
+            err: &err,
+        };
         match opts.cut {
             Cut::Windows { size, stride } => {
-                // `b`/`s` hold cleaned bases from record offset `buf_start` on.
-                b.clear();
-                s.clear();
-                let mut buf_start = 0u64;
-                let mut next = 0u64;
-                let mut read = 0u64;
-                let mut finished = false;
-                loop {
-                    while !finished && buf_start + (b.len() as u64) < next + size as u64 {
-                        raw.clear();
-                        if reader.read_sequence_line(&mut raw)? {
-                            clean_or_fail(&raw, opts.policy, &mut b, &mut s, changes, read, &err)?;
-                            read += raw.len() as u64;
-                            // Drop bases before the next window (stride > size skips bases).
-                            compact(&mut b, &mut s, &mut buf_start, next);
-                        } else {
-                            finished = true;
-                        }
-                    }
-                    let buf_end = buf_start + b.len() as u64;
-                    if next >= buf_end {
-                        break;
-                    }
-                    let lo = (next - buf_start) as usize;
-                    let hi = ((next + size as u64).min(buf_end) - buf_start) as usize;
-                    batch.push(unit(
-                        next,
-                        b[lo..hi].to_vec(),
-                        s[lo..hi].to_vec(),
-                        UNKNOWN_LENGTH,
-                    ));
-                    if batch.len() >= BATCH {
-                        sink(Message::Units(std::mem::take(&mut batch)))?;
-                    }
-                    if finished && next + size as u64 >= buf_end {
-                        break;
-                    }
-                    next += stride as u64;
-                    compact(&mut b, &mut s, &mut buf_start, next.min(buf_end));
-                }
-                if !batch.is_empty() {
-                    sink(Message::Units(std::mem::take(&mut batch)))?;
-                }
-                sink(Message::EndRecord(read))?;
+                let read = record.stream_windows(size, stride, &unit, &mut batch)?;
+                batch.end_record(read)?;
             }
             Cut::Truncate(limit) => {
-                b.clear();
-                s.clear();
-                let mut read = 0u64;
-                raw.clear();
-                while reader.read_sequence_line(&mut raw)? {
-                    if (b.len()) < limit {
-                        let take = (limit - b.len()).min(raw.len());
-                        clean_or_fail(
-                            &raw[..take],
-                            opts.policy,
-                            &mut b,
-                            &mut s,
-                            changes,
-                            read,
-                            &err,
-                        )?;
-                    }
-                    read += raw.len() as u64;
-                    raw.clear();
-                }
-                batch.push(unit(0, b.clone(), s.clone(), read));
+                let read = record.read_truncated(limit)?;
+                batch.push(unit(0, bufs.bases.clone(), bufs.soft.clone(), read))?;
             }
             Cut::Whole | Cut::Limit(_) => {
-                reader.read_sequence(&mut raw)?;
-                if let Cut::Limit(limit) = opts.cut {
-                    if raw.len() > limit {
-                        return Err(err(format!(
-                            "sequence of {} bases is longer than the maximum of {limit} (use --overflow truncate or --overflow window)",
-                            raw.len()
-                        ))
-                        .into());
-                    }
-                }
-                b.clear();
-                s.clear();
-                clean_or_fail(&raw, opts.policy, &mut b, &mut s, changes, 0, &err)?;
-                let len = b.len() as u64;
-                batch.push(unit(0, b.clone(), s.clone(), len));
+                let limit = match opts.cut {
+                    Cut::Limit(limit) => Some(limit),
+                    _ => None,
+                };
+                record.read_whole(limit)?;
+                let len = bufs.bases.len() as u64;
+                batch.push(unit(0, bufs.bases.clone(), bufs.soft.clone(), len))?;
             }
         }
-        if batch.len() >= BATCH {
-            sink(Message::Units(std::mem::take(&mut batch)))?;
-        }
     }
-    if !batch.is_empty() {
-        sink(Message::Units(batch))?;
-    }
+    batch.flush()?;
     if n == 0 {
         return Err(InputError::file(path, "no FASTA/FASTQ records (the file is empty)").into());
     }
     Ok(n)
+}
+
+/// The buffers a FASTA/FASTQ record is read into, kept across records: the raw line, and the
+/// cleaned bases and soft mask.
+#[derive(Default)]
+struct Buffers {
+    raw: Vec<u8>,
+    bases: Vec<u8>,
+    soft: Vec<u8>,
+}
+
+/// The record under a FASTA/FASTQ reader's header, read one of three ways.
+struct Record<'r, 'e> {
+    reader: &'r mut luminome_io::fastx::FastxReader<Box<dyn std::io::BufRead + Send>>,
+    bufs: &'r mut Buffers,
+    policy: NonAcgtPolicy,
+    changes: &'r mut ChangeCounts,
+    err: &'e dyn Fn(String) -> InputError,
+}
+
+impl Record<'_, '_> {
+    /// Windows of `size` bases every `stride` bases, each made a unit as soon as its bases are
+    /// read (`bufs` hold the cleaned bases from record offset `buf_start` on); the record's
+    /// length.
+    fn stream_windows(
+        &mut self,
+        size: usize,
+        stride: usize,
+        unit: &dyn Fn(u64, Vec<u8>, Vec<u8>, u64) -> Unit,
+        batch: &mut Batcher,
+    ) -> Result<u64> {
+        let Buffers {
+            raw,
+            bases: b,
+            soft: s,
+        } = &mut *self.bufs;
+        b.clear();
+        s.clear();
+        let mut buf_start = 0u64;
+        let mut next = 0u64;
+        let mut read = 0u64;
+        let mut finished = false;
+        loop {
+            while !finished && buf_start + (b.len() as u64) < next + size as u64 {
+                raw.clear();
+                if self.reader.read_sequence_line(raw)? {
+                    clean_or_fail(raw, self.policy, b, s, self.changes, read, self.err)?;
+                    read += raw.len() as u64;
+                    // Drop bases before the next window (stride > size skips bases).
+                    compact(b, s, &mut buf_start, next);
+                } else {
+                    finished = true;
+                }
+            }
+            let buf_end = buf_start + b.len() as u64;
+            if next >= buf_end {
+                break;
+            }
+            let lo = (next - buf_start) as usize;
+            let hi = ((next + size as u64).min(buf_end) - buf_start) as usize;
+            batch.push(unit(
+                next,
+                b[lo..hi].to_vec(),
+                s[lo..hi].to_vec(),
+                UNKNOWN_LENGTH,
+            ))?;
+            if finished && next + size as u64 >= buf_end {
+                break;
+            }
+            next += stride as u64;
+            compact(b, s, &mut buf_start, next.min(buf_end));
+        }
+        Ok(read)
+    }
+
+    /// The first `limit` bases into `bufs`, the rest read past; the record's length.
+    fn read_truncated(&mut self, limit: usize) -> Result<u64> {
+        let Buffers {
+            raw,
+            bases: b,
+            soft: s,
+        } = &mut *self.bufs;
+        b.clear();
+        s.clear();
+        let mut read = 0u64;
+        raw.clear();
+        while self.reader.read_sequence_line(raw)? {
+            if b.len() < limit {
+                let take = (limit - b.len()).min(raw.len());
+                clean_or_fail(
+                    &raw[..take],
+                    self.policy,
+                    b,
+                    s,
+                    self.changes,
+                    read,
+                    self.err,
+                )?;
+            }
+            read += raw.len() as u64;
+            raw.clear();
+        }
+        Ok(read)
+    }
+
+    /// The whole record into `bufs`; one longer than `limit` bases is refused.
+    fn read_whole(&mut self, limit: Option<usize>) -> Result<()> {
+        let Buffers {
+            raw,
+            bases: b,
+            soft: s,
+        } = &mut *self.bufs;
+        self.reader.read_sequence(raw)?;
+        if let Some(limit) = limit.filter(|&l| raw.len() > l) {
+            return Err((self.err)(format!(
+                "sequence of {} bases is longer than the maximum of {limit} (use --overflow truncate or --overflow window)",
+                raw.len()
+            ))
+            .into());
+        }
+        b.clear();
+        s.clear();
+        clean_or_fail(raw, self.policy, b, s, self.changes, 0, self.err)?;
+        Ok(())
+    }
 }

@@ -18,6 +18,10 @@
 //!   [`depthwise_conv`]: the short causal convolution before it (the bi-strand and Caduceus
 //!   families' mixers).
 //! - [`dropout`]: seeded dropout; [`init`]: seeded initialisation.
+//!
+//! Every custom op here (and the few beside their model), its CUDA path or primitive fallback
+//! and the test that checks it: the table in docs/engine.md, "The fused ops and their CUDA
+//! paths", which `tests/device_paths.rs` checks against this source.
 
 #[cfg(feature = "cuda")]
 mod cuda_rows;

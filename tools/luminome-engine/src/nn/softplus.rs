@@ -40,3 +40,30 @@ impl candle_core::CustomOp1 for Softplus {
         Ok(Some((g * candle_nn::ops::sigmoid(x)?)?))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{Device, Tensor, Var};
+
+    use super::*;
+
+    #[test]
+    fn the_fused_softplus_matches_its_formula_and_gradient() {
+        let x = Tensor::new(&[-30f32, -2.0, -0.1, 0.0, 0.3, 5.0, 40.0], &Device::Cpu).unwrap();
+        let var = Var::from_tensor(&x).unwrap();
+        let y = softplus(var.as_tensor()).unwrap();
+        let grads = y.sum_all().unwrap().backward().unwrap();
+        let g: Vec<f32> = grads.get(var.as_tensor()).unwrap().to_vec1().unwrap();
+        let y: Vec<f32> = y.to_vec1().unwrap();
+        for (i, &v) in x.to_vec1::<f32>().unwrap().iter().enumerate() {
+            let v = f64::from(v);
+            let want = v.max(0.0) + (1.0 + (-v.abs()).exp()).ln();
+            assert!(
+                (f64::from(y[i]) - want).abs() < 1e-6 * want.max(1.0),
+                "softplus({v})"
+            );
+            let sig = 1.0 / (1.0 + (-v).exp());
+            assert!((f64::from(g[i]) - sig).abs() < 1e-6, "softplus'({v})");
+        }
+    }
+}
