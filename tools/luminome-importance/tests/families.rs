@@ -1,14 +1,10 @@
 //! Which families luminome-importance explains, against the model registry: every registered
 //! family has an explainer or a stated reason, and the bag-of-tokens family is explained by ISM.
 
-use std::path::Path;
 use std::process::Command;
 
 use luminome_engine::models::ModelConfig;
 use luminome_importance::{explainer, Explainer};
-use luminome_io::token_dataset::{
-    IndexRow, TokenDatasetWriter, TokenDatasetWriterOptions, TokenRow,
-};
 
 #[test]
 fn every_registered_family_is_explained_or_refused_with_a_reason() {
@@ -29,51 +25,14 @@ fn importance(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn write_dataset(dest: &Path, seqs: &[&str]) {
-    let mut w = TokenDatasetWriter::new(TokenDatasetWriterOptions {
-        dest: dest.to_path_buf(),
-        tokenizer: luminome_engine::testing::nucleotide_tokenizer(),
-        max_length: Some(16),
-        has_labels: true,
-        has_soft_mask: false,
-        shard_records: None,
-        rc: "none".into(),
-        sources: vec![],
-        tool: "luminome-importance tests".into(),
-        tool_version: "0".into(),
-        command_line: String::new(),
-    })
-    .unwrap();
-    for (i, seq) in seqs.iter().enumerate() {
-        let mut ids = luminome_engine::testing::encode(seq.as_bytes());
-        ids.resize(16, 0);
-        w.push(TokenRow {
-            ids: &ids,
-            soft_mask: None,
-            label: Some(i as i64 % 2),
-            index: IndexRow {
-                record: i as u64,
-                shard: 0,
-                name: format!("seq{i}"),
-                interval: luminome_io::token_dataset::Interval::parse_v1("."),
-                seq_length: seq.len() as u64,
-                window_offset: 0,
-                window_length: seq.len() as u64,
-                strand: '+',
-            },
-        })
-        .unwrap();
-    }
-    w.finish().unwrap();
-}
-
 #[test]
 fn a_bag_of_tokens_model_is_explained_by_ism_and_refuses_the_gradient_methods() {
     let dir = tempfile::tempdir().unwrap();
     let ckpt = dir.path().join("bag.safetensors");
     luminome_engine::testing::write_bag_of_tokens_checkpoint(&ckpt, 3).unwrap();
     let ds = dir.path().join("seqs.safetensors");
-    write_dataset(&ds, &["ACGTTACAGC", "GGATTCA"]);
+    let seqs = [b"ACGTTACAGC".to_vec(), b"GGATTCA".to_vec()];
+    luminome_engine::testing::write_dataset(&ds, &seqs, Some(&[0, 1]), 16).unwrap();
     let tsv = dir.path().join("ism.tsv");
     let args = |method: &str| {
         vec![
