@@ -27,6 +27,14 @@ fn arg(args: &[String], i: usize, default: usize) -> anyhow::Result<usize> {
 }
 
 fn main() -> anyhow::Result<()> {
+    // As luminome-train and luminome-predict run: mimalloc keeping freed memory, candle's
+    // element-wise ops on the calling thread, the work started from a rayon pool thread.
+    luminome_cli::keep_freed_memory();
+    luminome_cli::candle_elementwise_on_caller();
+    luminome_cli::on_pool(run)
+}
+
+fn run() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let steps = arg(&args, 1, 10)?;
     let d = arg(&args, 2, 128)?;

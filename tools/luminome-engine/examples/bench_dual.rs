@@ -26,6 +26,14 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() -> anyhow::Result<()> {
+    // As luminome-train and luminome-predict run: mimalloc keeping freed memory, candle's
+    // element-wise ops on the calling thread, the work started from a rayon pool thread.
+    luminome_cli::keep_freed_memory();
+    luminome_cli::candle_elementwise_on_caller();
+    luminome_cli::on_pool(run)
+}
+
+fn run() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let steps: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(10);
     let attention: AttentionKind = args.get(2).map_or("standard", String::as_str).parse()?;
