@@ -25,7 +25,10 @@ src=$(realpath "$2")
 out=$(mkdir -p "$3" && cd "$3" && pwd)
 work=$(mktemp -d)
 tar -C "$work" -xJf "$bundle"
-bin=$work/bin
+# BIN (optional): another folder of luminome-train and luminome-predict to time in place of the
+# bundle's (the previous build, for a before/after on one machine).
+bin=${BIN:+$(realpath "$BIN")}
+bin=${bin:-$work/bin}
 data=$work/data
 export PYTHONPATH=$src${PYTHONPATH:+:$PYTHONPATH}
 source "$(dirname "${BASH_SOURCE[0]}")/cuda_libs.sh"

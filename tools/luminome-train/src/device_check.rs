@@ -5,8 +5,10 @@
 //! Metal run.
 //!
 //! Ops: on the CPU the engine's fused kernels run (softmax with and without the padding bias,
-//! layer norm, bias add, GELU, softplus, the CNN's shift window, the selective scan); on CUDA
-//! their documented fallbacks built from candle primitives do. Families: each one's training
+//! layer norm with and without its scale and shift, bias add, GELU, softplus, the CNN's shift
+//! window, the selective scan) and, for the gated unit and rotary positions, candle's
+//! primitives; on the other side each op's CUDA kernel or documented primitive fallback runs
+//! (docs/engine.md, "The fused ops and their CUDA paths"). Families: each one's training
 //! setup is built twice from the same command line (`luminome-train <family> …`, dropout 0) on
 //! tiny datasets written here, the same seed giving the same weights on both devices (the
 //! published backbones, DNABERT-2 and the Nucleotide Transformer v2: a tiny checkpoint in their
@@ -153,6 +155,56 @@ fn ops(cuda: &Target, report: &mut Vec<CheckRow>) -> Result<()> {
         &[randn(&[4, 7, 48], 2)?],
         cuda,
         &|t| nn::normalize_last_dim(&t[0], 1e-5),
+        report,
+    )?;
+    let layer_norm = |t: &[Tensor], detached: bool| {
+        let t: Vec<Tensor> = t
+            .iter()
+            .map(|t| if detached { t.detach() } else { t.clone() })
+            .collect();
+        let norm = nn::LayerNorm {
+            weight: t[1].clone(),
+            bias: t[2].clone(),
+            eps: 1e-5,
+        };
+        norm.forward(&t[0])
+    };
+    let affine = [
+        randn(&[3, 5, 40], 16)?,
+        randn(&[40], 17)?,
+        randn(&[40], 18)?,
+    ];
+    check_op(
+        "layer_norm (training)",
+        &affine,
+        cuda,
+        &|t| layer_norm(t, false),
+        report,
+    )?;
+    check_op(
+        "layer_norm (inference)",
+        &affine,
+        cuda,
+        &|t| layer_norm(t, true),
+        report,
+    )?;
+    for (name, act) in [
+        ("gated_unit (SiLU)", nn::GateActivation::Silu),
+        ("gated_unit (GELU)", nn::GateActivation::GeluErf),
+    ] {
+        let g = (randn(&[3, 7, 24], 19)? * 2.0)?;
+        check_op(name, &[g], cuda, &|t| nn::gated_unit(&t[0], act), report)?;
+    }
+    check_op(
+        "rotate_half",
+        &[
+            randn(&[2, 3, 9, 8], 20)?,
+            randn(&[9, 4], 21)?,
+            randn(&[9, 4], 22)?,
+        ],
+        cuda,
+        // The tables enter as constants, as in the models (no gradient of their own).
+        &|t| nn::rotate_half(&t[0], &t[1].detach(), &t[2].detach()),
         report,
     )?;
     check_op(

@@ -16,13 +16,13 @@
 //! numbers for the real positions) and the output is zero at padding, as theirs.
 
 use anyhow::{bail, Result};
-use candle_core::{DType, Device, Module, Tensor, D};
+use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Embedding, VarBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::nn::{
-    attention_bias, batched_matmul, deeplift, maybe_dropout, residual_dropout,
-    softmax_last_dim_biased, DropoutRng, LayerNorm, Linear,
+    attention_bias, batched_matmul, gated_unit, maybe_dropout, residual_dropout,
+    softmax_last_dim_biased, DropoutRng, GateActivation, LayerNorm, Linear,
 };
 
 /// The published `config.json` fields the architecture reads (names as published), and the
@@ -167,7 +167,6 @@ struct Dnabert2Layer {
     mlp_norm: LayerNorm,
     heads: usize,
     head_dim: usize,
-    intermediate: usize,
     hidden_dropout: f64,
     attention_dropout: f64,
 }
@@ -186,7 +185,6 @@ impl Dnabert2Layer {
             mlp_norm: LayerNorm::new(d, eps, mlp.pp("layernorm"))?,
             heads: cfg.num_attention_heads,
             head_dim: cfg.head_dim(),
-            intermediate: f,
             hidden_dropout: cfg.hidden_dropout_prob,
             attention_dropout: cfg.attention_probs_dropout_prob,
         })
@@ -220,9 +218,7 @@ impl Dnabert2Layer {
             .attn_norm
             .forward(&residual_dropout(x, &a, self.hidden_dropout, rng)?)?;
         let g = self.gated_layers.forward(&x)?;
-        let gated = g.narrow(D::Minus1, 0, self.intermediate)?;
-        let linear = g.narrow(D::Minus1, self.intermediate, self.intermediate)?;
-        let m = (deeplift::gelu(&gated)? * linear)?;
+        let m = gated_unit(&g, GateActivation::GeluErf)?;
         let m = maybe_dropout(&m, self.hidden_dropout, rng)?;
         let m = self.wo.forward(&m)?;
         self.mlp_norm.forward(&(m + x)?)

@@ -20,14 +20,14 @@
 //! the mask).
 
 use anyhow::{bail, Result};
-use candle_core::{Module, Tensor, D};
+use candle_core::{Module, Tensor};
 use candle_nn::{Embedding, VarBuilder};
 use serde::{Deserialize, Serialize};
 
 use super::transformer::attention::Rotary;
 use crate::nn::{
-    attention_bias, batched_matmul, maybe_dropout, residual_dropout, softmax_last_dim_biased,
-    DropoutRng, LayerNorm, Linear,
+    attention_bias, batched_matmul, gated_unit, maybe_dropout, residual_dropout,
+    softmax_last_dim_biased, DropoutRng, GateActivation, LayerNorm, Linear,
 };
 
 /// The published `config.json` fields the architecture reads (names as published), and the
@@ -165,7 +165,6 @@ struct NtV2Layer {
     ffn_norm: LayerNorm,
     heads: usize,
     head_dim: usize,
-    width: usize,
     hidden_dropout: f64,
     attention_dropout: f64,
 }
@@ -192,7 +191,6 @@ impl NtV2Layer {
             ffn_norm: LayerNorm::new(d, eps, vb.pp("LayerNorm"))?,
             heads: cfg.num_attention_heads,
             head_dim: cfg.head_dim(),
-            width: f,
             hidden_dropout: cfg.hidden_dropout_prob,
             attention_dropout: cfg.attention_probs_dropout_prob,
         })
@@ -227,8 +225,7 @@ impl NtV2Layer {
             .reshape((b, l, d))?;
         let x = residual_dropout(x, &self.attn_out.forward(&ctx)?, self.hidden_dropout, rng)?;
         let g = self.intermediate.forward(&self.ffn_norm.forward(&x)?)?;
-        let gate = g.narrow(D::Minus1, 0, self.width)?.silu()?;
-        let m = (gate * g.narrow(D::Minus1, self.width, self.width)?)?;
+        let m = gated_unit(&g, GateActivation::Silu)?;
         residual_dropout(&x, &self.output.forward(&m)?, self.hidden_dropout, rng)
     }
 }

@@ -1,6 +1,7 @@
-//! Layer normalisation and softmax over the last dimension on CUDA, forward and backward: one
-//! warp per row, compiled at first use with NVRTC (the library candle already loads), as the
-//! selective scan's kernels are (`nn/scan/cuda.rs`).
+//! Layer normalisation (with its scale and shift when nothing is differentiated) and softmax
+//! over the last dimension on CUDA, forward and backward: one warp per row, compiled at first use
+//! with NVRTC (the library candle already loads), as the selective scan's kernels are
+//! (`nn/scan/cuda.rs`; the module cache is `nn/cuda_nvrtc.rs`).
 //!
 //! Why kernels: without them these ops were built on CUDA from candle's primitives — a layer norm
 //! is ~8 launches (sum, divide, subtract, square, sum, add, sqrt, divide) through candle's
@@ -16,16 +17,12 @@
 // against the kernels' signatures by hand, and every buffer is sized here from the layouts.
 #![allow(unsafe_code)]
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-
 use candle_core::backend::BackendStorage;
-use candle_core::cuda_backend::cudarc::driver::{
-    CudaFunction, CudaModule, CudaView, LaunchConfig, PushKernelArg,
-};
-use candle_core::cuda_backend::cudarc::nvrtc::compile_ptx;
+use candle_core::cuda_backend::cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 use candle_core::cuda_backend::WrapErr;
-use candle_core::{CudaDevice, CudaStorage, DType, Layout, Result};
+use candle_core::{CudaDevice, CudaStorage, Layout, Result};
+
+use super::cuda_nvrtc::{input, kernel_output};
 
 // NVRTC compiles without the C headers: 64-bit indices are `idx_t`, -inf is spelt as its bits.
 const SOURCE: &str = r#"
@@ -61,6 +58,19 @@ extern "C" __global__ void normalize_fwd(const float* __restrict__ x, float* __r
     float mean, inv;
     row_stats(xr, n, eps, lane, &mean, &inv);
     for (int j = lane; j < n; j += 32) yr[j] = (xr[j] - mean) * inv;
+}
+
+// x̂ · gamma + beta per row, for a model that is not being differentiated (no x̂ kept).
+extern "C" __global__ void normalize_affine_fwd(const float* __restrict__ x,
+        const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ y,
+        int rows, int n, float eps) {
+    int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (row >= rows) return;
+    const float* xr = x + (idx_t)row * n;
+    float* yr = y + (idx_t)row * n;
+    float mean, inv;
+    row_stats(xr, n, eps, lane, &mean, &inv);
+    for (int j = lane; j < n; j += 32) yr[j] = (xr[j] - mean) * inv * gamma[j] + beta[j];
 }
 
 // dx = (g - mean(g) - y * mean(g * y)) / sqrt(var + eps), y = the normalised x.
@@ -111,26 +121,8 @@ extern "C" __global__ void softmax_bwd(const float* __restrict__ y, const float*
 }
 "#;
 
-type ModuleCache = Mutex<HashMap<usize, Arc<CudaModule>>>;
-
-/// A kernel of [`SOURCE`], its module compiled once per CUDA context.
 fn function(dev: &CudaDevice, name: &str) -> Result<CudaFunction> {
-    static MODULES: OnceLock<ModuleCache> = OnceLock::new();
-    let stream = dev.cuda_stream();
-    let context = stream.context();
-    let key = Arc::as_ptr(context) as usize;
-    let mut modules = MODULES.get_or_init(Default::default).lock().unwrap();
-    let module = match modules.get(&key) {
-        Some(m) => m.clone(),
-        None => {
-            let ptx = compile_ptx(SOURCE)
-                .map_err(|e| candle_core::Error::Msg(format!("row kernels: NVRTC: {e:?}")))?;
-            let m = context.load_module(ptx).w()?;
-            modules.insert(key, m.clone());
-            m
-        }
-    };
-    module.load_function(name).w()
+    super::cuda_nvrtc::function(dev, SOURCE, &[], name, "row kernels")
 }
 
 /// Rows of `n` elements, four rows (warps) a block.
@@ -139,16 +131,6 @@ fn per_row(rows: usize) -> LaunchConfig {
         grid_dim: (rows.div_ceil(4) as u32, 1, 1),
         block_dim: (128, 1, 1),
         shared_mem_bytes: 0,
-    }
-}
-
-fn input<'a>(s: &'a CudaStorage, l: &Layout, what: &str) -> Result<CudaView<'a, f32>> {
-    if s.dtype() != DType::F32 {
-        candle_core::bail!("{what} on CUDA: f32 only, got {:?}", s.dtype());
-    }
-    match l.contiguous_offsets() {
-        Some((a, b)) => Ok(s.as_cuda_slice::<f32>()?.slice(a..b)),
-        None => candle_core::bail!("{what}: input has to be contiguous"),
     }
 }
 
@@ -167,12 +149,45 @@ pub(crate) fn normalize(s: &CudaStorage, l: &Layout, eps: f64) -> Result<CudaSto
     let dev = s.device().clone();
     let x = input(s, l, "layer norm")?;
     let (rows, rows_i, n) = rows_of(l, "layer norm")?;
-    let y = dev.alloc_zeros::<f32>(l.shape().elem_count())?;
+    let y = kernel_output(&dev, l.shape().elem_count())?;
     let func = function(&dev, "normalize_fwd")?;
     let stream = dev.cuda_stream();
     let mut launch = stream.launch_builder(&func);
     let eps = eps as f32;
     launch.arg(&x).arg(&y).arg(&rows_i).arg(&n).arg(&eps);
+    unsafe { launch.launch(per_row(rows)) }.w()?;
+    Ok(CudaStorage::wrap_cuda_slice(y, dev))
+}
+
+/// x̂ ⊙ γ + β per row in one pass (the inference layer norm).
+pub(crate) fn normalize_affine(
+    (sx, lx): (&CudaStorage, &Layout),
+    (sg, lg): (&CudaStorage, &Layout),
+    (sb, lb): (&CudaStorage, &Layout),
+    eps: f64,
+) -> Result<CudaStorage> {
+    let dev = sx.device().clone();
+    let what = "layer norm";
+    let (x, g, b) = (
+        input(sx, lx, what)?,
+        input(sg, lg, what)?,
+        input(sb, lb, what)?,
+    );
+    let (rows, rows_i, n) = rows_of(lx, what)?;
+    if lg.shape().elem_count() != n as usize || lb.shape().elem_count() != n as usize {
+        candle_core::bail!(
+            "{what}: rows of {n}, γ of {:?}, β of {:?}",
+            lg.dims(),
+            lb.dims()
+        );
+    }
+    let y = kernel_output(&dev, lx.shape().elem_count())?;
+    let func = function(&dev, "normalize_affine_fwd")?;
+    let stream = dev.cuda_stream();
+    let mut launch = stream.launch_builder(&func);
+    let eps = eps as f32;
+    launch.arg(&x).arg(&g).arg(&b).arg(&y);
+    launch.arg(&rows_i).arg(&n).arg(&eps);
     unsafe { launch.launch(per_row(rows)) }.w()?;
     Ok(CudaStorage::wrap_cuda_slice(y, dev))
 }
@@ -192,7 +207,7 @@ pub(crate) fn normalize_backward(
         input(sg, lg, what)?,
     );
     let (rows, rows_i, n) = rows_of(lx, what)?;
-    let dx = dev.alloc_zeros::<f32>(lx.shape().elem_count())?;
+    let dx = kernel_output(&dev, lx.shape().elem_count())?;
     let func = function(&dev, "normalize_bwd")?;
     let stream = dev.cuda_stream();
     let mut launch = stream.launch_builder(&func);
@@ -218,7 +233,7 @@ pub(crate) fn softmax(
     };
     let per =
         i32::try_from(per).map_err(|_| candle_core::Error::Msg("softmax: rows > i32".into()))?;
-    let y = dev.alloc_zeros::<f32>(lx.shape().elem_count())?;
+    let y = kernel_output(&dev, lx.shape().elem_count())?;
     let func = function(&dev, "softmax_fwd")?;
     let stream = dev.cuda_stream();
     let mut launch = stream.launch_builder(&func);
@@ -242,7 +257,7 @@ pub(crate) fn softmax_backward(
     let what = "softmax backward";
     let (y, g) = (input(sy, ly, what)?, input(sg, lg, what)?);
     let (rows, rows_i, n) = rows_of(ly, what)?;
-    let dx = dev.alloc_zeros::<f32>(ly.shape().elem_count())?;
+    let dx = kernel_output(&dev, ly.shape().elem_count())?;
     let func = function(&dev, "softmax_bwd")?;
     let stream = dev.cuda_stream();
     let mut launch = stream.launch_builder(&func);

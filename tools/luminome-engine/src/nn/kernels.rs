@@ -34,6 +34,16 @@ pub(crate) fn fused_rows(x: &Tensor) -> bool {
             && !primitive_ops_forced())
 }
 
+/// Whether an op's CUDA kernel runs for `x`: on CUDA, for f32, unless the fallbacks are forced
+/// (the selective scan's kernels; the gated unit and rotary positions, whose CPU path stays
+/// candle's primitives).
+pub(crate) fn cuda_fused(x: &Tensor) -> bool {
+    cfg!(feature = "cuda")
+        && x.device().is_cuda()
+        && x.dtype() == DType::F32
+        && !primitive_ops_forced()
+}
+
 /// The device half of [`cpu_fused`], for ops with their own dtype rule.
 pub(crate) fn cpu_fast_path(device: &candle_core::Device) -> bool {
     device.is_cpu() && !primitive_ops_forced()

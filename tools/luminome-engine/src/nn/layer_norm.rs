@@ -6,7 +6,7 @@
 use candle_core::{backend::BackendStorage, CpuStorage, DType, Layout, Result, Shape, Tensor, D};
 use rayon::prelude::*;
 
-use super::kernels::{contiguous_slice, cpu_fused, fused_rows, num_traits_float, written_by};
+use super::kernels::{contiguous_slice, fused_rows, num_traits_float, written_by};
 
 /// x̂ = (x − mean) / sqrt(var + eps), per row (no affine part).
 struct Normalize {
@@ -303,7 +303,7 @@ impl LayerNorm {
                 .broadcast_add(&self.bias);
         }
         let tracked = x.track_op() || self.weight.track_op() || self.bias.track_op();
-        if cpu_fused(x) && x.dtype() == DType::F32 && !tracked {
+        if fused_rows(x) && x.dtype() == DType::F32 && !tracked {
             // Nothing to differentiate (a predictor's frozen model): x̂ need not be kept for a
             // backward pass, so normalise and scale in one pass over each row.
             return x.contiguous()?.apply_op3_no_bwd(
@@ -313,7 +313,7 @@ impl LayerNorm {
             );
         }
         let xhat = normalize_last_dim(x, self.eps)?;
-        if cpu_fused(x) && x.dtype() == DType::F32 {
+        if fused_rows(x) && x.dtype() == DType::F32 {
             let dims = x.dims().to_vec();
             let c = *dims.last().unwrap_or(&1);
             let flat = xhat.reshape((x.elem_count() / c.max(1), c))?;
@@ -367,6 +367,20 @@ impl candle_core::CustomOp3 for NormalizeAffine {
         });
         Ok((CpuStorage::F32(out), l1.shape().clone()))
     }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+        s3: &candle_core::CudaStorage,
+        l3: &Layout,
+    ) -> Result<(candle_core::CudaStorage, Shape)> {
+        let y = super::cuda_rows::normalize_affine((s1, l1), (s2, l2), (s3, l3), self.eps)?;
+        Ok((y, l1.shape().clone()))
+    }
 }
 
 /// y = x̂ ⊙ γ + β over rows of `[R, C]`; the γ and β gradients are row sums in one pass.
@@ -405,6 +419,20 @@ impl candle_core::CustomOp3 for ScaleShift {
                 })
         });
         Ok((CpuStorage::F32(out), l1.shape().clone()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+        s3: &candle_core::CudaStorage,
+        l3: &Layout,
+    ) -> Result<(candle_core::CudaStorage, Shape)> {
+        let y = super::cuda_elementwise::scale_shift((s1, l1), (s2, l2), (s3, l3))?;
+        Ok((y, l1.shape().clone()))
     }
 
     fn bwd(

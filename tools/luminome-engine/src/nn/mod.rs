@@ -17,12 +17,18 @@
 //! - [`scan`]: the selective scan of Mamba-style state-space layers (CPU op, CUDA kernels);
 //!   [`depthwise_conv`]: the short causal convolution before it (the bi-strand and Caduceus
 //!   families' mixers).
+//! - [`gated`]: the published backbones' gated feed-forward unit (SwiGLU, GEGLU); [`rotary`]:
+//!   rotary positions — one CUDA kernel each way, candle's primitives elsewhere.
 //! - [`dropout`]: seeded dropout; [`init`]: seeded initialisation.
 //!
 //! Every custom op here (and the few beside their model), its CUDA path or primitive fallback
 //! and the test that checks it: the table in docs/engine.md, "The fused ops and their CUDA
 //! paths", which `tests/device_paths.rs` checks against this source.
 
+#[cfg(feature = "cuda")]
+mod cuda_elementwise;
+#[cfg(feature = "cuda")]
+mod cuda_nvrtc;
 #[cfg(feature = "cuda")]
 mod cuda_rows;
 pub(crate) mod kernels;
@@ -31,6 +37,7 @@ pub mod attention;
 pub mod deeplift;
 pub mod depthwise_conv;
 pub mod dropout;
+pub mod gated;
 pub mod gelu;
 pub mod gradcheck;
 pub mod init;
@@ -38,17 +45,20 @@ pub mod layer_norm;
 pub mod linear;
 pub mod masking;
 pub mod matmul;
+pub mod rotary;
 pub mod scan;
 pub mod softmax;
 pub mod softplus;
 
 pub use attention::{fused_attention_applies, fused_self_attention};
 pub use dropout::{maybe_dropout, residual_dropout, DropoutRng};
+pub use gated::{gated_unit, GateActivation};
 pub use gelu::gelu;
 pub use kernels::force_primitive_ops;
 pub use layer_norm::{normalize_last_dim, normalize_last_dim_primitive, LayerNorm};
 pub use linear::{add_bias, sum_rows, Linear};
 pub use masking::{attention_bias, masked_max, masked_mean, MASK_BIAS};
 pub use matmul::batched_matmul;
+pub use rotary::rotate_half;
 pub use softmax::{softmax_last_dim, softmax_last_dim_biased, softmax_last_dim_primitive};
 pub use softplus::softplus;

@@ -123,15 +123,10 @@ impl Rotary {
     /// Rotates `[B, H, L, Dh]` by position ("rotate half" convention: the first and second
     /// halves of each head form the pairs).
     pub(crate) fn apply(&self, x: &Tensor) -> Result<Tensor> {
-        let (_, _, l, dh) = x.dims4()?;
-        let half = dh / 2;
+        let (_, _, l, _) = x.dims4()?;
         let cos = self.cos.narrow(0, 0, l)?;
         let sin = self.sin.narrow(0, 0, l)?;
-        let x1 = x.narrow(D::Minus1, 0, half)?;
-        let x2 = x.narrow(D::Minus1, half, half)?;
-        let r1 = (x1.broadcast_mul(&cos)? - x2.broadcast_mul(&sin)?)?;
-        let r2 = (x2.broadcast_mul(&cos)? + x1.broadcast_mul(&sin)?)?;
-        Tensor::cat(&[r1, r2], D::Minus1)
+        crate::nn::rotate_half(x, &cos, &sin)
     }
 }
 

@@ -18,14 +18,10 @@
 // against the kernels' signatures by hand, and every buffer is sized here from the same dims.
 #![allow(unsafe_code)]
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-
 use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::cudarc::driver::{
-    CudaFunction, CudaModule, CudaSlice, CudaView, LaunchConfig, PushKernelArg,
+    CudaFunction, CudaSlice, CudaView, LaunchConfig, PushKernelArg,
 };
-use candle_core::cuda_backend::cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
 use candle_core::cuda_backend::WrapErr;
 use candle_core::{CudaDevice, CudaStorage, Layout, Result, Shape};
 
@@ -160,30 +156,10 @@ extern "C" __global__ void scan_sum_rows(const float* __restrict__ da_rows,
 }
 "#;
 
-/// The kernels compiled for one state size, per CUDA context.
-type ModuleCache = Mutex<HashMap<(usize, usize), Arc<CudaModule>>>;
-
+/// A kernel compiled for the state size `n` (one module per size and CUDA context).
 fn function(dev: &CudaDevice, n: usize, name: &str) -> Result<CudaFunction> {
-    static MODULES: OnceLock<ModuleCache> = OnceLock::new();
-    let stream = dev.cuda_stream();
-    let context = stream.context();
-    let key = (Arc::as_ptr(context) as usize, n);
-    let mut modules = MODULES.get_or_init(Default::default).lock().unwrap();
-    let module = match modules.get(&key) {
-        Some(m) => m.clone(),
-        None => {
-            let opts = CompileOptions {
-                options: vec![format!("-DSCAN_N={n}")],
-                ..Default::default()
-            };
-            let ptx = compile_ptx_with_opts(SOURCE, opts)
-                .map_err(|e| candle_core::Error::Msg(format!("selective scan: NVRTC: {e:?}")))?;
-            let m = context.load_module(ptx).w()?;
-            modules.insert(key, m.clone());
-            m
-        }
-    };
-    module.load_function(name).w()
+    let options = [format!("-DSCAN_N={n}")];
+    crate::nn::cuda_nvrtc::function(dev, SOURCE, &options, name, "selective scan")
 }
 
 /// One thread per item, blocks of 128.

@@ -48,7 +48,7 @@ pub fn selective_scan(
     d: &Tensor,
     reverse: bool,
 ) -> Result<Tensor> {
-    if crate::nn::kernels::cpu_fused(x) || cuda_fused(x) {
+    if crate::nn::kernels::cpu_fused(x) || crate::nn::kernels::cuda_fused(x) {
         let xd = Tensor::stack(&[x, delta], 0)?.contiguous()?;
         let bc = Tensor::cat(&[b, c], D::Minus1)?.contiguous()?;
         let ad = Tensor::cat(&[a, &d.unsqueeze(1)?], 1)?.contiguous()?;
@@ -56,14 +56,6 @@ pub fn selective_scan(
     } else {
         selective_scan_primitive(x, delta, a, b, c, d, reverse)
     }
-}
-
-/// Whether the CUDA kernels run for `x`: f32 on a CUDA device, unless the fallbacks are forced.
-fn cuda_fused(x: &Tensor) -> bool {
-    cfg!(feature = "cuda")
-        && x.device().is_cuda()
-        && x.dtype() == candle_core::DType::F32
-        && !crate::nn::kernels::primitive_ops_forced()
 }
 
 /// The same scan from autograd-capable primitives, one position at a time.
