@@ -12,7 +12,7 @@
 
 use candle_core::{CpuStorage, Layout, Result, Shape, Tensor, D};
 
-use super::kernels::{contiguous_slice, cuda_fused};
+use super::kernels::{cuda_fused, f64_elements, f64_to_dtype_of};
 
 /// The gate's activation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,23 +102,13 @@ fn map_rows(
     row: impl Fn(&[f64], usize, &mut Vec<f64>),
 ) -> Result<CpuStorage> {
     let (s, l) = g;
-    let values: Vec<f64> = match s {
-        CpuStorage::F32(v) => contiguous_slice(v, l, "gated unit")?
-            .iter()
-            .map(|&x| f64::from(x))
-            .collect(),
-        CpuStorage::F64(v) => contiguous_slice(v, l, "gated unit")?.to_vec(),
-        _ => candle_core::bail!("gated unit: f32 or f64 only"),
-    };
+    let values = f64_elements(s, l, "gated unit")?;
     let f = half_width(l.dims())?;
     let mut out = Vec::with_capacity(out_len(values.len()));
     for (r, chunk) in values.chunks(2 * f).enumerate() {
         row(chunk, r, &mut out);
     }
-    Ok(match s {
-        CpuStorage::F32(_) => CpuStorage::F32(out.into_iter().map(|v| v as f32).collect()),
-        _ => CpuStorage::F64(out),
-    })
+    Ok(f64_to_dtype_of(s, out))
 }
 
 struct GatedUnit {
@@ -177,14 +167,7 @@ impl candle_core::CustomOp2 for GatedUnitBackward {
         l2: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
         let act = self.act;
-        let dy: Vec<f64> = match s2 {
-            CpuStorage::F32(v) => contiguous_slice(v, l2, "gated unit backward")?
-                .iter()
-                .map(|&x| f64::from(x))
-                .collect(),
-            CpuStorage::F64(v) => contiguous_slice(v, l2, "gated unit backward")?.to_vec(),
-            _ => candle_core::bail!("gated unit backward: f32 or f64 only"),
-        };
+        let dy = f64_elements(s2, l2, "gated unit backward")?;
         let f = half_width(l1.dims())?;
         if dy.len() * 2 != l1.shape().elem_count() {
             candle_core::bail!(

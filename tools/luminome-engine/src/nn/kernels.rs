@@ -73,6 +73,27 @@ pub(crate) fn f32_operands<'a>(
     Ok((a, b))
 }
 
+/// The f32 or f64 elements of a contiguous input as f64: for the reference CPU code of ops
+/// whose production path is another device's kernel (the gated unit, rotary positions).
+pub(crate) fn f64_elements(s: &CpuStorage, l: &Layout, what: &str) -> Result<Vec<f64>> {
+    Ok(match s {
+        CpuStorage::F32(v) => contiguous_slice(v, l, what)?
+            .iter()
+            .map(|&x| f64::from(x))
+            .collect(),
+        CpuStorage::F64(v) => contiguous_slice(v, l, what)?.to_vec(),
+        _ => candle_core::bail!("{what}: f32 or f64 only"),
+    })
+}
+
+/// `values` as storage of `like`'s dtype (f32 rounded from f64, or f64).
+pub(crate) fn f64_to_dtype_of(like: &CpuStorage, values: Vec<f64>) -> CpuStorage {
+    match like {
+        CpuStorage::F32(_) => CpuStorage::F32(values.into_iter().map(|v| v as f32).collect()),
+        _ => CpuStorage::F64(values),
+    }
+}
+
 /// A new vector of `len` values, every one written by `fill` (which must write each element of
 /// the slice it is handed before reading it). The kernels' outputs are allocated this way
 /// rather than as `vec![0; len]`: the allocator hands back freed memory (the purge delay,

@@ -11,7 +11,7 @@
 
 use candle_core::{CpuStorage, Layout, Result, Shape, Tensor, D};
 
-use super::kernels::{contiguous_slice, cuda_fused};
+use super::kernels::{cuda_fused, f64_elements, f64_to_dtype_of};
 
 /// `x` `[…, L, 2h]` rotated by position: y₁ = x₁ cos − x₂ sin, y₂ = x₂ cos + x₁ sin, with
 /// `cos` and `sin` `[L, h]` (row p: the angles of position p).
@@ -40,18 +40,6 @@ struct RotateHalf {
     sign: f64,
 }
 
-fn f64_of(s: &CpuStorage, l: &Layout) -> Result<Vec<f64>> {
-    let what = "rotary positions";
-    Ok(match s {
-        CpuStorage::F32(v) => contiguous_slice(v, l, what)?
-            .iter()
-            .map(|&x| f64::from(x))
-            .collect(),
-        CpuStorage::F64(v) => contiguous_slice(v, l, what)?.to_vec(),
-        _ => candle_core::bail!("{what}: f32 or f64 only"),
-    })
-}
-
 impl candle_core::CustomOp3 for RotateHalf {
     fn name(&self) -> &'static str {
         "luminome-rotate-half"
@@ -66,7 +54,9 @@ impl candle_core::CustomOp3 for RotateHalf {
         s3: &CpuStorage,
         l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let (x, cos, sin) = (f64_of(s1, l1)?, f64_of(s2, l2)?, f64_of(s3, l3)?);
+        let what = "rotary positions";
+        let x = f64_elements(s1, l1, what)?;
+        let (cos, sin) = (f64_elements(s2, l2, what)?, f64_elements(s3, l3, what)?);
         let dims = l1.dims();
         let (len, width) = match dims {
             [.., len, width] if width % 2 == 0 && *width > 0 => (*len, *width),
@@ -85,11 +75,7 @@ impl candle_core::CustomOp3 for RotateHalf {
                 yr[h + j] = xr[h + j] * c + xr[j] * s;
             }
         }
-        let out = match s1 {
-            CpuStorage::F32(_) => CpuStorage::F32(y.into_iter().map(|v| v as f32).collect()),
-            _ => CpuStorage::F64(y),
-        };
-        Ok((out, l1.shape().clone()))
+        Ok((f64_to_dtype_of(s1, y), l1.shape().clone()))
     }
 
     #[cfg(feature = "cuda")]
