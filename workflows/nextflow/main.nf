@@ -30,6 +30,8 @@ include { LUMINOME_MASKPAIRS                             } from './modules/local
 include { LUMINOME_PREDICTVARIANTS                       } from './modules/local/luminome/predictvariants/main'
 include { LUMINOME_PREDICTSHARD                          } from './modules/local/luminome/predictshard/main'
 include { LUMINOME_PREDICTSHARD as LUMINOME_PREDICTSHARD_CLASSIFY } from './modules/local/luminome/predictshard/main'
+include { LUMINOME_PREDICTGATHER as LUMINOME_PREDICTGATHER_VARIANTS } from './modules/local/luminome/predictgather/main'
+include { LUMINOME_PREDICTGATHER as LUMINOME_PREDICTGATHER_CLASSIFY } from './modules/local/luminome/predictgather/main'
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_PRETRAIN      } from './modules/local/luminome/train/main'
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_EXPRESSION    } from './modules/local/luminome/train/main'
 include { LUMINOME_PREDICT as LUMINOME_PREDICT_EXPRESSION } from './modules/local/luminome/predict/main'
@@ -178,7 +180,7 @@ workflow {
                 ch_init_expression,
                 'expression'
             )
-            LUMINOME_PREDICT_EXPRESSION(ch_expression_data, LUMINOME_TRAIN_EXPRESSION.out.best, [])
+            LUMINOME_PREDICT_EXPRESSION(ch_expression_data, LUMINOME_TRAIN_EXPRESSION.out.best)
             if (params.expression_importance_args) {
                 LUMINOME_IMPORTANCE_EXPRESSION(ch_expression_data, LUMINOME_TRAIN_EXPRESSION.out.best)
             }
@@ -208,20 +210,23 @@ workflow {
             ch_predict = datasetOf(ch_tokens, params.predict_dataset)
                 .map { dataset, index -> [[id: params.predict_dataset], dataset, index] }
             // --predict_shards N > 1: N tasks predict whole batches each
-            // (LUMINOME_PREDICTSHARD_CLASSIFY), LUMINOME_PREDICT gathers their parts into the
-            // predictions and metrics of one task; -resume reruns only a failed part.
+            // (LUMINOME_PREDICTSHARD_CLASSIFY), and LUMINOME_PREDICTGATHER_CLASSIFY, on one CPU
+            // and never a GPU, gathers their parts into the predictions and metrics of one task;
+            // -resume reruns only a failed part.
             def predictShards = params.predict_shards as int
-            def ch_predict_parts = channel.value([])
             if (predictShards > 1) {
                 def ch_parts_in = ch_predict
                     .combine(channel.of(1..predictShards))
                     .map { meta, dataset, index, shard -> [meta + [shard: shard, shards: predictShards], dataset, index] }
                 LUMINOME_PREDICTSHARD_CLASSIFY(ch_parts_in, LUMINOME_TRAIN_CLASSIFY.out.best.first())
-                ch_predict_parts = LUMINOME_PREDICTSHARD_CLASSIFY.out.part
-                    .map { _meta, part -> part }
-                    .collect(sort: true)
+                LUMINOME_PREDICTGATHER_CLASSIFY(
+                    ch_predict.map { meta, dataset, index -> [meta, dataset, index, []] },
+                    LUMINOME_TRAIN_CLASSIFY.out.best,
+                    LUMINOME_PREDICTSHARD_CLASSIFY.out.part.map { _meta, part -> part }.collect(sort: true)
+                )
+            } else {
+                LUMINOME_PREDICT(ch_predict, LUMINOME_TRAIN_CLASSIFY.out.best)
             }
-            LUMINOME_PREDICT(ch_predict, LUMINOME_TRAIN_CLASSIFY.out.best, ch_predict_parts)
             if (params.importance_args) {
                 LUMINOME_IMPORTANCE(ch_predict, LUMINOME_TRAIN_CLASSIFY.out.best)
             }
@@ -259,21 +264,23 @@ workflow {
                     .join(ch_variants)
                     .map { id, pairs, index, variants -> [[id: id], pairs, index, variants] }
                 // --variant_shards N > 1: N tasks score whole batches each (LUMINOME_PREDICTSHARD),
-                // one task gathers their parts into the outputs of one run; -resume reruns only a
-                // failed part.
+                // and LUMINOME_PREDICTGATHER_VARIANTS, on one CPU and never a GPU, gathers their
+                // parts into the outputs of one run; -resume reruns only a failed part.
                 def shards = params.variant_shards as int
-                def ch_parts = channel.value([])
                 if (shards > 1) {
                     def ch_model = LUMINOME_TRAIN_BISTRAND.out.best.first()
                     def ch_shards = ch_score
                         .combine(channel.of(1..shards))
                         .map { meta, pairs, index, _variants, shard -> [meta + [shard: shard, shards: shards], pairs, index] }
                     LUMINOME_PREDICTSHARD(ch_shards, ch_model)
-                    ch_parts = LUMINOME_PREDICTSHARD.out.part
-                        .map { _meta, part -> part }
-                        .collect(sort: true)
+                    LUMINOME_PREDICTGATHER_VARIANTS(
+                        ch_score,
+                        LUMINOME_TRAIN_BISTRAND.out.best,
+                        LUMINOME_PREDICTSHARD.out.part.map { _meta, part -> part }.collect(sort: true)
+                    )
+                } else {
+                    LUMINOME_PREDICTVARIANTS(ch_score, LUMINOME_TRAIN_BISTRAND.out.best)
                 }
-                LUMINOME_PREDICTVARIANTS(ch_score, LUMINOME_TRAIN_BISTRAND.out.best, ch_parts)
             }
         }
     }
@@ -287,7 +294,7 @@ workflow {
         if (params.tabular_predict_table) {
             // A table has no sidecars.
             ch_tabular = channel.value([[id: "${id}_tabular"], file(params.tabular_predict_table, checkIfExists: true), []])
-            LUMINOME_PREDICT_TABULAR(ch_tabular, LUMINOME_TRAIN_TABULAR.out.best, [])
+            LUMINOME_PREDICT_TABULAR(ch_tabular, LUMINOME_TRAIN_TABULAR.out.best)
             if (params.tabular_importance_args) {
                 LUMINOME_IMPORTANCE_TABULAR(ch_tabular, LUMINOME_TRAIN_TABULAR.out.best)
             }

@@ -159,9 +159,14 @@ def module_text_conventions(module: Module, results: LintResults):
         results.errors.append(LintError(
             1, "the reference must be its own input `tuple val(meta2), path(fasta), path(fai)`"))
     for process in module.processes:
-        if "process_gpu" in [label.value for label in process.labels] and "task.accelerator" not in text:
+        labels = [label.value for label in process.labels]
+        if "process_gpu" in labels and "task.accelerator" not in text:
             results.errors.append(LintError(
                 process.line, f"process {process.name} has the process_gpu label but never reads task.accelerator"))
+        # A gather computes nothing: under -profile gpu it must not hold a GPU (or 8 CPUs).
+        if process.name.endswith("GATHER") and ("process_gpu" in labels or "process_single" not in labels):
+            results.errors.append(LintError(
+                process.line, f"process {process.name} gathers parts: label it process_single, not process_gpu"))
     folder = Path(module.path).parent
     for required in ("meta.yml", "environment.yml", "tests/main.nf.test"):
         if not (folder / required).exists():

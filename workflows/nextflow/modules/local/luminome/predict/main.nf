@@ -16,9 +16,6 @@ process LUMINOME_PREDICT {
     tuple val(meta), path(dataset), path(dataset_sidecars)
     // checkpoint: from luminome-train classify, expression or tabular
     tuple val(meta2), path(checkpoint)
-    // parts: LUMINOME_PREDICTSHARD's parts of this dataset to gather, all of them (classifiers
-    // on a token dataset); [] to predict the dataset in this task
-    path(parts, stageAs: 'parts/*')
 
     output:
     tuple val(meta), path("${prefix}.predictions.tsv"), emit: predictions
@@ -33,14 +30,11 @@ process LUMINOME_PREDICT {
     prefix = task.ext.prefix ?: "${meta.id}"
     // metrics need labels: meta.labelled = false leaves them out
     def metrics = meta.labelled == false ? '' : "--metrics ${prefix}.metrics.tsv"
-    // A gather (parts given) computes nothing: it stays on the CPU.
-    def device = (task.accelerator && !parts) ? '--device cuda' : ''
-    def gather = parts ? "--gather ${parts}" : ''
+    def device = task.accelerator ? '--device cuda' : ''
     """
     luminome-predict \\
         --checkpoint ${checkpoint} \\
         --dataset ${dataset} \\
-        ${gather} \\
         ${metrics} \\
         ${args} \\
         ${device} \\

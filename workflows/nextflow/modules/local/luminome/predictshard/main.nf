@@ -18,7 +18,7 @@ process LUMINOME_PREDICTSHARD {
     tuple val(meta2), path(checkpoint)
 
     output:
-    // the part's rows and exact scores, joined by LUMINOME_PREDICTVARIANTS or LUMINOME_PREDICT (--gather)
+    // the part's rows and exact scores, joined by LUMINOME_PREDICTGATHER (--gather)
     tuple val(meta), path("${prefix}.part.safetensors"), emit: part
     tuple val("${task.process}"), val('luminome-predict'), eval("luminome-predict --version | sed 's/^luminome-predict //'"), topic: versions, emit: versions_luminome_predict
 

@@ -15,9 +15,6 @@ process LUMINOME_PREDICTVARIANTS {
     tuple val(meta), path(dataset), path(dataset_index), path(variants)
     // checkpoint: from luminome-train bistrand
     tuple val(meta2), path(checkpoint)
-    // parts: LUMINOME_PREDICTSHARD's parts of this dataset to gather, all of them; [] to score
-    // the dataset in this task
-    path(parts, stageAs: 'parts/*')
 
     output:
     tuple val(meta), path("${prefix}.scores.tsv")    , emit: scores
@@ -33,15 +30,12 @@ process LUMINOME_PREDICTVARIANTS {
     script:
     def args = task.ext.args ?: ''
     prefix = task.ext.prefix ?: "${meta.id}"
-    // A gather (parts given) computes nothing: it stays on the CPU.
-    def device = (task.accelerator && !parts) ? '--device cuda' : ''
-    def gather = parts ? "--gather ${parts}" : ''
+    def device = task.accelerator ? '--device cuda' : ''
     """
     luminome-predict \\
         --checkpoint ${checkpoint} \\
         --dataset ${dataset} \\
         --variants ${variants} \\
-        ${gather} \\
         --vcf ${prefix}.scores.vcf.gz \\
         --bedgraph ${prefix}.llr.bedgraph \\
         ${args} \\
