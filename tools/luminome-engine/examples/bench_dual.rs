@@ -5,6 +5,8 @@
 //! forward of both sides, InfoNCE (τ 0.05), backward, gradient clipping at 1, AdamW.
 //!
 //!     RAYON_NUM_THREADS=1 cargo run --release -p luminome-engine --example bench_dual -- [steps] [standard|genetic] [query_len] [passage_len]
+//!
+//! BENCH_EMBED_ONLY=1 skips the training steps (a profile of the embedding alone).
 
 use std::time::Instant;
 
@@ -87,7 +89,12 @@ fn run() -> anyhow::Result<()> {
     };
     let mut opt = AdamW::new(vars.clone(), AdamWConfig::default())?;
     let mut times = Vec::new();
-    for step in 0..steps + 3 {
+    // BENCH_EMBED_ONLY=1: the embedding loop alone (for a profile of inference).
+    let train_steps = match std::env::var_os("BENCH_EMBED_ONLY") {
+        Some(_) => 0,
+        None => steps + 3,
+    };
+    for step in 0..train_steps {
         let t0 = Instant::now();
         let rng = DropoutRng::new(step as u64);
         let q = model.embed(Side::Query, &qi, &qm, Some(&rng))?;
@@ -116,9 +123,11 @@ fn run() -> anyhow::Result<()> {
             inf.push(t0.elapsed().as_secs_f64());
         }
     }
-    let (train, embed) = (median(times), median(inf));
+    let embed = median(inf);
     println!("luminome attention {}", attention.name());
-    println!("train_step_ms median {:.1}", train * 1e3);
+    if !times.is_empty() {
+        println!("train_step_ms median {:.1}", median(times) * 1e3);
+    }
     println!(
         "embed_batch_ms median {:.1} ({:.0} passages/s)",
         embed * 1e3,
