@@ -36,7 +36,7 @@ need workflows/nextflow/nextflow.config "^ +version += '$v'\$"
 for module in workflows/nextflow/modules/local/luminome/*; do
     need "$module/main.nf" "'ghcr\.io/luminome/luminome:$v'"
     need "$module/main.nf" "'$sif\.sif'"
-    if grep -q "process_gpu" "$module/main.nf"; then
+    if grep -q "^ *label 'process_gpu'" "$module/main.nf"; then
         need "$module/main.nf" "'ghcr\.io/luminome/luminome:$v-cuda'"
         need "$module/main.nf" "'$sif-cuda\.sif'"
     fi
