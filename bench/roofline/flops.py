@@ -49,7 +49,7 @@ def step_and_batch(model, forward, loss):
     return trained, inferred
 
 
-def transformer(backbone):
+def classifier(backbone):
     from torch_model import Classifier, cnn_config, model_config
 
     b, l = 32, 72
@@ -131,8 +131,8 @@ def dual():
 
 def main():
     torch.manual_seed(1)
-    rows = [("transformer (d128 x 4, L72, B32)",) + transformer("transformer") + (0, 0),
-            ("dilated CNN (128 ch, 7 blocks, L72, B32)",) + transformer("cnn") + (0, 0),
+    rows = [("transformer (d128 x 4, L72, B32)",) + classifier("transformer") + (0, 0),
+            ("dilated CNN (128 ch, 7 blocks, L72, B32)",) + classifier("cnn") + (0, 0),
             ("expression (d128 x 4, N200, F283, B16)",) + expression() + (0, 0),
             ("bi-strand (d64 x 2, L256, B8)",) + bistrand(),
             ("dual encoder (d64 x 1, 122 + 497 tokens, B32)",) + dual() + (0, 0)]

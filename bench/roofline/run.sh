@@ -46,6 +46,8 @@ for line in open(f"{out}/bench.txt"):
     if m:
         times[len(times) - 1]["infer"] = float(m.group(1))
 rows = [l.rstrip("\n").split("\t") for l in open(f"{out}/flops.tsv")][1:]
+# The benches above run in flops.py's row order, one training and one inference line each.
+assert len(times) == len(rows) and all(len(t) == 2 for t in times.values()), (times, rows)
 print("workload\tpass\tGFLOP\tms\tGFLOP/s\t% of FMA peak\tscan's share of the FLOPs")
 for i, (name, tf, inf, stf, sinf) in enumerate(rows):
     for kind, flops, scan in (("train", float(tf), float(stf)), ("infer", float(inf), float(sinf))):

@@ -95,16 +95,15 @@ fn halved(l: &Layout) -> Result<Shape> {
     Ok(Shape::from(dims))
 }
 
-/// Applies `row` to each row of 2f of `g` (and of `dy`'s rows of f), in f64; f32 or f64.
+/// Applies `row` to each row of 2f of `g` (with the row's number), in f64; f32 or f64.
 fn map_rows(
     g: (&CpuStorage, &Layout),
-    out_len: impl Fn(usize) -> usize,
     row: impl Fn(&[f64], usize, &mut Vec<f64>),
 ) -> Result<CpuStorage> {
     let (s, l) = g;
     let values = f64_elements(s, l, "gated unit")?;
     let f = half_width(l.dims())?;
-    let mut out = Vec::with_capacity(out_len(values.len()));
+    let mut out = Vec::with_capacity(values.len());
     for (r, chunk) in values.chunks(2 * f).enumerate() {
         row(chunk, r, &mut out);
     }
@@ -122,14 +121,10 @@ impl candle_core::CustomOp1 for GatedUnit {
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
         let act = self.act;
-        let out = map_rows(
-            (s, l),
-            |n| n / 2,
-            |g, _, out| {
-                let (a, b) = g.split_at(g.len() / 2);
-                out.extend(a.iter().zip(b).map(|(&a, &b)| act.value(a) * b));
-            },
-        )?;
+        let out = map_rows((s, l), |g, _, out| {
+            let (a, b) = g.split_at(g.len() / 2);
+            out.extend(a.iter().zip(b).map(|(&a, &b)| act.value(a) * b));
+        })?;
         Ok((out, halved(l)?))
     }
 
@@ -176,21 +171,17 @@ impl candle_core::CustomOp2 for GatedUnitBackward {
                 l2.dims()
             );
         }
-        let out = map_rows(
-            (s1, l1),
-            |n| n,
-            |g, r, out| {
-                let (a, b) = g.split_at(f);
-                let dy = &dy[r * f..(r + 1) * f];
-                out.extend(
-                    a.iter()
-                        .zip(b)
-                        .zip(dy)
-                        .map(|((&a, &b), &d)| d * b * act.derivative(a)),
-                );
-                out.extend(a.iter().zip(dy).map(|(&a, &d)| d * act.value(a)));
-            },
-        )?;
+        let out = map_rows((s1, l1), |g, r, out| {
+            let (a, b) = g.split_at(f);
+            let dy = &dy[r * f..(r + 1) * f];
+            out.extend(
+                a.iter()
+                    .zip(b)
+                    .zip(dy)
+                    .map(|((&a, &b), &d)| d * b * act.derivative(a)),
+            );
+            out.extend(a.iter().zip(dy).map(|(&a, &d)| d * act.value(a)));
+        })?;
         Ok((out, l1.shape().clone()))
     }
 
