@@ -74,6 +74,9 @@ NONE_REF = [[], [], []]  # no reference tuple
 NO_INIT = [[], []]  # no checkpoint tuple
 TINY_MLM = "--d-model 32 --layers 1 --heads 2 --ffn 64 --batch-size 16 --warmup 3 --steps 6 --eval-every 3 --eval-records 64 --seed 1"
 
+# ~3,100 windows: four blocks of units, dealt over three parts.
+ECOLI_WINDOWS = "--scheme kmer -k 3 --window 32 --stride 16 --overflow window --soft-mask --rc both"
+
 CASES = [
     # Token datasets (the last one from BED intervals on a reference with its .fai).
     *[Case(f"prom_{split}", "tokenize", [[{"id": f"prom_{split}"}, td(f"gue_prom_core_all/{split}.csv")], NONE_REF],
@@ -82,6 +85,17 @@ CASES = [
          [[{"id": "tss"}, td("chr22_slice/intervals.bed")],
           [{"id": "chr22_slice"}, td("chr22_slice/chr22_slice.fa"), td("chr22_slice/chr22_slice.fa.fai")]],
          args="--width 200 --rc both"),
+    # Genome windows as one task, and as three parts gathered (--tokenize_shards 3).
+    Case("ecoli_windows", "tokenize", [[{"id": "ecoli_windows"}, td("ecoli/ecoli_50kb.fa.gz")], NONE_REF],
+         args=ECOLI_WINDOWS),
+    *[Case(f"ecoli_windows_part{i}", "tokenizeshard",
+           [[{"id": "ecoli_windows", "shard": i, "shards": 3}, td("ecoli/ecoli_50kb.fa.gz")], NONE_REF],
+           args=ECOLI_WINDOWS, values={"shard": f"{i}/3"}, prefix=f"ecoli_windows.{i}-of-3")
+      for i in (1, 2, 3)],
+    Case("ecoli_windows_gathered", "tokenizegather",
+         [[{"id": "ecoli_windows"}, td("ecoli/ecoli_50kb.fa.gz")], NONE_REF,
+          [Out(f"ecoli_windows_part{i}", "part") for i in (3, 1, 2)]],
+         args=ECOLI_WINDOWS, prefix="ecoli_windows"),
     # MLM -> classifier -> predict and importance, every dataset with its index.
     Case("prom_mlm", "train",
          [[{"id": "prom_mlm"}, Out("prom_train", "tokens"), Out("prom_train", "index"),
@@ -417,6 +431,12 @@ def main() -> None:
             if one != gathered:
                 raise SystemExit(f"predict {emit}: three parts gathered differ from one task")
         print("ok   prom_test_gathered           the same bytes as prom_test_predict (predictions, metrics)")
+        for emit in ("tokens", "index"):
+            one, gathered = (produced[(case, emit)].read_bytes()
+                             for case in ("ecoli_windows", "ecoli_windows_gathered"))
+            if one != gathered:
+                raise SystemExit(f"tokenize {emit}: three parts gathered differ from one task")
+        print("ok   ecoli_windows_gathered       the same bytes as ecoli_windows (dataset, index)")
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

@@ -22,6 +22,8 @@
 include { validateParameters; samplesheetToList           } from 'plugin/nf-schema'
 
 include { LUMINOME_TOKENIZE                              } from './modules/local/luminome/tokenize/main'
+include { LUMINOME_TOKENIZESHARD                         } from './modules/local/luminome/tokenizeshard/main'
+include { LUMINOME_TOKENIZEGATHER                        } from './modules/local/luminome/tokenizegather/main'
 include { LUMINOME_REGIONS                               } from './modules/local/luminome/regions/main'
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_MLM           } from './modules/local/luminome/train/main'
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_CLASSIFY      } from './modules/local/luminome/train/main'
@@ -129,17 +131,46 @@ workflow {
     validateParameters()
 
     def samplesheet = file(params.input, checkIfExists: true)
-    ch_datasets = channel.fromList(samplesheetToList(params.input, "assets/schema_input.json"))
+    ch_samplesheet = channel.fromList(samplesheetToList(params.input, "assets/schema_input.json"))
         .map { meta, input, reference -> tokenizeDataset(meta, input, reference, samplesheet.parent) }
+    ch_datasets = ch_samplesheet
         .multiMap { meta, sequences, reference ->
             sequences: [meta, sequences]
             reference: reference
         }
 
-    LUMINOME_TOKENIZE(ch_datasets.sequences, ch_datasets.reference)
+    // --tokenize_shards N > 1: N tasks tokenize blocks of 1,024 records or windows each, dealt
+    // round robin (LUMINOME_TOKENIZESHARD), and LUMINOME_TOKENIZEGATHER, on one CPU, joins their
+    // parts into the dataset of one task, byte for byte; -resume reruns only a failed part.
+    def tokenizeShards = params.tokenize_shards as int
+    if (tokenizeShards > 1) {
+        ch_shard_in = ch_samplesheet
+            .combine(channel.of(1..tokenizeShards))
+            .multiMap { meta, sequences, reference, shard ->
+                sequences: [meta + [shard: shard, shards: tokenizeShards], sequences]
+                reference: reference
+            }
+        LUMINOME_TOKENIZESHARD(ch_shard_in.sequences, ch_shard_in.reference)
+        ch_gather = ch_samplesheet
+            .map { meta, sequences, reference -> [meta.id, meta, sequences, reference] }
+            .join(
+                LUMINOME_TOKENIZESHARD.out.part
+                    .map { meta, part -> [meta.id, part] }
+                    .groupTuple(size: tokenizeShards, sort: true)
+            )
+            .multiMap { _id, meta, sequences, reference, parts ->
+                sequences: [meta, sequences]
+                reference: reference
+                parts: parts
+            }
+        LUMINOME_TOKENIZEGATHER(ch_gather.sequences, ch_gather.reference, ch_gather.parts)
+        ch_tokenized = LUMINOME_TOKENIZEGATHER.out.tokens.join(LUMINOME_TOKENIZEGATHER.out.index)
+    } else {
+        LUMINOME_TOKENIZE(ch_datasets.sequences, ch_datasets.reference)
+        ch_tokenized = LUMINOME_TOKENIZE.out.tokens.join(LUMINOME_TOKENIZE.out.index)
+    }
     // [ id, dataset, index ]: every step that reads a token dataset stages its index too.
-    ch_tokens = LUMINOME_TOKENIZE.out.tokens
-        .join(LUMINOME_TOKENIZE.out.index)
+    ch_tokens = ch_tokenized
         .map { meta, tokens, index -> [meta.id, tokens, index] }
 
     // Regions: a CSV (--regions_input) with id,reference,genes,peaks,accessibility,expression,motifs,motif_clusters,args

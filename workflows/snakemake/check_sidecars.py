@@ -37,7 +37,9 @@ def main() -> int:
     for (rule, inputs), outputs in sorted(jobs.items()):
         for path in sorted(inputs):
             folder = next((f for f in SIDECARS if f in path), None)
-            if folder is None or not path.endswith(".safetensors") or path.endswith(".embeddings.safetensors"):
+            # Embeddings and the parts of a sharded run are single files with no sidecar.
+            single = path.endswith((".embeddings.safetensors", ".part.safetensors"))
+            if folder is None or not path.endswith(".safetensors") or single:
                 continue
             stem = path.removesuffix(".safetensors")
             missing = [stem + suffix for suffix in SIDECARS[folder] if stem + suffix not in inputs]

@@ -199,6 +199,24 @@ def metadata_of(path):
     with safe_open(path, "np") as handle:
         return handle.metadata()
 
+# ecoli_windows_shards was tokenized as three jobs (--shard, --gather), ecoli_windows_one_job as
+# one: the same tensors, index and metadata, but for the command line the dataset records (its
+# -o names the dataset id). Parts removed.
+tokenized = {}
+for run in ("ecoli_windows_shards", "ecoli_windows_one_job"):
+    path = results / "tokenize" / f"{run}.safetensors"
+    meta = metadata_of(path)
+    doc = json.loads(meta.pop("luminome"))
+    assert run in doc.pop("command_line")
+    doc.pop("index_file")
+    tokenized[run] = (load_file(path), meta, doc, path.with_name(f"{run}.index.tsv").read_bytes())
+(a, a_meta, a_doc, a_index), (b, b_meta, b_doc, b_index) = tokenized.values()
+assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) and a[k].dtype == b[k].dtype for k in a)
+assert (a_meta, a_doc, a_index) == (b_meta, b_doc, b_index), "the sharded dataset differs from one job"
+parts = results / "tokenize" / "ecoli_windows_shards.parts"
+assert not parts.exists() or not any(parts.iterdir()), sorted(parts.iterdir())
+print(f"tokenize: three shards gathered = one job ({a['input_ids'].shape[0]} rows)")
+
 
 def read_tsv(path):
     with open(path, newline="") as handle:

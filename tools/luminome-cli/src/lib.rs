@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 pub mod hub;
+pub mod shard;
 
 /// The version every tool reports and records (one for the whole workspace).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

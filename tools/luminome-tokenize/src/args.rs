@@ -197,6 +197,22 @@ pub struct Args {
     #[arg(help_heading = "Outputs", long)]
     pub shard_records: Option<u64>,
 
+    /// Tokenize part I of N of the run's units (blocks of 1,024 records or windows, dealt round
+    /// robin) into a part file (-o X.part.safetensors), one job per part on a cluster; then
+    /// --gather the parts with the same arguments (docs/scale-out.md).
+    #[arg(
+        help_heading = "Scale-out",
+        long,
+        value_name = "I/N",
+        conflicts_with = "gather"
+    )]
+    pub shard: Option<luminome_cli::shard::ShardSpec>,
+
+    /// Join the part files of --shard 1/N .. N/N into the dataset one run with these arguments
+    /// writes (the same bytes); the inputs are checked, not tokenized again.
+    #[arg(help_heading = "Scale-out", long, value_name = "PARTS", num_args = 1..)]
+    pub gather: Vec<PathBuf>,
+
     /// Worker threads (BGZF decompression and tokenizing); default: all cores.
     #[arg(help_heading = "Runtime", long)]
     pub threads: Option<usize>,
@@ -297,6 +313,7 @@ impl Args {
             threads,
             command_line: luminome_cli::command_line(),
             quiet: self.quiet,
+            part: None,
         })
     }
 }
@@ -465,5 +482,28 @@ pub fn run(args: &Args) -> Result<Summary> {
     if args.text {
         anyhow::bail!("--text is for --format pairs");
     }
+    if args.shard.is_some() || !args.gather.is_empty() {
+        return run_sharded(args, job);
+    }
     crate::pipeline::run(&job)
+}
+
+/// `--shard I/N` (one part) or `--gather PARTS` (the dataset of the whole run).
+fn run_sharded(args: &Args, mut job: TokenizeJob) -> Result<Summary> {
+    if job.split.is_some() {
+        anyhow::bail!("--split shares records out by a shuffle of the whole input: tokenize with --split in one job, or shard without it");
+    }
+    let identity = crate::shard::run_identity(args, &job)?;
+    if let Some(spec) = args.shard {
+        job.part = Some(crate::shard::PartOf { spec, identity });
+        return crate::pipeline::run(&job);
+    }
+    for part in &args.gather {
+        let others: Vec<(&str, &std::path::Path)> = vec![("-o", args.output.as_path())];
+        luminome_io::atomic::check_outputs_distinct(&others, &[("--gather", part.as_path())])?;
+    }
+    // The dataset records the command one run would have: this one without --gather PARTS.
+    luminome_cli::record_command_without(luminome_cli::shard::is_gather_arg);
+    job.command_line = luminome_cli::command_line();
+    crate::pipeline::gather(&job, &args.gather, &identity)
 }

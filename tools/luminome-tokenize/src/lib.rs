@@ -16,5 +16,6 @@ mod outputs;
 pub mod pairs;
 pub mod pipeline;
 pub mod scheme;
+pub mod shard;
 pub mod source;
 pub mod split;

@@ -7,12 +7,16 @@ use luminome_io::token_dataset::{TokenDatasetWriter, TokenDatasetWriterOptions};
 
 use crate::inputs::{inputs_have_labels, record_labels};
 use crate::pipeline::{InputFormat, TokenizeJob};
+use crate::shard::{PartWriter, RowSink};
 use crate::source::Unit;
 use crate::split::split_output;
+use luminome_io::token_dataset::TokenRow;
 
-/// The datasets a run writes: one, or one per split with each record's split.
+/// The datasets a run writes: one, or one per split with each record's split; or, with
+/// `--shard`, its part.
 pub(crate) struct Outputs {
     pub(crate) writers: Vec<TokenDatasetWriter>,
+    part: Option<PartWriter>,
     pub(crate) paths: Vec<PathBuf>,
     names: Vec<String>,
     assignment: Option<Vec<u8>>,
@@ -25,6 +29,23 @@ impl Outputs {
         row_length: Option<usize>,
     ) -> Result<Self> {
         let has_labels = inputs_have_labels(job, formats)?;
+        if let Some(part) = &job.part {
+            let writer = PartWriter::new(
+                &job.output,
+                part.spec,
+                part.identity.clone(),
+                job,
+                has_labels,
+                row_length,
+            )?;
+            return Ok(Outputs {
+                writers: Vec::new(),
+                part: Some(writer),
+                paths: vec![job.output.clone()],
+                names: vec![String::new()],
+                assignment: None,
+            });
+        }
         let mut sources: Vec<String> = job
             .inputs
             .iter()
@@ -66,14 +87,34 @@ impl Outputs {
             .collect::<Result<Vec<_>>>()?;
         Ok(Outputs {
             writers,
+            part: None,
             paths,
             names,
             assignment,
         })
     }
 
+    /// Writes a unit's row: to its part, or to the dataset of its record.
+    pub(crate) fn push(&mut self, unit: &Unit, row: TokenRow<'_>) -> Result<()> {
+        match &mut self.part {
+            Some(part) => part.push(row, unit.serial),
+            None => self.writer_for(unit)?.push(row),
+        }
+    }
+
+    /// Ends a streamed record: every writer holding its rows' index lines gets its length.
+    pub(crate) fn end_record(&mut self, seq_length: u64) -> Result<()> {
+        if let Some(part) = &mut self.part {
+            part.end_record(seq_length)?;
+        }
+        for w in &mut self.writers {
+            w.end_record(seq_length)?;
+        }
+        Ok(())
+    }
+
     /// The writer of a unit's record.
-    pub(crate) fn writer_for(&mut self, unit: &Unit) -> Result<&mut TokenDatasetWriter> {
+    fn writer_for(&mut self, unit: &Unit) -> Result<&mut TokenDatasetWriter> {
         let k = match &self.assignment {
             Some(a) => *a.get(unit.record as usize).with_context(|| {
                 format!(
@@ -87,11 +128,17 @@ impl Outputs {
     }
 
     pub(crate) fn rows(&self) -> u64 {
-        self.writers.iter().map(|w| w.len()).sum()
+        self.part.as_ref().map_or(0, PartWriter::rows)
+            + self.writers.iter().map(|w| w.len()).sum::<u64>()
     }
 
-    /// Commits every dataset, once none of them is empty.
-    pub(crate) fn finish(self, records: u64) -> Result<Vec<(String, u64)>> {
+    /// Commits every dataset, once none of them is empty; or the part (which may be empty:
+    /// the run had fewer blocks of units than parts).
+    pub(crate) fn finish(self, records: u64, units: u64) -> Result<Vec<(String, u64)>> {
+        if let Some(part) = self.part {
+            part.finish(units, records)?;
+            return Ok(Vec::new());
+        }
         if self.assignment.is_some() {
             if let Some(k) = self.writers.iter().position(|w| w.is_empty()) {
                 bail!(
@@ -114,5 +161,12 @@ impl Outputs {
         } else {
             Vec::new()
         })
+    }
+}
+
+/// The gather writes the parts' rows as a one-job run writes its units' rows (no `--split`).
+impl RowSink for Outputs {
+    fn push(&mut self, row: TokenRow<'_>) -> Result<()> {
+        self.writers[0].push(row)
     }
 }

@@ -93,6 +93,8 @@ pub struct TokenizeJob {
     pub threads: usize,
     pub command_line: String,
     pub quiet: bool,
+    /// `--shard I/N`: write this part of the units only.
+    pub part: Option<crate::shard::PartOf>,
 }
 
 /// What a run did, for the summary line and tests.
@@ -318,20 +320,31 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
     };
 
     let (tx, rx) = mpsc::sync_channel::<Message>(4);
-    let reader_result = std::thread::scope(|scope| -> Result<Result<(u64, ChangeCounts)>> {
+    let reader_result = std::thread::scope(|scope| -> Result<Result<(u64, ChangeCounts, u64)>> {
         let formats = &formats;
         let reader = std::thread::Builder::new()
             .name("lum-reader".into())
-            .spawn_scoped(scope, move || -> Result<(u64, ChangeCounts)> {
+            .spawn_scoped(scope, move || -> Result<(u64, ChangeCounts, u64)> {
                 let mut changes = ChangeCounts::default();
-                let mut records = 0u64;
+                let (mut records, mut serial) = (0u64, 0u64);
                 for (input, &format) in job.inputs.iter().zip(formats) {
                     // Records are numbered across inputs, as --split's first pass numbered them.
                     let first = records;
                     let mut sink = |m: Message| {
                         let m = match m {
                             Message::Units(mut units) => {
-                                units.iter_mut().for_each(|u| u.record += first);
+                                for u in &mut units {
+                                    u.record += first;
+                                    u.serial = serial;
+                                    serial += 1;
+                                }
+                                // --shard: only this part's units go on to be tokenized.
+                                if let Some(part) = &job.part {
+                                    units.retain(|u| crate::shard::owns(part.spec, u.serial));
+                                    if units.is_empty() {
+                                        return Ok(());
+                                    }
+                                }
                                 Message::Units(units)
                             }
                             end => end,
@@ -344,7 +357,7 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
                     };
                     records += read_input(&input.path, format, &opts, &mut changes, &mut sink)?;
                 }
-                Ok((records, changes))
+                Ok((records, changes, serial))
             })
             .context("cannot start the reading thread")?;
         let consumed = (|| -> Result<()> {
@@ -363,11 +376,7 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
                     }
                     // Rows of a streamed record all went to one dataset; the others hold
                     // none pending, for which ending a record does nothing.
-                    Message::EndRecord(len) => {
-                        for w in &mut outputs.writers {
-                            w.end_record(len)?;
-                        }
-                    }
+                    Message::EndRecord(len) => outputs.end_record(len)?,
                 }
             }
             Ok(())
@@ -380,15 +389,46 @@ pub fn run(job: &TokenizeJob) -> Result<Summary> {
         consumed?;
         Ok(read)
     })?;
-    let (records, changes) = reader_result?;
+    let (records, changes, units) = reader_result?;
     progress.finish_and_clear();
     summary.input_records = records;
     summary.rows = outputs.rows();
     summary.changed = changes;
     let paths = outputs.paths.clone();
-    summary.split_rows = outputs.finish(records)?;
+    summary.split_rows = outputs.finish(records, units)?;
     if !job.quiet {
-        eprintln!("{}", summary_line(job, &summary, &paths, start));
+        let line = match &job.part {
+            Some(part) => crate::shard::part_line(part.spec, summary.rows, units, &job.output),
+            None => summary_line(job, &summary, &paths, start),
+        };
+        eprintln!("{line}");
+    }
+    Ok(summary)
+}
+
+/// `--gather`: the parts' rows, merged by unit number, written as [`run`] writes one job's.
+pub fn gather(
+    job: &TokenizeJob,
+    parts: &[PathBuf],
+    identity: &std::collections::BTreeMap<String, String>,
+) -> Result<Summary> {
+    let start = Instant::now();
+    let framing = framing(job)?;
+    let formats = input_formats(job)?;
+    let has_labels = crate::inputs::inputs_have_labels(job, &formats)?;
+    let mut outputs = Outputs::open(job, &formats, framing.row_length)?;
+    let records = crate::shard::gather(parts, identity, job.soft_mask, has_labels, &mut outputs)?;
+    let summary = Summary {
+        input_records: records,
+        rows: outputs.rows(),
+        row_length: framing.row_length,
+        ..Default::default()
+    };
+    let paths = outputs.paths.clone();
+    outputs.finish(records, 0)?;
+    if !job.quiet {
+        let line = summary_line(job, &summary, &paths, start);
+        eprintln!("{line} (gathered from {} parts)", parts.len());
     }
     Ok(summary)
 }
@@ -428,25 +468,28 @@ fn write_units(
         let u = &units[row.unit_index];
         summary.bases += u.bases.len() as u64;
         summary.truncated += u64::from(row.truncated);
-        outputs.writer_for(u)?.push(TokenRow {
-            ids: &row.ids,
-            soft_mask: job.soft_mask.then_some(row.soft.as_slice()),
-            label: u.label,
-            index: IndexRow {
-                record: 0,
-                shard: 0,
-                name: u.name.to_string(),
-                interval: u.coords.as_ref().map(|(c, s, e)| Interval {
-                    chrom: c.to_string(),
-                    start: *s,
-                    end: *e,
-                }),
-                seq_length: u.seq_length,
-                window_offset: u.window_offset,
-                window_length: u.bases.len() as u64,
-                strand: row.strand,
+        outputs.push(
+            u,
+            TokenRow {
+                ids: &row.ids,
+                soft_mask: job.soft_mask.then_some(row.soft.as_slice()),
+                label: u.label,
+                index: IndexRow {
+                    record: 0,
+                    shard: 0,
+                    name: u.name.to_string(),
+                    interval: u.coords.as_ref().map(|(c, s, e)| Interval {
+                        chrom: c.to_string(),
+                        start: *s,
+                        end: *e,
+                    }),
+                    seq_length: u.seq_length,
+                    window_offset: u.window_offset,
+                    window_length: u.bases.len() as u64,
+                    strand: row.strand,
+                },
             },
-        })?;
+        )?;
     }
     Ok(())
 }

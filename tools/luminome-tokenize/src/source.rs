@@ -35,6 +35,9 @@ pub struct Unit {
     pub origin: Arc<str>,
     /// The record's number, from 0 in its input (the run numbers on across inputs).
     pub record: u64,
+    /// The unit's number across the run (set as units leave the reader; `--shard` shares
+    /// units out by it).
+    pub serial: u64,
 }
 
 /// How records are cut to length, in bases.
@@ -232,6 +235,7 @@ pub fn read_table(
             window_offset: offset,
             origin: origin.clone(),
             record: n - 1,
+            serial: 0,
         };
         cut_in_memory(&b, &s, opts.cut, &origin, &make, &mut batch.units)?;
         batch.send_if_full()?;
@@ -342,6 +346,7 @@ pub fn read_bed(
                 window_offset: offset,
                 origin: origin.clone(),
                 record: n - 1,
+                serial: 0,
             }
         };
         cut_in_memory(&b, &s, opts.cut, &origin, &make, &mut batch.units)?;
@@ -384,6 +389,7 @@ pub fn read_fastx(
             window_offset: offset,
             origin: origin.clone(),
             record: n - 1,
+            serial: 0,
         };
         let mut record = Record {
             reader: &mut reader,

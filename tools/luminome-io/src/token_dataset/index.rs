@@ -102,6 +102,53 @@ impl IndexRow {
     }
 }
 
+impl IndexRow {
+    /// Parses an index line of format version 2 (as [`IndexRow::to_line`] writes it).
+    pub fn from_line(line: &str) -> Option<IndexRow> {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() != 11 {
+            return None;
+        }
+        Self::from_fields(&f, Interval::from_columns(&f[3..6])?, &f[7..])
+    }
+
+    /// Parses an index line of format version 1 (one `coords` column).
+    fn from_line_v1(line: &str) -> Option<IndexRow> {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() != 8 {
+            return None;
+        }
+        Self::from_fields(&f, Interval::parse_v1(f[3]), &f[4..])
+    }
+
+    fn from_fields(f: &[&str], interval: Option<Interval>, rest: &[&str]) -> Option<IndexRow> {
+        Some(IndexRow {
+            record: f[0].parse().ok()?,
+            shard: f[1].parse().ok()?,
+            name: f[2].to_string(),
+            interval,
+            seq_length: rest[0].parse().ok()?,
+            window_offset: rest[1].parse().ok()?,
+            window_length: rest[2].parse().ok()?,
+            strand: rest[3].chars().next()?,
+        })
+    }
+
+    /// A row of a streamed record once the record has ended with `seq_length` bases: its
+    /// interval is its window within the record, named by the record.
+    pub fn ended(self, seq_length: u64) -> IndexRow {
+        IndexRow {
+            interval: Some(Interval {
+                chrom: self.name.clone(),
+                start: self.window_offset,
+                end: self.window_offset + self.window_length,
+            }),
+            seq_length,
+            ..self
+        }
+    }
+}
+
 /// The index path for a dataset path: `x.safetensors` → `x.index.tsv`.
 pub fn index_path_for(dataset: &Path) -> PathBuf {
     let stem = dataset_stem(dataset);
@@ -158,29 +205,13 @@ pub fn read_index(path: &Path) -> Result<Vec<IndexRow>> {
             }
             continue;
         }
-        let f: Vec<&str> = line.split('\t').collect();
         let bad = || anyhow::anyhow!("{}: line {}: malformed index row", path.display(), i + 1);
-        let (interval, rest) = if v1 {
-            if f.len() != 8 {
-                return Err(bad());
-            }
-            (Interval::parse_v1(f[3]), &f[4..])
+        let row = if v1 {
+            IndexRow::from_line_v1(&line)
         } else {
-            if f.len() != 11 {
-                return Err(bad());
-            }
-            (Interval::from_columns(&f[3..6]).ok_or_else(bad)?, &f[7..])
+            IndexRow::from_line(&line)
         };
-        rows.push(IndexRow {
-            record: f[0].parse().map_err(|_| bad())?,
-            shard: f[1].parse().map_err(|_| bad())?,
-            name: f[2].to_string(),
-            interval,
-            seq_length: rest[0].parse().map_err(|_| bad())?,
-            window_offset: rest[1].parse().map_err(|_| bad())?,
-            window_length: rest[2].parse().map_err(|_| bad())?,
-            strand: rest[3].chars().next().ok_or_else(bad)?,
-        });
+        rows.push(row.ok_or_else(bad)?);
     }
     Ok(rows)
 }

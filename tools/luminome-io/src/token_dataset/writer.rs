@@ -6,19 +6,10 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use super::index::{index_path_for, shard_path, IndexRow, Interval, INDEX_HEADER, UNKNOWN_LENGTH};
+use super::index::{index_path_for, shard_path, IndexRow, INDEX_HEADER, UNKNOWN_LENGTH};
 use super::meta::{TokenDatasetMeta, TokenizerInfo, TOKEN_DATASET_KIND, TOKEN_DATASET_VERSION};
 use crate::atomic::{AtomicFile, AtomicWriter};
 use crate::tensorfile::{ColumnSpec, ElemType, StreamingTensorWriter};
-
-/// Index fields of a row held until its record's length is known.
-struct PendingRow {
-    record: u64,
-    shard: usize,
-    window_offset: u64,
-    window_length: u64,
-    strand: char,
-}
 
 /// One tokenized record to write.
 pub struct TokenRow<'a> {
@@ -55,8 +46,8 @@ pub struct TokenDatasetWriter {
     total: u64,
     mask_row: Vec<u8>,
     all_labels: std::collections::BTreeSet<i64>,
-    pending: Vec<PendingRow>,
-    pending_name: String,
+    /// Index rows of a streamed record, held until its length is known.
+    pending: Vec<IndexRow>,
 }
 
 impl TokenDatasetWriter {
@@ -74,7 +65,6 @@ impl TokenDatasetWriter {
             mask_row: Vec::new(),
             all_labels: Default::default(),
             pending: Vec::new(),
-            pending_name: String::new(),
         };
         w.start_shard()?;
         Ok(w)
@@ -213,29 +203,21 @@ impl TokenDatasetWriter {
             self.all_labels.insert(label);
             self.shard_labels.push(label);
         }
-        let i = &row.index;
-        if i.seq_length == UNKNOWN_LENGTH {
-            if !self.pending.is_empty() && self.pending_name != i.name {
+        let index = IndexRow {
+            record: self.total,
+            shard,
+            ..row.index
+        };
+        if index.seq_length == UNKNOWN_LENGTH {
+            if self.pending.first().is_some_and(|p| p.name != index.name) {
                 bail!("internal: rows of two streamed records interleaved");
             }
-            self.pending_name.clone_from(&i.name);
-            self.pending.push(PendingRow {
-                record: self.total,
-                shard,
-                window_offset: i.window_offset,
-                window_length: i.window_length,
-                strand: i.strand,
-            });
+            self.pending.push(index);
         } else {
             if !self.pending.is_empty() {
                 bail!("internal: a streamed record was not ended");
             }
-            let row = IndexRow {
-                record: self.total,
-                shard,
-                ..i.clone()
-            };
-            writeln!(self.index, "{}", row.to_line())?;
+            writeln!(self.index, "{}", index.to_line())?;
         }
         self.total += 1;
         self.current_rows += 1;
@@ -245,22 +227,8 @@ impl TokenDatasetWriter {
     /// Ends a streamed record: writes the held index lines of its rows, now that its length is
     /// known. Their coordinates are `name:start-end(strand)` within the record.
     pub fn end_record(&mut self, seq_length: u64) -> Result<()> {
-        for p in std::mem::take(&mut self.pending) {
-            let row = IndexRow {
-                record: p.record,
-                shard: p.shard,
-                name: self.pending_name.clone(),
-                interval: Some(Interval {
-                    chrom: self.pending_name.clone(),
-                    start: p.window_offset,
-                    end: p.window_offset + p.window_length,
-                }),
-                seq_length,
-                window_offset: p.window_offset,
-                window_length: p.window_length,
-                strand: p.strand,
-            };
-            writeln!(self.index, "{}", row.to_line())?;
+        for row in std::mem::take(&mut self.pending) {
+            writeln!(self.index, "{}", row.ended(seq_length).to_line())?;
         }
         Ok(())
     }

@@ -394,10 +394,10 @@ def gathered_options(runs, options):
     return choose
 
 
-def gathered_threads(runs):
+def gathered_threads(runs, section=PREDICT):
     """Threads of a run's job: the section's, or one to gather parts."""
     return lambda wildcards: (
-        1 if shard_count(runs, wildcards.id) > 1 else PREDICT["threads"]
+        1 if shard_count(runs, wildcards.id) > 1 else section["threads"]
     )
 
 
