@@ -1,5 +1,5 @@
 //! The tokenize run: a reading thread turns the input into units (see [`crate::source`]) while
-//! this thread tokenizes them (in parallel with `--threads` > 2) and writes the dataset in input
+//! this thread tokenizes them (on a pool: `parallel_tokenizing`) and writes the dataset in input
 //! order. Reading and decompression overlap tokenizing and writing.
 
 use std::path::PathBuf;
@@ -433,7 +433,17 @@ pub fn gather(
     Ok(summary)
 }
 
-/// Tokenizes a batch of units (in parallel with `--threads` > 2) and writes their rows in order.
+/// Whether a batch is tokenized on the pool. A table-driven scheme costs about what reading
+/// costs, so at `--threads 2` the reading thread and this one already fill two cores (a pool
+/// measured 1.10x the CPU and no faster on E. coli + chr22 6-mers); a HuggingFace tokenizer
+/// costs ~20x more per base than reading, so the pool's two workers take 0.55x the wall time of
+/// one (docs/tokenize.md).
+fn parallel_tokenizing(job: &TokenizeJob) -> bool {
+    job.threads > 2 || (job.threads == 2 && !job.scheme.is_table_driven())
+}
+
+/// Tokenizes a batch of units (on the pool: [`parallel_tokenizing`]) and writes their rows in
+/// order.
 fn write_units(
     job: &TokenizeJob,
     pool: &rayon::ThreadPool,
@@ -446,7 +456,7 @@ fn write_units(
     let before = units.len();
     units.retain(|u| !too_many_n(job, u));
     summary.n_skipped += (before - units.len()) as u64;
-    let rows: Vec<Row> = if job.threads > 2 {
+    let rows: Vec<Row> = if parallel_tokenizing(job) {
         pool.install(|| {
             units
                 .par_iter()

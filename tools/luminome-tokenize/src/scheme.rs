@@ -53,6 +53,15 @@ pub enum Scheme {
     EsmVocab(Box<(TokenizerInfo, EsmVocabEncoder)>),
 }
 
+impl Scheme {
+    /// Whether ids come from table lookups over the bases (nucleotides, k-mers, a Nucleotide
+    /// Transformer's 6-mers), as cheap per base as reading them; a HuggingFace tokenizer runs
+    /// its model (BPE merges, a WordPiece search) instead.
+    pub fn is_table_driven(&self) -> bool {
+        !matches!(self, Scheme::Hf(..))
+    }
+}
+
 /// Special-token ids of a HuggingFace tokenizer.
 #[derive(Debug, Clone, Copy)]
 pub struct HfIds {

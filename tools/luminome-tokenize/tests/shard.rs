@@ -24,11 +24,7 @@ fn files(dir: &Path, stem: &str) -> Files {
 
 /// Runs `args` as one job, then as `n` parts gathered to the same `-o` (the dataset records
 /// its path and command); returns both runs' files.
-fn one_and_sharded(
-    dir: &Path,
-    args: &[&str],
-    n: usize,
-) -> (Files, Files) {
+fn one_and_sharded(dir: &Path, args: &[&str], n: usize) -> (Files, Files) {
     let (out_dir, parts_dir) = (dir.join("out"), dir.join("parts"));
     std::fs::create_dir_all(&out_dir).unwrap();
     std::fs::create_dir_all(&parts_dir).unwrap();
@@ -212,4 +208,38 @@ fn a_gather_refuses_missing_foreign_or_repeated_parts_and_writes_nothing() {
         &out_dir,
         &["--split"],
     );
+}
+
+#[test]
+fn a_huggingface_tokenizer_on_the_pool_gives_the_one_thread_rows() {
+    // From --threads 2 a HuggingFace tokenizer runs on the pool; rows keep input order.
+    let dir = tempfile::tempdir().unwrap();
+    let fa = test_data("ecoli/ecoli_50kb.fa.gz");
+    let tok = test_data("tokenizers/dna_bpe_256.json");
+    let run = |threads: &str| {
+        let out = dir.path().join(format!("t{threads}.safetensors"));
+        run_ok(&[
+            fa.to_str().unwrap(),
+            "--scheme",
+            "hf",
+            "--tokenizer",
+            tok.to_str().unwrap(),
+            "--window",
+            "32",
+            "--overflow",
+            "window",
+            "--max-length",
+            "34",
+            "--threads",
+            threads,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let ds = TokenDataset::open(&out).unwrap();
+        let batch = ds.batch(&(0..ds.len()).collect::<Vec<_>>()).unwrap();
+        (ds.len(), batch.input_ids)
+    };
+    let one = run("1");
+    assert!(one.0 > 1024, "more than one batch of windows: {}", one.0);
+    assert_eq!(one, run("2"));
 }
