@@ -127,6 +127,24 @@ CASES = [
           [{"id": "prom_classify"}, Out("prom_classify", "best")]],
          args="--method ig --records 10 --ig-steps 4",
          values={"extra_output": "--npz prom_test.importance.npz"}),
+    # The same importance as three parts gathered (-profile test's --importance_shards 3).
+    *[Case(f"prom_test.importance_part{i}", "importanceshard",
+           [[{"id": "prom_test", "shard": i, "shards": 3}, Out("prom_test", "tokens"),
+             Out("prom_test", "index")],
+            [{"id": "prom_classify"}, Out("prom_classify", "best")]],
+           args="--method ig --records 10 --ig-steps 4 --batch-size 2",
+           values={"shard": f"{i}/3", "device": ""},
+           prefix=f"prom_test.importance.{i}-of-3") for i in (1, 2, 3)],
+    Case("prom_test.importance_gathered", "importancegather",
+         [[{"id": "prom_test"}, Out("prom_test", "tokens"), Out("prom_test", "index")],
+          [{"id": "prom_classify"}, Out("prom_classify", "best")],
+          [Out(f"prom_test.importance_part{i}", "part") for i in (2, 3, 1)]],
+         args="--method ig --records 10 --ig-steps 4 --batch-size 2", prefix="prom_test.importance"),
+    Case("prom_test.importance_one", "importance",
+         [[{"id": "prom_test"}, Out("prom_test", "tokens"), Out("prom_test", "index")],
+          [{"id": "prom_classify"}, Out("prom_classify", "best")]],
+         args="--method ig --records 10 --ig-steps 4 --batch-size 2",
+         values={"extra_output": "--npz prom_test.importance.npz"}, prefix="prom_test.importance"),
     # Bi-strand masked LM and variant scoring.
     Case("celegans_train", "maskpairs",
          [[{"id": "celegans_train", "type": "fasta"}, td("celegans/celegans_small.fa"), [], []], NONE_REF],
@@ -437,6 +455,12 @@ def main() -> None:
             if one != gathered:
                 raise SystemExit(f"tokenize {emit}: three parts gathered differ from one task")
         print("ok   ecoli_windows_gathered       the same bytes as ecoli_windows (dataset, index)")
+        for emit in ("scores", "npz"):
+            one, gathered = (produced[(case, emit)].read_bytes()
+                             for case in ("prom_test.importance_one", "prom_test.importance_gathered"))
+            if one != gathered:
+                raise SystemExit(f"importance {emit}: three parts gathered differ from one task")
+        print("ok   prom_test.importance_gathered the same bytes as one task (tsv, npz)")
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

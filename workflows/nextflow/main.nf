@@ -40,6 +40,8 @@ include { LUMINOME_PREDICT as LUMINOME_PREDICT_EXPRESSION } from './modules/loca
 include { LUMINOME_IMPORTANCE as LUMINOME_IMPORTANCE_EXPRESSION } from './modules/local/luminome/importance/main'
 include { LUMINOME_PREDICT                               } from './modules/local/luminome/predict/main'
 include { LUMINOME_IMPORTANCE                            } from './modules/local/luminome/importance/main'
+include { LUMINOME_IMPORTANCESHARD                       } from './modules/local/luminome/importanceshard/main'
+include { LUMINOME_IMPORTANCEGATHER                      } from './modules/local/luminome/importancegather/main'
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_TABULAR       } from './modules/local/luminome/train/main'
 include { LUMINOME_PREDICT as LUMINOME_PREDICT_TABULAR   } from './modules/local/luminome/predict/main'
 include { LUMINOME_IMPORTANCE as LUMINOME_IMPORTANCE_TABULAR } from './modules/local/luminome/importance/main'
@@ -259,7 +261,23 @@ workflow {
                 LUMINOME_PREDICT(ch_predict, LUMINOME_TRAIN_CLASSIFY.out.best)
             }
             if (params.importance_args) {
-                LUMINOME_IMPORTANCE(ch_predict, LUMINOME_TRAIN_CLASSIFY.out.best)
+                // --importance_shards N > 1: N tasks explain whole passes of the selected records
+                // each (LUMINOME_IMPORTANCESHARD), and LUMINOME_IMPORTANCEGATHER, on one CPU and
+                // never a GPU, joins their parts into the outputs of one task.
+                def importanceShards = params.importance_shards as int
+                if (importanceShards > 1) {
+                    def ch_explain_in = ch_predict
+                        .combine(channel.of(1..importanceShards))
+                        .map { meta, dataset, index, shard -> [meta + [shard: shard, shards: importanceShards], dataset, index] }
+                    LUMINOME_IMPORTANCESHARD(ch_explain_in, LUMINOME_TRAIN_CLASSIFY.out.best.first())
+                    LUMINOME_IMPORTANCEGATHER(
+                        ch_predict,
+                        LUMINOME_TRAIN_CLASSIFY.out.best,
+                        LUMINOME_IMPORTANCESHARD.out.part.map { _meta, part -> part }.collect(sort: true)
+                    )
+                } else {
+                    LUMINOME_IMPORTANCE(ch_predict, LUMINOME_TRAIN_CLASSIFY.out.best)
+                }
             }
         }
     }

@@ -327,6 +327,13 @@ for name in ("predictions.tsv", "metrics.tsv"):
 parts = results / "predict" / "prom_test_shards.parts"
 assert not parts.exists() or not any(parts.iterdir()), sorted(parts.iterdir())
 print("predict: three shards gathered = one job, byte for byte")
+# prom_test_ig_shards: the same importance run as three jobs (--shard, --gather).
+for ext in ("tsv", "npz"):
+    sharded, one = (results / "importance" / f"{run}.{ext}" for run in ("prom_test_ig_shards", "prom_test_ig"))
+    assert sharded.read_bytes() == one.read_bytes(), f"importance {ext}: the sharded run differs from one job"
+parts = results / "importance" / "prom_test_ig_shards.parts"
+assert not parts.exists() or not any(parts.iterdir()), sorted(parts.iterdir())
+print("importance: three shards gathered = one job, byte for byte")
 
 # Expression: tiles for pretraining; the expression model's held-out genes predicted; the top
 # motifs of each held-out sample.

@@ -220,6 +220,23 @@ pub struct ImportanceArgs {
     #[arg(long, default_value_t = 16)]
     pub batch_size: usize,
 
+    /// Sequence classifiers: explain part I of N of the selected records (whole passes) into a
+    /// part file (-o X.part.safetensors; --npz and --bedgraph say what it keeps, their paths
+    /// are not written), one job per part on a cluster; then --gather the parts with the same
+    /// arguments (docs/scale-out.md).
+    #[arg(
+        help_heading = "Scale-out",
+        long,
+        value_name = "I/N",
+        conflicts_with = "gather"
+    )]
+    pub shard: Option<luminome_cli::shard::ShardSpec>,
+
+    /// Join the part files of --shard 1/N .. N/N into the outputs of one run with these
+    /// arguments (the same bytes); nothing is computed again.
+    #[arg(help_heading = "Scale-out", long, value_name = "PARTS", num_args = 1..)]
+    pub gather: Vec<PathBuf>,
+
     #[command(flatten)]
     pub runtime: luminome_cli::RuntimeArgs,
 }

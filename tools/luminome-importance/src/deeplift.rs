@@ -29,17 +29,16 @@ use luminome_cli::progress_bar;
 use luminome_engine::input::tokens::real_length;
 use luminome_engine::models::token::TokenClassifier;
 use luminome_engine::nn::deeplift;
-use luminome_io::atomic::AtomicWriter;
-use luminome_io::npz::{NpyArraySpec, NpyElem, NpzWriter};
+use luminome_io::npz::{NpyArraySpec, NpyElem};
 use luminome_io::token_dataset::{TokenizerInfo, TokenizerScheme};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::args::ImportanceArgs;
-use crate::outputs::GenomeTrack;
 use crate::selection::{choose_target, output_weights, select_records, widest_row, Target};
-use crate::{commit_outputs, Input};
+use crate::sink::{ArrayRows, RecordOutputs};
+use crate::{shard_records, Input};
 
 const ACGT: [&str; 4] = ["A", "C", "G", "T"];
 
@@ -333,7 +332,7 @@ impl Passes {
 /// The TSV: per base, its hypothetical contributions and its contribution (`score`).
 pub const TSV_HEADER: &str = "record\tname\tposition\tbase\tA\tC\tG\tT\tscore";
 
-fn write_tsv(out: &mut AtomicWriter, record: u64, name: &str, d: &DeepLiftRecord) -> Result<()> {
+fn write_tsv(out: &mut dyn Write, record: u64, name: &str, d: &DeepLiftRecord) -> Result<()> {
     for (i, h) in d.hypothetical.iter().enumerate() {
         let base = d.bases[i].map_or('N', |b| ACGT[b].as_bytes()[0] as char);
         writeln!(
@@ -349,35 +348,27 @@ fn write_tsv(out: &mut AtomicWriter, record: u64, name: &str, d: &DeepLiftRecord
 /// tangermeme's default output, what TF-MoDISco reads with `onehot`), `onehot`, `references`
 /// (N, S, 4, L) u8, `record`, `length`, `output` and `reference_output` (N).
 struct Arrays {
-    npz: NpzWriter,
     width: usize,
     shuffles: usize,
 }
 
 impl Arrays {
-    fn create(dest: &Path, n: usize, width: usize, shuffles: usize) -> Result<Self> {
-        let (n, l, s) = (n as u64, width as u64, shuffles as u64);
-        let npz = NpzWriter::create(
-            dest,
-            &[
-                NpyArraySpec::new("hypothetical", NpyElem::F32, &[n, 4, l]),
-                NpyArraySpec::new("contrib", NpyElem::F32, &[n, 4, l]),
-                NpyArraySpec::new("onehot", NpyElem::F32, &[n, 4, l]),
-                NpyArraySpec::new("references", NpyElem::U8, &[n, s, 4, l]),
-                NpyArraySpec::new("record", NpyElem::I64, &[n]),
-                NpyArraySpec::new("length", NpyElem::I64, &[n]),
-                NpyArraySpec::new("output", NpyElem::F32, &[n]),
-                NpyArraySpec::new("reference_output", NpyElem::F32, &[n]),
-            ],
-        )?;
-        Ok(Self {
-            npz,
-            width,
-            shuffles,
-        })
+    /// The arrays of `n` records.
+    fn specs(&self, n: usize) -> Vec<NpyArraySpec> {
+        let (n, l, s) = (n as u64, self.width as u64, self.shuffles as u64);
+        vec![
+            NpyArraySpec::new("hypothetical", NpyElem::F32, &[n, 4, l]),
+            NpyArraySpec::new("contrib", NpyElem::F32, &[n, 4, l]),
+            NpyArraySpec::new("onehot", NpyElem::F32, &[n, 4, l]),
+            NpyArraySpec::new("references", NpyElem::U8, &[n, s, 4, l]),
+            NpyArraySpec::new("record", NpyElem::I64, &[n]),
+            NpyArraySpec::new("length", NpyElem::I64, &[n]),
+            NpyArraySpec::new("output", NpyElem::F32, &[n]),
+            NpyArraySpec::new("reference_output", NpyElem::F32, &[n]),
+        ]
     }
 
-    fn push(&mut self, record: u64, d: &DeepLiftRecord) -> Result<()> {
+    fn push(&self, npz: &mut dyn ArrayRows, record: u64, d: &DeepLiftRecord) -> Result<()> {
         let l = self.width;
         let (mut hyp, mut contrib, mut onehot) =
             (vec![0f32; 4 * l], vec![0f32; 4 * l], vec![0f32; 4 * l]);
@@ -398,14 +389,14 @@ impl Arrays {
                 }
             }
         }
-        self.npz.push_f32(0, &hyp)?;
-        self.npz.push_f32(1, &contrib)?;
-        self.npz.push_f32(2, &onehot)?;
-        self.npz.push_u8(3, &refs)?;
-        self.npz.push_i64(4, &[record as i64])?;
-        self.npz.push_i64(5, &[d.bases.len() as i64])?;
-        self.npz.push_f32(6, &[d.output])?;
-        self.npz.push_f32(7, &[d.reference_output])
+        npz.push_f32(0, &hyp)?;
+        npz.push_f32(1, &contrib)?;
+        npz.push_f32(2, &onehot)?;
+        npz.push_u8(3, &refs)?;
+        npz.push_i64(4, &[record as i64])?;
+        npz.push_i64(5, &[d.bases.len() as i64])?;
+        npz.push_f32(6, &[d.output])?;
+        npz.push_f32(7, &[d.reference_output])
     }
 }
 
@@ -433,21 +424,20 @@ pub fn run(args: &ImportanceArgs, input: &Input, started: Instant) -> Result<()>
     let per_pass = (MAX_PASS_ROWS / (2 * args.shuffles)).clamp(1, args.batch_size);
     let acgt = Tensor::new(&alphabet.acgt, &input.device)?.unsqueeze(0)?;
     let acgt_embeddings = input.model()?.embed(&acgt)?.squeeze(0)?.detach();
-    let mut npz = match &args.npz {
-        Some(path) => Some(Arrays::create(
-            path,
-            records.len(),
-            widest_row(input, &records)?,
-            args.shuffles,
-        )?),
-        None => None,
+    let arrays = Arrays {
+        width: widest_row(input, &records)?,
+        shuffles: args.shuffles,
     };
-    let mut tsv = AtomicWriter::create(&args.output)?;
-    writeln!(tsv, "{TSV_HEADER}")?;
-    let mut track = args.bedgraph.as_ref().map(|_| GenomeTrack::default());
-    let bar = progress_bar(records.len() as u64, args.runtime.quiet);
+    let specs = arrays.specs(records.len());
+    let mut out = RecordOutputs::open(args, TSV_HEADER, specs.clone(), records.len(), per_pass)?;
+    if !args.gather.is_empty() {
+        out.gather(args, &records, per_pass, &input.index, &specs)?;
+        return out.commit(args, records.len());
+    }
+    let mine = shard_records(args, &records, per_pass);
+    let bar = progress_bar(mine.len() as u64, args.runtime.quiet);
     let mut convergence = 0f32;
-    for chunk in records.chunks(per_pass) {
+    for chunk in mine.chunks(per_pass) {
         let batch = input.batch(chunk)?;
         let predicted = match target {
             Target::Fixed(_) => None,
@@ -479,25 +469,24 @@ pub fn run(args: &ImportanceArgs, input: &Input, started: Instant) -> Result<()>
         for (&r, d) in chunk.iter().zip(&results) {
             let index = &input.index[r];
             convergence = convergence.max(d.convergence);
-            write_tsv(&mut tsv, index.record, &index.name, d)?;
-            if let Some(t) = track.as_mut() {
+            write_tsv(out.tsv(), index.record, &index.name, d)?;
+            if out.has_track() {
                 let scores: Vec<Option<f32>> = d.contribution.iter().map(|&c| Some(c)).collect();
-                t.add(index, &scores);
+                out.track(index, &scores);
             }
-            if let Some(n) = npz.as_mut() {
-                n.push(index.record, d)?;
+            if let Some(n) = out.arrays() {
+                arrays.push(n, index.record, d)?;
             }
+            out.end_record(r)?;
         }
         bar.inc(chunk.len() as u64);
     }
     bar.finish_and_clear();
-    commit_outputs(args, records.len(), tsv, track.as_ref(), || {
-        npz.map_or(Ok(()), |n| n.npz.commit())
-    })?;
+    out.commit(args, records.len())?;
     if !args.runtime.quiet {
         eprintln!(
             "luminome-importance: {} records, method deepliftshap ({} shuffles each; contributions sum to f(x) − f(reference) within {convergence:.1e}) → {} ({:.1}s)",
-            records.len(),
+            mine.len(),
             args.shuffles,
             args.output.display(),
             started.elapsed().as_secs_f64()

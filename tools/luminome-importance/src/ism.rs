@@ -23,9 +23,10 @@ use luminome_engine::input::tokens::real_length;
 use luminome_engine::models::kmer_linear::features::{row_bases, NOT_ACGT};
 use luminome_engine::models::token::{ClassifierInput, TokenClassifier};
 use luminome_engine::models::FamilyConfig;
-use luminome_io::atomic::AtomicWriter;
-use luminome_io::npz::{NpyArraySpec, NpyElem, NpzWriter};
+use luminome_io::npz::{NpyArraySpec, NpyElem};
 use luminome_io::token_dataset::TokenizerInfo;
+
+use crate::sink::ArrayRows;
 
 const ACGT: [u8; 4] = *b"ACGT";
 
@@ -217,7 +218,7 @@ pub const ISM_TSV_HEADER: &str = "record\tname\tposition\tbase\tA\tC\tG\tT\tscor
 
 /// One record's TSV lines: per base, its reference base, Δf to each base, and its score.
 pub fn write_tsv(
-    out: &mut AtomicWriter,
+    out: &mut dyn Write,
     record: u64,
     name: &str,
     ism: &IsmRecord,
@@ -245,27 +246,33 @@ pub fn write_tsv(
 /// (what TF-MoDISco reads with `onehot`), `onehot`, `record` and `length` (N). Positions left
 /// unmutated by `--positions` are 0 in `ism` and `contrib`.
 pub struct IsmArrays {
-    npz: NpzWriter,
     width: usize,
 }
 
 impl IsmArrays {
-    pub fn create(dest: &Path, n: usize, width: usize) -> Result<Self> {
-        let shape = [n as u64, 4, width as u64];
-        let npz = NpzWriter::create(
-            dest,
-            &[
-                NpyArraySpec::new("ism", NpyElem::F32, &shape),
-                NpyArraySpec::new("contrib", NpyElem::F32, &shape),
-                NpyArraySpec::new("onehot", NpyElem::F32, &shape),
-                NpyArraySpec::new("record", NpyElem::I64, &[n as u64]),
-                NpyArraySpec::new("length", NpyElem::I64, &[n as u64]),
-            ],
-        )?;
-        Ok(Self { npz, width })
+    pub fn new(width: usize) -> Self {
+        Self { width }
     }
 
-    pub fn push(&mut self, record: u64, ism: &IsmRecord, how: IsmScore) -> Result<()> {
+    /// The arrays of `n` records.
+    pub fn specs(&self, n: usize) -> Vec<NpyArraySpec> {
+        let shape = [n as u64, 4, self.width as u64];
+        vec![
+            NpyArraySpec::new("ism", NpyElem::F32, &shape),
+            NpyArraySpec::new("contrib", NpyElem::F32, &shape),
+            NpyArraySpec::new("onehot", NpyElem::F32, &shape),
+            NpyArraySpec::new("record", NpyElem::I64, &[n as u64]),
+            NpyArraySpec::new("length", NpyElem::I64, &[n as u64]),
+        ]
+    }
+
+    pub fn push(
+        &self,
+        npz: &mut dyn ArrayRows,
+        record: u64,
+        ism: &IsmRecord,
+        how: IsmScore,
+    ) -> Result<()> {
         let l = self.width;
         let (mut delta, mut contrib, mut onehot) =
             (vec![0f32; 4 * l], vec![0f32; 4 * l], vec![0f32; 4 * l]);
@@ -280,16 +287,12 @@ impl IsmArrays {
                 }
             }
         }
-        self.npz.push_f32(0, &delta)?;
-        self.npz.push_f32(1, &contrib)?;
-        self.npz.push_f32(2, &onehot)?;
-        self.npz.push_i64(3, &[record as i64])?;
-        self.npz.push_i64(4, &[ism.delta.len() as i64])?;
+        npz.push_f32(0, &delta)?;
+        npz.push_f32(1, &contrib)?;
+        npz.push_f32(2, &onehot)?;
+        npz.push_i64(3, &[record as i64])?;
+        npz.push_i64(4, &[ism.delta.len() as i64])?;
         Ok(())
-    }
-
-    pub fn commit(self) -> Result<()> {
-        self.npz.commit()
     }
 }
 

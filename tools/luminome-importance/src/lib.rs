@@ -8,6 +8,8 @@
 //!   transformer classifiers).
 //! - [`bases`]: token → base spans, k-mer scores spread back onto bases, genomic positions.
 //! - [`outputs`]: TSV, bedGraph, npz.
+//! - [`sink`]: where a sequence classifier's per-record outputs go: one job's writers, a
+//!   `--shard` part, or the `--gather` of the parts into one job's outputs.
 //! - [`selection`]: which records, which class, the weights of the explained output.
 //!
 //! Every check (model kind, vocabulary, lengths, labels, method vs adapter, outputs vs
@@ -22,9 +24,9 @@ pub mod ism;
 pub mod methods;
 pub mod outputs;
 pub mod selection;
+pub mod sink;
 pub mod tabular;
 
-use std::io::Write;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
@@ -43,6 +45,7 @@ use crate::bases::{base_scores, row_bases, scored_tokens};
 use crate::methods::{token_scores, MethodOptions};
 use crate::outputs::{write_tsv_record, GenomeTrack, ModiscoArrays, TSV_HEADER};
 use crate::selection::{choose_target, output_weights, select_records, widest_row, Target};
+use crate::sink::RecordOutputs;
 
 /// A sequence classifier and the dataset it is explained on, checked against each other.
 pub type Input = ClassifierInput<ClassifierConfig>;
@@ -107,10 +110,16 @@ fn run_on_pool(args: &ImportanceArgs, started: Instant) -> Result<()> {
         ("a side table of --dataset", side_tables[1].as_path()),
     ];
     inputs.extend(args.positions.as_deref().map(|p| ("--positions", p)));
+    inputs.extend(args.gather.iter().map(|p| ("--gather", p.as_path())));
     luminome_io::atomic::check_outputs_distinct(&outputs, &inputs)?;
     {
         use luminome_io::atomic::{check_extension, OutputKind};
-        check_extension("-o", &args.output, OutputKind::Tsv)?;
+        // A part is one safetensors file (-o); --npz and --bedgraph only say what it keeps.
+        let kind = match args.shard {
+            Some(_) => OutputKind::Safetensors,
+            None => OutputKind::Tsv,
+        };
+        check_extension("-o", &args.output, kind)?;
         for (flag, path, kind) in [
             ("--bedgraph", &args.bedgraph, OutputKind::BedGraph),
             ("--npz", &args.npz, OutputKind::Npz),
@@ -122,6 +131,13 @@ fn run_on_pool(args: &ImportanceArgs, started: Instant) -> Result<()> {
         }
     }
     let meta = luminome_engine::checkpoint::read_checkpoint_meta(&args.checkpoint)?;
+    let sharded = args.shard.is_some() || !args.gather.is_empty();
+    if sharded && !matches!(explainer(meta.model.kind()), Some(Explainer::Tokens(_))) {
+        bail!(
+            "{}: --shard and --gather split sequence classifiers' records; expression and tabular models are explained in one job",
+            args.checkpoint.display()
+        );
+    }
     match explainer(meta.model.kind()) {
         Some(Explainer::Expression) => expression::run(args, started),
         Some(Explainer::Tabular) => tabular::run(args, started),
@@ -328,20 +344,18 @@ where
         None => None,
     };
     let classes = input.model()?.label_values().len();
-    let mut npz = match &args.npz {
-        Some(path) => Some(ism::IsmArrays::create(
-            path,
-            records.len(),
-            widest_row(input, &records)?,
-        )?),
-        None => None,
-    };
-    let mut tsv = AtomicWriter::create(&args.output)?;
-    writeln!(tsv, "{}", ism::ISM_TSV_HEADER)?;
-    let mut track = args.bedgraph.as_ref().map(|_| GenomeTrack::default());
-    let bar = progress_bar(records.len() as u64, args.runtime.quiet);
+    let arrays = ism::IsmArrays::new(widest_row(input, &records)?);
+    let specs = arrays.specs(records.len());
+    let header = ism::ISM_TSV_HEADER;
+    let mut out = RecordOutputs::open(args, header, specs.clone(), records.len(), args.batch_size)?;
+    if !args.gather.is_empty() {
+        out.gather(args, &records, args.batch_size, &input.index, &specs)?;
+        return out.commit(args, records.len());
+    }
+    let mine = shard_records(args, &records, args.batch_size);
+    let bar = progress_bar(mine.len() as u64, args.runtime.quiet);
     let mut forward_rows = 0usize;
-    for chunk in records.chunks(args.batch_size) {
+    for chunk in mine.chunks(args.batch_size) {
         let batch = input.batch(chunk)?;
         let predicted = match target {
             Target::Fixed(_) => None,
@@ -365,27 +379,32 @@ where
                     .map(|p| if result.bases[p].is_some() { 3 } else { 4 })
                     .sum::<usize>();
             let index = &input.index[r];
-            ism::write_tsv(&mut tsv, index.record, &index.name, &result, args.ism_score)?;
-            if let Some(t) = track.as_mut() {
+            ism::write_tsv(
+                out.tsv(),
+                index.record,
+                &index.name,
+                &result,
+                args.ism_score,
+            )?;
+            if out.has_track() {
                 let scores: Vec<Option<f32>> = (0..result.delta.len())
                     .map(|p| result.mutated[p].then(|| result.score(p, args.ism_score)))
                     .collect();
-                t.add(index, &scores);
+                out.track(index, &scores);
             }
-            if let Some(n) = npz.as_mut() {
-                n.push(index.record, &result, args.ism_score)?;
+            if let Some(n) = out.arrays() {
+                arrays.push(n, index.record, &result, args.ism_score)?;
             }
+            out.end_record(r)?;
         }
         bar.inc(chunk.len() as u64);
     }
     bar.finish_and_clear();
-    commit_outputs(args, records.len(), tsv, track.as_ref(), || {
-        npz.map_or(Ok(()), |n| n.commit())
-    })?;
+    out.commit(args, records.len())?;
     if !args.runtime.quiet {
         eprintln!(
             "luminome-importance: {} records, method ism ({forward_rows} forward rows) → {} ({:.1}s)",
-            records.len(),
+            mine.len(),
             args.output.display(),
             started.elapsed().as_secs_f64()
         );
@@ -437,6 +456,19 @@ where
         );
     }
     Ok(only)
+}
+
+/// The selected records this run explains: all of them, or with `--shard I/N` part I's whole
+/// passes of `pass` records.
+pub(crate) fn shard_records<'r>(
+    args: &ImportanceArgs,
+    records: &'r [usize],
+    pass: usize,
+) -> &'r [usize] {
+    match args.shard {
+        Some(spec) => &records[spec.records(records.len(), pass)],
+        None => records,
+    }
 }
 
 /// Writes the bedGraph (saying how many records had no coordinates) and moves the TSV, the
@@ -493,19 +525,22 @@ where
     }
     let target = choose_target(args, input)?;
     let records = select_records(args, input)?;
-    let mut npz = match &args.npz {
-        Some(path) => Some(ModiscoArrays::create(
-            path,
-            records.len(),
-            widest_row(input, &records)?,
-        )?),
-        None => None,
-    };
-    let mut tsv = AtomicWriter::create(&args.output)?;
-    writeln!(tsv, "{TSV_HEADER}")?;
-    let mut track = args.bedgraph.as_ref().map(|_| GenomeTrack::default());
-    let bar = progress_bar(records.len() as u64, args.runtime.quiet);
-    for chunk in records.chunks(args.batch_size) {
+    let arrays = ModiscoArrays::new(widest_row(input, &records)?);
+    let specs = arrays.specs(records.len());
+    let mut out = RecordOutputs::open(
+        args,
+        TSV_HEADER,
+        specs.clone(),
+        records.len(),
+        args.batch_size,
+    )?;
+    if !args.gather.is_empty() {
+        out.gather(args, &records, args.batch_size, &input.index, &specs)?;
+        return out.commit(args, records.len());
+    }
+    let mine = shard_records(args, &records, args.batch_size);
+    let bar = progress_bar(mine.len() as u64, args.runtime.quiet);
+    for chunk in mine.chunks(args.batch_size) {
         let batch = input.batch(chunk)?;
         let targets: Vec<usize> = match target {
             Target::Fixed(c) => vec![c; chunk.len()],
@@ -531,25 +566,24 @@ where
                 &scores[i],
             );
             let index = &input.index[r];
-            write_tsv_record(&mut tsv, &tok, index.record, &index.name, &tokens)?;
+            write_tsv_record(out.tsv(), &tok, index.record, &index.name, &tokens)?;
             let n_bases = row_bases(&tokens);
-            if let Some(t) = track.as_mut() {
-                t.add(index, &base_scores(&tokens, n_bases));
+            if out.has_track() {
+                out.track(index, &base_scores(&tokens, n_bases));
             }
-            if let Some(n) = npz.as_mut() {
-                n.push(&tok, index.record, &tokens, n_bases)?;
+            if let Some(n) = out.arrays() {
+                arrays.push(n, &tok, index.record, &tokens, n_bases)?;
             }
+            out.end_record(r)?;
         }
         bar.inc(chunk.len() as u64);
     }
     bar.finish_and_clear();
-    commit_outputs(args, records.len(), tsv, track.as_ref(), || {
-        npz.map_or(Ok(()), |n| n.commit())
-    })?;
+    out.commit(args, records.len())?;
     if !args.runtime.quiet {
         eprintln!(
             "luminome-importance: {} records, method {:?} → {} ({:.1}s)",
-            records.len(),
+            mine.len(),
             args.method,
             args.output.display(),
             started.elapsed().as_secs_f64()

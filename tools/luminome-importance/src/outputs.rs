@@ -5,9 +5,10 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Result;
-use luminome_io::atomic::AtomicWriter;
 use luminome_io::bedgraph::BedGraphWriter;
-use luminome_io::npz::{NpyArraySpec, NpyElem, NpzWriter};
+use luminome_io::npz::{NpyArraySpec, NpyElem};
+
+use crate::sink::ArrayRows;
 use luminome_io::token_dataset::TokenizerInfo;
 
 use crate::bases::{base_scores, row_bases_from_tokens, GenomicWindow, TokenScore};
@@ -16,7 +17,7 @@ pub const TSV_HEADER: &str = "record\tname\tposition\ttoken\tstart\tend\tscore";
 
 /// Writes the per-token TSV lines of one record.
 pub fn write_tsv_record(
-    out: &mut AtomicWriter,
+    out: &mut dyn Write,
     tok: &TokenizerInfo,
     record: u64,
     name: &str,
@@ -96,28 +97,29 @@ impl GenomeTrack {
 /// The npz for TF-MoDISco-style tools: `contrib` and `onehot` (N, 4, L) float32, `record` and
 /// `length` (N) int64.
 pub struct ModiscoArrays {
-    npz: NpzWriter,
     width: usize,
 }
 
 impl ModiscoArrays {
-    pub fn create(dest: &Path, n: usize, width: usize) -> Result<Self> {
-        let shape = [n as u64, 4, width as u64];
-        let npz = NpzWriter::create(
-            dest,
-            &[
-                NpyArraySpec::new("contrib", NpyElem::F32, &shape),
-                NpyArraySpec::new("onehot", NpyElem::F32, &shape),
-                NpyArraySpec::new("record", NpyElem::I64, &[n as u64]),
-                NpyArraySpec::new("length", NpyElem::I64, &[n as u64]),
-            ],
-        )?;
-        Ok(Self { npz, width })
+    pub fn new(width: usize) -> Self {
+        Self { width }
+    }
+
+    /// The arrays of `n` records.
+    pub fn specs(&self, n: usize) -> Vec<NpyArraySpec> {
+        let shape = [n as u64, 4, self.width as u64];
+        vec![
+            NpyArraySpec::new("contrib", NpyElem::F32, &shape),
+            NpyArraySpec::new("onehot", NpyElem::F32, &shape),
+            NpyArraySpec::new("record", NpyElem::I64, &[n as u64]),
+            NpyArraySpec::new("length", NpyElem::I64, &[n as u64]),
+        ]
     }
 
     /// Adds one record: its per-base scores and bases (row orientation), zero-padded to L.
     pub fn push(
-        &mut self,
+        &self,
+        npz: &mut dyn ArrayRows,
         tok: &TokenizerInfo,
         record: u64,
         tokens: &[TokenScore],
@@ -134,14 +136,10 @@ impl ModiscoArrays {
                 contrib[b * l + i] = s.unwrap_or(0.0);
             }
         }
-        self.npz.push_f32(0, &contrib)?;
-        self.npz.push_f32(1, &onehot)?;
-        self.npz.push_i64(2, &[record as i64])?;
-        self.npz.push_i64(3, &[n_bases as i64])?;
+        npz.push_f32(0, &contrib)?;
+        npz.push_f32(1, &onehot)?;
+        npz.push_i64(2, &[record as i64])?;
+        npz.push_i64(3, &[n_bases as i64])?;
         Ok(())
-    }
-
-    pub fn commit(self) -> Result<()> {
-        self.npz.commit()
     }
 }

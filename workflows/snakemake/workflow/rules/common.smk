@@ -401,10 +401,10 @@ def gathered_threads(runs, section=PREDICT):
     )
 
 
-def gathered_gpus(runs):
+def gathered_gpus(runs, section=PREDICT):
     """GPUs of a run's job: the section's, or none to gather parts."""
     return lambda wildcards: (
-        0 if shard_count(runs, wildcards.id) > 1 else gpu_count(PREDICT)
+        0 if shard_count(runs, wildcards.id) > 1 else gpu_count(section)
     )
 
 
@@ -483,10 +483,10 @@ def tabular_importance_options(wildcards):
     return " ".join(part for part in parts if part)
 
 
-def importance_options(wildcards):
+def importance_options(wildcards, device=None):
     run = IMPORTANCE_RUNS[wildcards.id]
     parts = [IMPORTANCE["extra"], f"--method {run['method']}", run.get("args", "")]
-    parts.append(f"--device {IMPORTANCE['device']}")
+    parts.append(f"--device {device or IMPORTANCE['device']}")
     return " ".join(part for part in parts if part)
 
 

@@ -1,12 +1,44 @@
-# luminome-importance: per-token and per-base importance (gates, saliency, ig) of a
-# classifier trained by train_classify. Runs are config["importance"]["runs"] entries;
-# outputs per run id: {outdir}/importance/{id}.tsv (per token) and {id}.npz
+# luminome-importance: per-token and per-base importance (gates, saliency, ig, ism,
+# deepliftshap) of a classifier trained by train_classify. Runs are config["importance"]["runs"]
+# entries; outputs per run id: {outdir}/importance/{id}.tsv (per token or base) and {id}.npz
 # (contrib / onehot arrays (N, 4, L) for TF-MoDISco-style tools).
+# With `shards: N` a run is explained as N importance_shard jobs (whole passes of its selected
+# records each) that the importance rule joins (--gather): the same bytes as one job.
+
+
+rule importance_shard:
+    input:
+        unpack(model_inputs(IMPORTANCE_RUNS)),
+    output:
+        part=temp(
+            f"{OUTDIR}/importance/{{id}}.parts/{{shard}}-of-{{shards}}.part.safetensors"
+        ),
+    log:
+        f"{LOGDIR}/importance/{{id}}.{{shard}}-of-{{shards}}.log",
+    wildcard_constraints:
+        id=ids_pattern(IMPORTANCE_RUNS),
+        shard=r"[0-9]+",
+        shards=r"[0-9]+",
+    conda:
+        "../envs/luminome.yaml"
+    threads: IMPORTANCE["threads"]
+    resources:
+        mem_mb=IMPORTANCE["mem_mb"],
+        gpu=gpu_count(IMPORTANCE),
+    params:
+        options=importance_options,
+        # The part keeps what the gather's --npz needs; nothing is written at this path.
+        npz=f"{OUTDIR}/importance/{{id}}.npz",
+    shell:
+        "luminome-importance --checkpoint {input.checkpoint} --dataset {input.dataset}"
+        " {params.options} --npz {params.npz} --threads {threads}"
+        " --shard {wildcards.shard}/{wildcards.shards} -o {output.part} 2> {log}"
 
 
 rule importance:
     input:
         unpack(model_inputs(IMPORTANCE_RUNS)),
+        parts=shard_parts(IMPORTANCE_RUNS, f"{OUTDIR}/importance"),
     output:
         scores=report(
             f"{OUTDIR}/importance/{{id}}.tsv",
@@ -21,16 +53,17 @@ rule importance:
         id=ids_pattern(IMPORTANCE_RUNS),
     conda:
         "../envs/luminome.yaml"
-    threads: IMPORTANCE["threads"]
+    threads: gathered_threads(IMPORTANCE_RUNS, IMPORTANCE)
     resources:
         mem_mb=IMPORTANCE["mem_mb"],
-        gpu=gpu_count(IMPORTANCE),
+        gpu=gathered_gpus(IMPORTANCE_RUNS, IMPORTANCE),
     params:
-        options=importance_options,
+        options=gathered_options(IMPORTANCE_RUNS, importance_options),
+        gather=gather_parts,
     shell:
         "luminome-importance --checkpoint {input.checkpoint} --dataset {input.dataset}"
         " {params.options} --npz {output.npz} --threads {threads}"
-        " -o {output.scores} 2> {log}"
+        " -o {output.scores} {params.gather} 2> {log}"
 
 
 # Expression models: config["importance"]["expression"] entries (method pooling, saliency or
