@@ -2,11 +2,13 @@
 //! names a part, a part records the size and CRC-32 of the files it read so a gather can refuse
 //! parts of another run, and a gather records the command an unsharded run would have.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
+use luminome_io::tensorfile::TensorFile;
 
 /// Part I of N, 1-based.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +97,105 @@ fn file_fingerprint(path: &Path) -> Result<String> {
         size += got as u64;
     }
     Ok(format!("{size}/{:08x}", crc.finalize()))
+}
+
+/// What a gather asks of its parts before reading them.
+pub struct PartCheck<'a> {
+    /// The metadata key that marks a part of this tool (its value is "1").
+    pub kind: &'a str,
+    /// The tool, for "not a part of TOOL --shard".
+    pub tool: &'a str,
+    /// Metadata every part must have as the gather's own arguments give it.
+    pub identity: &'a BTreeMap<String, String>,
+    /// What a mismatch of `identity` means, e.g. "dataset, model, options, --batch-size or
+    /// version".
+    pub identity_names: &'a str,
+    /// Metadata the parts must agree on among themselves (not with the gather, which computes
+    /// nothing and may run elsewhere): the device they ran on, the units they all saw.
+    pub same_among: &'a [&'a str],
+}
+
+/// A part file, opened and checked by [`open_parts`].
+pub struct PartFile {
+    pub path: PathBuf,
+    pub spec: ShardSpec,
+    pub file: TensorFile,
+}
+
+/// Opens the parts and checks them — each a part of this tool, of this run (`identity`), in
+/// agreement with the others (`same_among`), each of 1..N exactly once (missing ones named) —
+/// and returns them in part order. A part given twice or twice the same part is refused.
+pub fn open_parts(paths: &[PathBuf], check: &PartCheck<'_>) -> Result<Vec<PartFile>> {
+    let mut parts: BTreeMap<usize, PartFile> = BTreeMap::new();
+    let mut first: Option<(PathBuf, BTreeMap<String, String>, usize)> = None;
+    for path in paths {
+        let file = TensorFile::open(path)?;
+        let meta = file.metadata();
+        if meta.get(check.kind).map(String::as_str) != Some("1") {
+            bail!("{}: not a part of {} --shard", path.display(), check.tool);
+        }
+        for (key, want) in check.identity {
+            let have = meta.get(key).map(String::as_str).unwrap_or("");
+            if have != want {
+                bail!(
+                    "{}: its {key} is {have:?} where this run has {want:?}: a part of another run ({})",
+                    path.display(),
+                    check.identity_names
+                );
+            }
+        }
+        let spec: ShardSpec = meta
+            .get("shard")
+            .map_or("", |s| s)
+            .parse()
+            .map_err(|e| anyhow::anyhow!("{}: shard {e}", path.display()))?;
+        let shared: BTreeMap<String, String> = check
+            .same_among
+            .iter()
+            .map(|k| (k.to_string(), meta.get(*k).cloned().unwrap_or_default()))
+            .collect();
+        let (other, theirs, count) =
+            first.get_or_insert_with(|| (path.clone(), shared.clone(), spec.count));
+        if *count != spec.count {
+            bail!(
+                "{}: part {spec}, where {} said {count} parts",
+                path.display(),
+                other.display()
+            );
+        }
+        if let Some(key) = check.same_among.iter().find(|k| shared[**k] != theirs[**k]) {
+            bail!(
+                "{} has {key} {:?} and {} {:?}: parts of one run share it",
+                path.display(),
+                shared[*key],
+                other.display(),
+                theirs[*key]
+            );
+        }
+        if let Some(other) = parts.get(&spec.index) {
+            bail!(
+                "{} and {} are both part {spec}",
+                other.path.display(),
+                path.display()
+            );
+        }
+        let path = path.clone();
+        parts.insert(spec.index, PartFile { path, spec, file });
+    }
+    let count = first
+        .map(|f| f.2)
+        .context("--gather needs the part files")?;
+    let missing: Vec<String> = (1..=count)
+        .filter(|i| !parts.contains_key(i))
+        .map(|i| format!("{i}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "--gather: parts {} are missing (rerun those shards)",
+            missing.join(", ")
+        );
+    }
+    Ok(parts.into_values().collect())
 }
 
 /// Whether argument `i` of the process belongs to `--gather` (the flag or one of its values),

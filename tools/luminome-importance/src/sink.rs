@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use luminome_cli::shard::{fingerprint, ShardSpec};
+use luminome_cli::shard::{fingerprint, PartCheck, ShardSpec};
 use luminome_io::atomic::AtomicWriter;
 use luminome_io::npz::{NpyArraySpec, NpyElem, NpzWriter};
 use luminome_io::tensorfile::{ColumnSpec, ElemType, StreamingTensorWriter, TensorFile};
@@ -384,73 +384,29 @@ impl ArrayRows for Part {
     }
 }
 
-/// Opens and checks the parts: each of 1..N once, all of one run (this gather's identity, one
-/// device among themselves), every tensor of the rows it says it has; in part order.
+/// Opens and checks the parts (luminome-cli's checks, and every tensor of the rows it says it
+/// has); in part order.
 fn open_parts(
     paths: &[PathBuf],
     identity: &BTreeMap<String, String>,
 ) -> Result<Vec<(PathBuf, ShardSpec, TensorFile)>> {
-    let mut parts: BTreeMap<usize, (PathBuf, ShardSpec, TensorFile)> = BTreeMap::new();
-    let (mut count, mut device) = (None, None::<(PathBuf, String)>);
-    for path in paths {
-        let file = TensorFile::open(path)?;
-        let meta = file.metadata();
-        if meta.get(KIND).map(String::as_str) != Some("1") {
-            bail!(
-                "{}: not a part of luminome-importance --shard",
-                path.display()
-            );
-        }
-        for (key, want) in identity {
-            let have = meta.get(key).map(String::as_str).unwrap_or("");
-            if have != want {
-                bail!("{}: its {key} is {have:?} where this run has {want:?}: a part of another run (dataset, model, options, --batch-size or version)", path.display());
-            }
-        }
-        let d = meta.get("device").cloned().unwrap_or_default();
-        match &device {
-            Some((other, first)) if *first != d => bail!(
-                "{} ran on {d:?} and {} on {first:?}: the parts of one run come from one device",
-                path.display(),
-                other.display()
-            ),
-            Some(_) => {}
-            None => device = Some((path.clone(), d)),
-        }
-        let spec: ShardSpec = meta
-            .get("shard")
-            .map_or("", |s| s)
-            .parse()
-            .map_err(|e| anyhow::anyhow!("{}: shard {e}", path.display()))?;
-        if *count.get_or_insert(spec.count) != spec.count {
-            bail!(
-                "{}: part {spec}, where the first part said {} parts",
-                path.display(),
-                count.unwrap_or(0)
-            );
-        }
-        check_rows(&file, path)?;
-        if let Some((other, _, _)) = parts.get(&spec.index) {
-            bail!(
-                "{} and {} are both part {spec}",
-                other.display(),
-                path.display()
-            );
-        }
-        parts.insert(spec.index, (path.clone(), spec, file));
-    }
-    let count = count.context("--gather needs the part files")?;
-    let missing: Vec<String> = (1..=count)
-        .filter(|i| !parts.contains_key(i))
-        .map(|i| format!("{i}/{count}"))
-        .collect();
-    if !missing.is_empty() {
-        bail!(
-            "--gather: parts {} are missing (rerun those shards)",
-            missing.join(", ")
-        );
-    }
-    Ok(parts.into_values().collect())
+    let parts = luminome_cli::shard::open_parts(
+        paths,
+        &PartCheck {
+            kind: KIND,
+            tool: "luminome-importance",
+            identity,
+            identity_names: "dataset, model, options, --batch-size or version",
+            same_among: &["device"],
+        },
+    )?;
+    parts
+        .into_iter()
+        .map(|p| {
+            check_rows(&p.file, &p.path)?;
+            Ok((p.path, p.spec, p.file))
+        })
+        .collect()
 }
 
 /// Every tensor of a part has one row per record and its whole bytes (a row read is in bounds).

@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use luminome_engine::predict::Tally;
-use luminome_io::tensorfile::{write_tensors, TensorFile};
+use luminome_io::tensorfile::write_tensors;
 use safetensors::tensor::TensorView;
 use safetensors::Dtype;
 
 use crate::args::PredictArgs;
-use luminome_cli::shard::fingerprint;
+use luminome_cli::shard::{fingerprint, open_parts, PartCheck};
 pub use luminome_cli::shard::{is_gather_arg, ShardSpec};
 
 /// Metadata keys of a part file.
@@ -114,63 +114,22 @@ pub fn gather(
     out: &mut impl std::io::Write,
 ) -> Result<Option<Tally>> {
     let expected = run_identity(args, n, header)?;
-    let mut parts: BTreeMap<usize, (PathBuf, ShardSpec)> = BTreeMap::new();
-    let (mut count, mut first_device) = (None, None::<(PathBuf, String)>);
-    for path in &args.gather {
-        let file = TensorFile::open(path)?;
-        let meta = file.metadata();
-        if meta.get(KIND).map(String::as_str) != Some("1") {
-            bail!("{}: not a part of luminome-predict --shard", path.display());
-        }
-        for (key, want) in &expected {
-            let have = meta.get(key).map(String::as_str).unwrap_or("");
-            if have != want {
-                bail!("{}: its {key} is {have:?} where this run has {want:?}: a part of another run (dataset, model, options, --batch-size or version)", path.display());
-            }
-        }
-        let device = meta.get("device").cloned().unwrap_or_default();
-        match &first_device {
-            Some((other, d)) if *d != device => bail!(
-                "{} was scored on {device:?} and {} on {d:?}: the parts of one run come from one device",
-                path.display(),
-                other.display()
-            ),
-            Some(_) => {}
-            None => first_device = Some((path.clone(), device)),
-        }
-        let spec: ShardSpec = meta
-            .get("shard")
-            .map_or("", |s| s)
-            .parse()
-            .map_err(|e| anyhow::anyhow!("{}: shard {e}", path.display()))?;
-        if *count.get_or_insert(spec.count) != spec.count {
-            bail!(
-                "{}: part {spec}, where the first part said {} parts",
-                path.display(),
-                count.unwrap_or(0)
-            );
-        }
-        if let Some((other, _)) = parts.get(&spec.index) {
-            bail!(
-                "{} and {} are both part {spec}",
-                other.display(),
-                path.display()
-            );
-        }
-        parts.insert(spec.index, (path.clone(), spec));
-    }
-    let count = count.context("--gather needs the part files")?;
-    let missing: Vec<String> = (1..=count)
-        .filter(|i| !parts.contains_key(i))
-        .map(|i| format!("{i}/{count}"))
-        .collect();
-    if !missing.is_empty() {
-        bail!(
-            "--gather: parts {} are missing (rerun those shards)",
-            missing.join(", ")
-        );
-    }
-    join(parts.into_values(), n, args.batch_size, out)
+    let parts = open_parts(
+        &args.gather,
+        &PartCheck {
+            kind: KIND,
+            tool: "luminome-predict",
+            identity: &expected,
+            identity_names: "dataset, model, options, --batch-size or version",
+            same_among: &["device"],
+        },
+    )?;
+    join(
+        parts.into_iter().map(|p| (p.path, p.spec)),
+        n,
+        args.batch_size,
+        out,
+    )
 }
 
 /// Writes the parts' rows to `out` and joins their tallies, checking their records follow on

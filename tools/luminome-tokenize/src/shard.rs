@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use luminome_cli::shard::{fingerprint, ShardSpec};
+use luminome_cli::shard::{fingerprint, PartCheck, ShardSpec};
 use luminome_io::tensorfile::{ColumnSpec, ElemType, StreamingTensorWriter, TensorFile, TensorRef};
 use luminome_io::token_dataset::{IndexRow, TokenRow, UNKNOWN_LENGTH};
 
@@ -219,75 +219,37 @@ fn open_parts(
     paths: &[PathBuf],
     identity: &BTreeMap<String, String>,
 ) -> Result<(Vec<OpenPart>, u64, u64)> {
-    let mut parts: BTreeMap<usize, OpenPart> = BTreeMap::new();
-    let mut totals: Option<(PathBuf, u64, u64, usize)> = None;
-    for path in paths {
-        let file = TensorFile::open(path)?;
-        let meta = file.metadata();
-        if meta.get(KIND).map(String::as_str) != Some("1") {
-            bail!(
-                "{}: not a part of luminome-tokenize --shard",
-                path.display()
-            );
-        }
-        for (key, want) in identity {
-            let have = meta.get(key).map(String::as_str).unwrap_or("");
-            if have != want {
-                bail!("{}: its {key} is {have:?} where this run has {want:?}: a part of another run (inputs, tokenizer, options or version)", path.display());
-            }
-        }
-        let number = |k: &str| -> Result<u64> {
-            meta.get(k)
-                .and_then(|v| v.parse().ok())
-                .with_context(|| format!("{}: no {k} in its metadata", path.display()))
-        };
-        let (units, records) = (number("units")?, number("records")?);
-        let spec: ShardSpec = meta
-            .get("shard")
-            .map_or("", |s| s)
-            .parse()
-            .map_err(|e| anyhow::anyhow!("{}: shard {e}", path.display()))?;
-        let first = totals.get_or_insert((path.clone(), units, records, spec.count));
-        if (first.1, first.2, first.3) != (units, records, spec.count) {
-            bail!(
-                "{} (part {spec}, {units} units of {records} records) and {} ({} parts, {} units of {} records) are not parts of one run",
-                path.display(),
-                first.0.display(),
-                first.3,
-                first.1,
-                first.2
-            );
-        }
-        if let Some(other) = parts.get(&spec.index) {
-            bail!(
-                "{} and {} are both part {spec}",
-                other.file.path().display(),
-                path.display()
-            );
-        }
-        let rows = file.require("unit")?.shape.first().copied().unwrap_or(0);
-        parts.insert(
-            spec.index,
-            OpenPart {
-                file,
-                spec,
+    let parts = luminome_cli::shard::open_parts(
+        paths,
+        &PartCheck {
+            kind: KIND,
+            tool: "luminome-tokenize",
+            identity,
+            identity_names: "inputs, tokenizer, options or version",
+            same_among: &["units", "records"],
+        },
+    )?;
+    let first = parts.first().context("--gather needs the part files")?;
+    let number = |k: &str| -> Result<u64> {
+        let meta = first.file.metadata();
+        meta.get(k)
+            .and_then(|v| v.parse().ok())
+            .with_context(|| format!("{}: no {k} in its metadata", first.path.display()))
+    };
+    let (units, records) = (number("units")?, number("records")?);
+    let parts = parts
+        .into_iter()
+        .map(|p| {
+            let rows = p.file.require("unit")?.shape.first().copied().unwrap_or(0);
+            Ok(OpenPart {
+                file: p.file,
+                spec: p.spec,
                 rows,
                 next: 0,
-            },
-        );
-    }
-    let (_, units, records, count) = totals.context("--gather needs the part files")?;
-    let missing: Vec<String> = (1..=count)
-        .filter(|i| !parts.contains_key(i))
-        .map(|i| format!("{i}/{count}"))
-        .collect();
-    if !missing.is_empty() {
-        bail!(
-            "--gather: parts {} are missing (rerun those shards)",
-            missing.join(", ")
-        );
-    }
-    Ok((parts.into_values().collect(), units, records))
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((parts, units, records))
 }
 
 /// What the gather hands the writers: rows in the order one run writes them.
