@@ -16,14 +16,10 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="$(mkdir -p "$1" && cd "$1" && pwd)"
 bin="${BIN:-$repo/target/release}"
 data="$(cd "${DATA:-$repo/../shared/data}" && pwd)"
-timed() { # label, command...: wall, user and system seconds, peak RSS, to $out/times.tsv
-    local label=$1
-    shift
-    /usr/bin/time -f "$label\t%e\t%U\t%S\t%M" -a -o "$out/times.tsv" "$@"
-}
+# shellcheck source=bench/scale/lib.sh
+. "$repo/bench/scale/lib.sh"
 cd "$out"
-printf 'step\twall_s\tuser_s\tsys_s\tmax_rss_kb\n' > times.tsv
-echo "# $(date -u +%FT%TZ) $(nproc) cores ($(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | xargs)), load $(cut -d' ' -f1-3 /proc/loadavg)" > conditions.txt
+start_record
 
 conditions="$out/conditions.txt"
 times="$out/times.tsv"
