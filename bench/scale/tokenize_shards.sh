@@ -34,7 +34,8 @@ for workload in kmer6 bpe; do
     esac
     tokenize=("$bin/luminome-tokenize" "${genomes[@]}" "${options[@]}" --quiet)
     # The same relative -o in every folder: the dataset records its command line.
-    # --threads 3 and more spread tokenizing over a pool (one job then uses both cores).
+    # --threads 3 starts the tokenizing pool for every scheme where the machine has 3 cores or
+    # more; --threads is capped at the cores (on 2 cores this row repeats --threads 2).
     for threads in 1 2 3; do
         mkdir -p "one_t$threads"
         (cd "one_t$threads" && timed "${workload}_one_job_threads_$threads" "${tokenize[@]}" --threads "$threads" -o genomes.safetensors)
