@@ -38,7 +38,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::args::ImportanceArgs;
 use crate::selection::{choose_target, output_weights, select_records, widest_row, Target};
 use crate::sink::{ArrayRows, RecordOutputs};
-use crate::{shard_records, Input};
+use crate::Input;
 
 const ACGT: [&str; 4] = ["A", "C", "G", "T"];
 
@@ -429,12 +429,11 @@ pub fn run(args: &ImportanceArgs, input: &Input, started: Instant) -> Result<()>
         shuffles: args.shuffles,
     };
     let specs = arrays.specs(records.len());
-    let mut out = RecordOutputs::open(args, TSV_HEADER, specs.clone(), records.len(), per_pass)?;
-    if !args.gather.is_empty() {
-        out.gather(args, &records, per_pass, &input.index, &specs)?;
-        return out.commit(args, records.len());
-    }
-    let mine = shard_records(args, &records, per_pass);
+    let started_run =
+        RecordOutputs::start(args, TSV_HEADER, &specs, &records, per_pass, &input.index)?;
+    let Some((mut out, mine)) = started_run else {
+        return Ok(());
+    };
     let bar = progress_bar(mine.len() as u64, args.runtime.quiet);
     let mut convergence = 0f32;
     for chunk in mine.chunks(per_pass) {

@@ -346,13 +346,17 @@ where
     let classes = input.model()?.label_values().len();
     let arrays = ism::IsmArrays::new(widest_row(input, &records)?);
     let specs = arrays.specs(records.len());
-    let header = ism::ISM_TSV_HEADER;
-    let mut out = RecordOutputs::open(args, header, specs.clone(), records.len(), args.batch_size)?;
-    if !args.gather.is_empty() {
-        out.gather(args, &records, args.batch_size, &input.index, &specs)?;
-        return out.commit(args, records.len());
-    }
-    let mine = shard_records(args, &records, args.batch_size);
+    let started_run = RecordOutputs::start(
+        args,
+        ism::ISM_TSV_HEADER,
+        &specs,
+        &records,
+        args.batch_size,
+        &input.index,
+    )?;
+    let Some((mut out, mine)) = started_run else {
+        return Ok(());
+    };
     let bar = progress_bar(mine.len() as u64, args.runtime.quiet);
     let mut forward_rows = 0usize;
     for chunk in mine.chunks(args.batch_size) {
@@ -458,19 +462,6 @@ where
     Ok(only)
 }
 
-/// The selected records this run explains: all of them, or with `--shard I/N` part I's whole
-/// passes of `pass` records.
-pub(crate) fn shard_records<'r>(
-    args: &ImportanceArgs,
-    records: &'r [usize],
-    pass: usize,
-) -> &'r [usize] {
-    match args.shard {
-        Some(spec) => &records[spec.records(records.len(), pass)],
-        None => records,
-    }
-}
-
 /// Writes the bedGraph (saying how many records had no coordinates) and moves the TSV, the
 /// track and the npz (`commit_npz`) to their final names, once everything is complete.
 pub(crate) fn commit_outputs(
@@ -527,18 +518,17 @@ where
     let records = select_records(args, input)?;
     let arrays = ModiscoArrays::new(widest_row(input, &records)?);
     let specs = arrays.specs(records.len());
-    let mut out = RecordOutputs::open(
+    let started_run = RecordOutputs::start(
         args,
         TSV_HEADER,
-        specs.clone(),
-        records.len(),
+        &specs,
+        &records,
         args.batch_size,
+        &input.index,
     )?;
-    if !args.gather.is_empty() {
-        out.gather(args, &records, args.batch_size, &input.index, &specs)?;
-        return out.commit(args, records.len());
-    }
-    let mine = shard_records(args, &records, args.batch_size);
+    let Some((mut out, mine)) = started_run else {
+        return Ok(());
+    };
     let bar = progress_bar(mine.len() as u64, args.runtime.quiet);
     for chunk in mine.chunks(args.batch_size) {
         let batch = input.batch(chunk)?;

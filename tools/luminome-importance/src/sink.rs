@@ -78,6 +78,7 @@ struct Part {
     tsv: Vec<u8>,
     track: Option<Vec<Option<f32>>>,
     with_track: bool,
+    with_npz: bool,
     /// Column of the first npz array.
     arrays_from: usize,
 }
@@ -127,18 +128,41 @@ fn run_identity(
 }
 
 impl RecordOutputs {
-    /// Opens the outputs of a run over `records` selected records in passes of `pass`, whose
-    /// TSV starts with `header` and whose npz (with `--npz`) holds `arrays`.
-    pub fn open(
+    /// Starts a run over the selected `records` (dataset rows) in passes of `pass`, whose TSV
+    /// starts with `header` and whose npz (with `--npz`) holds `arrays`. With `--gather` it
+    /// writes the outputs from the parts and returns `None`: nothing is left to explain.
+    /// Otherwise the outputs and the records this run explains (all, or its part's passes).
+    pub fn start<'r>(
         args: &ImportanceArgs,
         header: &str,
-        arrays: Vec<NpyArraySpec>,
+        arrays: &[NpyArraySpec],
+        records: &'r [usize],
+        pass: usize,
+        index: &[IndexRow],
+    ) -> Result<Option<(Self, &'r [usize])>> {
+        let mut out = Self::open(args, header, arrays, records.len(), pass)?;
+        if !args.gather.is_empty() {
+            out.gather(args, records, pass, index, arrays)?;
+            out.commit(args, records.len())?;
+            return Ok(None);
+        }
+        let mine = match args.shard {
+            Some(spec) => &records[spec.records(records.len(), pass)],
+            None => records,
+        };
+        Ok(Some((out, mine)))
+    }
+
+    fn open(
+        args: &ImportanceArgs,
+        header: &str,
+        arrays: &[NpyArraySpec],
         records: usize,
         pass: usize,
     ) -> Result<Self> {
         let Some(spec) = args.shard else {
             let npz = match &args.npz {
-                Some(path) => Some(NpzWriter::create(path, &arrays)?),
+                Some(path) => Some(NpzWriter::create(path, arrays)?),
                 None => None,
             };
             let mut tsv = AtomicWriter::create(&args.output)?;
@@ -160,12 +184,8 @@ impl RecordOutputs {
             ColumnSpec::ragged("track_some", ElemType::U8, 0),
             ColumnSpec::fixed("track_len", ElemType::I64, &[]),
         ];
-        let npz_arrays = if args.npz.is_some() {
-            arrays
-        } else {
-            Vec::new()
-        };
-        for a in &npz_arrays {
+        let npz_arrays = if args.npz.is_some() { arrays } else { &[] };
+        for a in npz_arrays {
             let row: Vec<usize> = a.shape[1..].iter().map(|&d| d as usize).collect();
             cols.push(ColumnSpec::fixed(
                 &format!("npz.{}", a.name),
@@ -181,6 +201,7 @@ impl RecordOutputs {
                 tsv: Vec::new(),
                 track: None,
                 with_track: args.bedgraph.is_some(),
+                with_npz: args.npz.is_some(),
                 arrays_from: TRACK_LEN + 1,
             })),
         })
@@ -218,9 +239,7 @@ impl RecordOutputs {
     pub fn arrays(&mut self) -> Option<&mut dyn ArrayRows> {
         match &mut self.mode {
             Mode::Job(j) => j.npz.as_mut().map(|n| n as &mut dyn ArrayRows),
-            Mode::Part(p) => {
-                (p.arrays_from < p.tensors_len()).then_some(&mut **p as &mut dyn ArrayRows)
-            }
+            Mode::Part(p) => p.with_npz.then_some(&mut **p as &mut dyn ArrayRows),
         }
     }
 
@@ -262,7 +281,7 @@ impl RecordOutputs {
 
     /// `--gather`: the parts' records, checked to be this run's selected `records` (dataset
     /// rows) in order, written as one job writes them.
-    pub fn gather(
+    fn gather(
         &mut self,
         args: &ImportanceArgs,
         records: &[usize],
@@ -363,12 +382,6 @@ impl RecordOutputs {
             }
         }
         Ok(())
-    }
-}
-
-impl Part {
-    fn tensors_len(&self) -> usize {
-        self.tensors.columns()
     }
 }
 

@@ -498,10 +498,12 @@ fn run_sharded(args: &Args, mut job: TokenizeJob) -> Result<Summary> {
         job.part = Some(crate::shard::PartOf { spec, identity });
         return crate::pipeline::run(&job);
     }
-    for part in &args.gather {
-        let others: Vec<(&str, &std::path::Path)> = vec![("-o", args.output.as_path())];
-        luminome_io::atomic::check_outputs_distinct(&others, &[("--gather", part.as_path())])?;
-    }
+    let parts: Vec<(&str, &std::path::Path)> = args
+        .gather
+        .iter()
+        .map(|p| ("--gather", p.as_path()))
+        .collect();
+    luminome_io::atomic::check_outputs_distinct(&[("-o", args.output.as_path())], &parts)?;
     // The dataset records the command one run would have: this one without --gather PARTS.
     luminome_cli::record_command_without(luminome_cli::shard::is_gather_arg);
     job.command_line = luminome_cli::command_line();

@@ -436,7 +436,7 @@ pub fn gather(
 /// Whether a batch is tokenized on the pool. A table-driven scheme costs about what reading
 /// costs, so at `--threads 2` the reading thread and this one already fill two cores (a pool
 /// measured 1.10x the CPU and no faster on E. coli + chr22 6-mers); a HuggingFace tokenizer
-/// costs ~20x more per base than reading, so the pool's two workers take 0.55x the wall time of
+/// costs ~20x more per base than reading, so the pool's two workers take 0.62x the wall time of
 /// one (docs/tokenize.md).
 fn parallel_tokenizing(job: &TokenizeJob) -> bool {
     job.threads > 2 || (job.threads == 2 && !job.scheme.is_table_driven())

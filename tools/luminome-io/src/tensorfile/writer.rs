@@ -163,11 +163,6 @@ impl StreamingTensorWriter {
         Ok(Self { dest, columns })
     }
 
-    /// How many columns (tensors) the file has.
-    pub fn columns(&self) -> usize {
-        self.columns.len()
-    }
-
     pub fn column_index(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.spec.name == name)
     }

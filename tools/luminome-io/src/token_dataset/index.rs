@@ -100,9 +100,7 @@ impl IndexRow {
             self.strand
         )
     }
-}
 
-impl IndexRow {
     /// Parses an index line of format version 2 (as [`IndexRow::to_line`] writes it).
     pub fn from_line(line: &str) -> Option<IndexRow> {
         let f: Vec<&str> = line.split('\t').collect();
