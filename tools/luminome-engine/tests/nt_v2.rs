@@ -82,3 +82,70 @@ fn the_published_keys_are_read_and_other_esm_models_and_mistyped_sizes_refused()
     let too_long = cfg.max_position_embeddings + 1;
     assert!(refused(&json, too_long).contains("max_position_embeddings"));
 }
+
+/// `luminome-train mlm --backbone nt-v2` builds the published `EsmForMaskedLM`: loaded from the
+/// fixture by its published names (`esm.*`, `lm_head.*`), the masked-LM logits are the authors'.
+#[test]
+fn the_masked_lm_model_gives_the_authors_logits() {
+    use luminome_engine::backbones::BackboneConfig;
+    use luminome_engine::models::mlm::{MlmConfig, MlmModel};
+
+    let e =
+        candle_core::safetensors::load(fixture("tiny").join("expected.safetensors"), &Device::Cpu)
+            .unwrap();
+    let ids = e["input_ids"].to_dtype(DType::U32).unwrap();
+    let mask = e["attention_mask"].to_dtype(DType::U32).unwrap();
+    let (_, len) = ids.dims2().unwrap();
+    let tensors =
+        candle_core::safetensors::load(fixture("tiny").join("model.safetensors"), &Device::Cpu)
+            .unwrap();
+    let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
+    let cfg = MlmConfig {
+        backbone: BackboneConfig::NtV2(config("tiny", len)),
+    };
+    let logits = MlmModel::new(&cfg, vb)
+        .unwrap()
+        .forward(&ids, &mask, None)
+        .unwrap();
+    let pos: Vec<Vec<i64>> = e["mlm_logits_positions"]
+        .to_dtype(DType::I64)
+        .unwrap()
+        .to_vec2()
+        .unwrap();
+    let expected: Vec<Vec<f32>> = e["mlm_logits"].to_vec2().unwrap();
+    assert!(!pos.is_empty());
+    for (p, want) in pos.iter().zip(&expected) {
+        let got: Vec<f32> = logits
+            .get(p[0] as usize)
+            .unwrap()
+            .get(p[1] as usize)
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        let worst = got
+            .iter()
+            .zip(want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(worst < 1e-5, "logits at {p:?} differ by {worst}");
+    }
+}
+
+/// Pretraining here writes the published names and the same configuration keys, so the
+/// checkpoint's encoder is what `classify --init` and the published loader read.
+#[test]
+fn an_encoder_from_sizes_has_the_published_form() {
+    let c = NtV2Config::from_sizes(4107, (16, 2, 4, 32), 20, 0.1).unwrap();
+    let published = config("tiny", 20);
+    assert_eq!(
+        (c.layer_norm_eps, c.add_bias_fnn, c.emb_layer_norm_before),
+        (
+            published.layer_norm_eps,
+            published.add_bias_fnn,
+            published.emb_layer_norm_before
+        )
+    );
+    assert_eq!(c.max_position_embeddings, 20);
+    // Heads must split the width into an even number of channels (rotary pairs).
+    assert!(NtV2Config::from_sizes(4107, (18, 2, 4, 32), 20, 0.1).is_err());
+}

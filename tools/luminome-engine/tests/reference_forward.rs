@@ -102,7 +102,7 @@ fn mlm_logits_match_pytorch() {
     let all = fixture();
     let (ids, mask) = inputs(&all);
     let cfg = MlmConfig {
-        encoder: encoder(PositionEncoding::Rotary),
+        backbone: BackboneConfig::Transformer(encoder(PositionEncoding::Rotary)),
     };
     let varmap = VarMap::new();
     let model = MlmModel::new(

@@ -321,3 +321,122 @@ fn npz_lengths(path: &Path) -> Vec<i64> {
     std::io::Read::read_to_end(&mut zip.by_name("length.npy").unwrap(), &mut bytes).unwrap();
     npyz::NpyFile::new(&bytes[..]).unwrap().into_vec().unwrap()
 }
+
+/// `luminome-train mlm --backbone nt-v2`: the Nucleotide Transformer v2 architecture pretrained
+/// here, on data in the published vocabulary. Its checkpoint holds exactly the published
+/// `EsmForMaskedLM`'s tensors the model reads, by their names; `classify --init` takes its encoder
+/// (frozen: bit for bit) under the NT-v2 backbone without being told; the wrong pairings and a
+/// resume under another backbone are refused.
+#[test]
+fn nt_v2_pretrained_here_has_the_published_names_and_initialises_classifiers() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = tokenized(NT_V2, dir.path(), "train", 48, true);
+    let mlm = dir.path().join("mlm");
+    let mlm_args = |backbone: &str, extra: &[&str]| {
+        let mut a = vec![
+            "mlm",
+            "--backbone",
+            backbone,
+            "--train",
+            &train,
+            "--dev",
+            &train,
+        ];
+        a.extend([
+            "--d-model",
+            "16",
+            "--layers",
+            "2",
+            "--heads",
+            "4",
+            "--ffn",
+            "32",
+        ]);
+        a.extend(["--steps", "4", "--eval-every", "2", "--batch-size", "8"]);
+        a.extend(["--threads", "1", "--quiet", "-o", mlm.to_str().unwrap()]);
+        a.extend(extra);
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let o = run_s(&mlm_args("nt-v2", &["--stop-after-steps", "2"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let pretrained = tensors(&mlm.join("last.safetensors"));
+    let published = tensors(&PathBuf::from(NT_V2.checkpoint()).join("model.safetensors"));
+    let mut names: Vec<&String> = pretrained.keys().collect();
+    let mut expected: Vec<&String> = published
+        .keys()
+        .filter(|n| NT_V2.is_encoder(n) || n.starts_with("lm_head."))
+        .collect();
+    names.sort();
+    expected.sort();
+    assert_eq!(names, expected);
+    // Resuming under the other backbone is refused; under its own it finishes.
+    let resume = mlm.join("last.safetensors");
+    let resume = ["--resume", resume.to_str().unwrap()];
+    let o = run_s(&mlm_args("transformer", &resume));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("a run of --backbone nt-v2"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run_s(&mlm_args("nt-v2", &resume));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let best = mlm.join("best.safetensors");
+    let encoder = tensors(&best);
+    let classify_from = |init: &Path, out: &Path, extra: &[&str]| {
+        let mut a = vec![
+            "classify",
+            "--train",
+            &train,
+            "--init",
+            init.to_str().unwrap(),
+        ];
+        a.extend(["--adapter", "gated", "--steps", "2", "--batch-size", "8"]);
+        a.extend(["--threads", "1", "--quiet", "-o", out.to_str().unwrap()]);
+        a.extend(extra);
+        run(&a)
+    };
+    let out = dir.path().join("frozen");
+    let o = classify_from(&best, &out, &["--freeze-encoder"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let trained = tensors(&out.join("last.safetensors"));
+    let esm: Vec<&String> = trained.keys().filter(|n| n.starts_with("esm.")).collect();
+    assert_eq!(
+        esm.len(),
+        expected.iter().filter(|n| n.starts_with("esm.")).count()
+    );
+    for name in esm {
+        assert!(same(&trained[name], &encoder[name]), "{name} not loaded");
+    }
+    predicted_and_explained(dir.path(), &out.join("best.safetensors"), &train);
+    // The checkpoint names its family: another --backbone is refused.
+    let out = dir.path().join("as_transformer");
+    let o = classify_from(&best, &out, &["--backbone", "transformer"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("but --backbone says transformer"),
+        "{}",
+        stderr(&o)
+    );
+    nothing_written(&out);
+    // A transformer's masked-LM checkpoint is not an nt-v2 encoder.
+    let tmlm = dir.path().join("tmlm");
+    let mut a = mlm_args("transformer", &[]);
+    let o_at = a.iter().position(|s| s == "-o").unwrap();
+    a[o_at + 1] = tmlm.display().to_string();
+    let o = run_s(&a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = dir.path().join("as_nt_v2");
+    let o = classify_from(
+        &tmlm.join("best.safetensors"),
+        &out,
+        &["--backbone", "nt-v2"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("but --backbone says nt-v2"),
+        "{}",
+        stderr(&o)
+    );
+    nothing_written(&out);
+}

@@ -95,6 +95,39 @@ impl NtV2Config {
         Ok(c)
     }
 
+    /// An encoder of the given sizes in the v2 releases' form — rotary positions, a SwiGLU
+    /// feed-forward without biases, no embedding layer norm, ε 1e-12 — for pretraining here
+    /// (`luminome-train mlm --backbone nt-v2`). `max_position_embeddings` is the longest row it
+    /// is trained on, `max_length`, as the published field means.
+    pub fn from_sizes(
+        vocab_size: usize,
+        (hidden_size, num_hidden_layers, num_attention_heads, intermediate_size): (
+            usize,
+            usize,
+            usize,
+            usize,
+        ),
+        max_length: usize,
+        dropout: f64,
+    ) -> Result<Self> {
+        let c = Self {
+            vocab_size,
+            hidden_size,
+            num_hidden_layers,
+            num_attention_heads,
+            intermediate_size,
+            layer_norm_eps: default_eps(),
+            hidden_dropout_prob: dropout,
+            attention_probs_dropout_prob: 0.0,
+            add_bias_fnn: false,
+            emb_layer_norm_before: false,
+            max_position_embeddings: max_length,
+            max_length,
+        };
+        c.validate()?;
+        Ok(c)
+    }
+
     pub fn validate(&self) -> Result<()> {
         super::check_published_encoder(
             "Nucleotide Transformer",

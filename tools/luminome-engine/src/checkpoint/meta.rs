@@ -335,19 +335,21 @@ mod tests {
     /// A tiny masked-LM config (its metadata is what these tests read).
     fn tiny_mlm(vocab_size: usize) -> ModelConfig {
         ModelConfig::from(crate::models::mlm::MlmConfig {
-            encoder: crate::backbones::EncoderConfig {
-                vocab_size,
-                d_model: 8,
-                num_layers: 1,
-                num_heads: 2,
-                ffn_dim: 16,
-                dropout: 0.0,
-                max_length: 16,
-                position: crate::backbones::PositionEncoding::Learned,
-                layer_norm_eps: 1e-5,
-                pad_id: 0,
-                attention: Default::default(),
-            },
+            backbone: crate::backbones::BackboneConfig::Transformer(
+                crate::backbones::EncoderConfig {
+                    vocab_size,
+                    d_model: 8,
+                    num_layers: 1,
+                    num_heads: 2,
+                    ffn_dim: 16,
+                    dropout: 0.0,
+                    max_length: 16,
+                    position: crate::backbones::PositionEncoding::Learned,
+                    layer_norm_eps: 1e-5,
+                    pad_id: 0,
+                    attention: Default::default(),
+                },
+            ),
         })
     }
 

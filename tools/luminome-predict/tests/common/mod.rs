@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use candle_core::{Device, Tensor};
-use luminome_engine::backbones::{EncoderConfig, PositionEncoding};
+use luminome_engine::backbones::{BackboneConfig, EncoderConfig, PositionEncoding};
 use luminome_engine::checkpoint::{read_safetensors, save_checkpoint, CheckpointMeta};
 use luminome_engine::input::InputSpec;
 use luminome_engine::models::mlm::MlmConfig;
@@ -104,7 +104,7 @@ pub fn write_dataset_with(dest: &Path, recs: &[Rec], max_length: usize, tokenize
 /// A masked-LM checkpoint (random weights) with the nucleotide vocabulary.
 pub fn write_mlm_checkpoint(dest: &Path) {
     let config = ModelConfig::Mlm(MlmConfig {
-        encoder: EncoderConfig {
+        backbone: BackboneConfig::Transformer(EncoderConfig {
             vocab_size: 10,
             d_model: 8,
             num_layers: 1,
@@ -116,7 +116,7 @@ pub fn write_mlm_checkpoint(dest: &Path) {
             layer_norm_eps: 1e-5,
             pad_id: 0,
             attention: Default::default(),
-        },
+        }),
     });
     let built = BuiltModel::new(&config, &Device::Cpu, 7).unwrap();
     let meta = CheckpointMeta::new(

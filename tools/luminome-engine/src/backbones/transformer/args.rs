@@ -4,6 +4,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::config::{AttentionKind, EncoderConfig, PositionEncoding};
+use crate::backbones::NtV2Config;
 
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Model")]
@@ -99,6 +100,29 @@ impl EncoderArgs {
         };
         cfg.validate()?;
         Ok(cfg)
+    }
+
+    /// The Nucleotide Transformer v2 architecture of these sizes (`--ffn` is its
+    /// `intermediate_size`: the SwiGLU projection is twice as wide), for pretraining here. It
+    /// always has rotary positions and standard attention: `--position` and `--attention` other
+    /// than their defaults are refused.
+    pub fn nt_v2_config(&self, vocab_size: usize, row_length: usize) -> Result<NtV2Config> {
+        if self.position != PositionEncoding::Learned || self.attention != AttentionKind::Standard {
+            anyhow::bail!("--backbone nt-v2 always has rotary positions and standard attention (the published architecture): leave out --position and --attention");
+        }
+        let d = EncoderDefaults::STANDARD;
+        let sizes = (
+            self.d_model.unwrap_or(d.d_model),
+            self.layers.unwrap_or(d.layers),
+            self.heads,
+            self.ffn.unwrap_or(d.ffn),
+        );
+        NtV2Config::from_sizes(
+            vocab_size,
+            sizes,
+            self.max_length.unwrap_or(row_length),
+            self.dropout(&d),
+        )
     }
 
     /// Whether any transformer size (--d-model, --layers, --ffn) was given.

@@ -57,8 +57,9 @@ pub struct ClassifyArgs {
     pub train: TrainArgs,
     /// Backbone: transformer (the --d-model … --position flags), cnn (a dilated residual CNN
     /// over single nucleotides, the --cnn-* flags; docs/engine.md), dnabert2 or nt-v2 (the
-    /// published encoders, from --init DIR|hf:ORG/NAME; the checkpoint's family is the default
-    /// when --init is one) [default: cnn with
+    /// published encoders, from --init DIR|hf:ORG/NAME; nt-v2 also from a `luminome-train mlm
+    /// --backbone nt-v2` checkpoint, or from scratch at the --d-model … --ffn sizes; the
+    /// checkpoint's family is the default when --init is one) [default: cnn with
     /// --rc-augment --rc-average for single-nucleotide datasets, at every size; transformer for
     /// k-mer or BPE tokens, with --init or a transformer size; docs/small-data.md].
     #[arg(long)]
@@ -81,7 +82,8 @@ pub struct ClassifyArgs {
     /// on GUE core promoters where mean does not (docs/results.md); resuming, the checkpoint's.
     #[arg(long, value_name = "ADAPTER")]
     pub adapter: Option<AdapterKind>,
-    /// Initialise the encoder from a masked-LM checkpoint (its encoder settings are used), or
+    /// Initialise the encoder from a masked-LM checkpoint (its encoder — Luminome's transformer or
+    /// nt-v2 — and its settings are used), or
     /// from a published DNABERT-2 or Nucleotide Transformer v2 checkpoint: a folder in the
     /// Hugging Face layout or hf:ORG/NAME (the data tokenized with its tokenizer: --scheme hf
     /// --tokenizer DIR).
@@ -220,6 +222,14 @@ impl ClassifyArgs {
         };
         let mut published = None;
         let backbone = match choice.backbone {
+            BackboneKind::NtV2 if self.init.is_none() => {
+                let mut c = self
+                    .encoder
+                    .nt_v2_config(tok.vocab_size(), data.train.max_length())?;
+                c.hidden_dropout_prob = self.encoder.dropout(defaults);
+                BackboneConfig::NtV2(c)
+            }
+            BackboneKind::NtV2 if self.init_is_mlm() => self.pretrained_nt_v2(data, defaults)?,
             kind @ (BackboneKind::Dnabert2 | BackboneKind::NtV2) => {
                 let p = self.published_backbone(data, kind)?;
                 let backbone = p.backbone.clone();
@@ -266,10 +276,58 @@ impl ClassifyArgs {
             p.load(&b.varmap, device)?;
         } else if let Some(init) = &self.init {
             let (_, tensors) = read_safetensors(init, device)?;
-            load_into(&b.varmap, &tensors, init, Some("encoder."))?;
+            let prefix = format!("{}.", b.get::<ClassifierConfig>()?.config.backbone.prefix());
+            load_into(&b.varmap, &tensors, init, Some(&prefix))?;
         }
         let model = b.get::<ClassifierConfig>()?.clone();
         Ok((b.varmap, model, b.config))
+    }
+
+    /// Whether `--init` is a checkpoint file of this suite (a masked-LM run's), not a published
+    /// folder or `hf:` name.
+    fn init_is_mlm(&self) -> bool {
+        self.init
+            .as_deref()
+            .is_some_and(|p| !crate::models::caduceus::is_published_checkpoint(p))
+    }
+
+    /// The masked-LM checkpoint of `--init`: its config (the data must be tokenized as its
+    /// training data was) and the family of its encoder.
+    fn mlm_init(&self, data: &ClassificationData) -> Result<MlmConfig> {
+        let init = self.init.as_deref().expect("--init");
+        let m = read_checkpoint_meta(init)?;
+        let Some(mc) = m.model.get::<MlmConfig>() else {
+            bail!(
+                "{}: --init needs a masked-LM checkpoint (kind mlm), this one is a {}",
+                init.display(),
+                m.model.kind()
+            );
+        };
+        m.check_tokenizer(init, &self.train.train, data.train.tokenizer())?;
+        Ok(mc.clone())
+    }
+
+    /// A Nucleotide Transformer v2 encoder pretrained here (`luminome-train mlm --backbone
+    /// nt-v2`): its sizes are the checkpoint's, `--dropout` (or the default) its hidden dropout.
+    fn pretrained_nt_v2(
+        &self,
+        data: &ClassificationData,
+        defaults: &EncoderDefaults,
+    ) -> Result<BackboneConfig> {
+        let init = self.init.as_deref().expect("--init");
+        if self.encoder.sizes_given() {
+            bail!("{}: --d-model, --layers and --ffn size a new encoder; a pretrained one keeps its checkpoint's sizes", init.display());
+        }
+        let BackboneConfig::NtV2(mut c) = self.mlm_init(data)?.backbone else {
+            bail!(
+                "{}: a masked-LM checkpoint of Luminome's transformer, but --backbone says nt-v2",
+                init.display()
+            );
+        };
+        c.hidden_dropout_prob = self.encoder.dropout(defaults);
+        c.validate()
+            .with_context(|| format!("--dropout {}", c.hidden_dropout_prob))?;
+        Ok(BackboneConfig::NtV2(c))
     }
 
     /// The published encoder of `--init` (DNABERT-2 or the Nucleotide Transformer v2, as
@@ -312,10 +370,18 @@ impl ClassifyArgs {
             (None, _) if published && new_run => {
                 super::published::kind_of(self.init.as_deref().expect("published"))?
             }
+            (None, _) if self.init.is_some() && new_run => self.mlm_init(data)?.backbone.kind(),
             (None, true) => BackboneKind::Cnn,
             (None, false) => BackboneKind::Transformer,
         };
+        let from_scratch = self.init.is_none();
         let (encoder, train) = match (backbone, small) {
+            (BackboneKind::NtV2, true) if from_scratch => {
+                (EncoderDefaults::STANDARD, TrainDefaults::SMALL_DATA)
+            }
+            (BackboneKind::NtV2, false) if from_scratch => {
+                (EncoderDefaults::STANDARD, TrainDefaults::STANDARD)
+            }
             (BackboneKind::Dnabert2 | BackboneKind::NtV2, _) if self.freeze_encoder => {
                 (EncoderDefaults::STANDARD, TrainDefaults::FROZEN_BACKBONE)
             }
@@ -420,20 +486,12 @@ impl ClassifyArgs {
         data: &ClassificationData,
         defaults: &EncoderDefaults,
     ) -> Result<crate::backbones::EncoderConfig> {
-        let t = &self.train;
         let tok = data.train.tokenizer();
         Ok(match &self.init {
             Some(init) => {
-                let m = read_checkpoint_meta(init)?;
-                let Some(mc) = m.model.get::<MlmConfig>() else {
-                    bail!(
-                        "{}: --init needs a masked-LM checkpoint (kind mlm), this one is a {}",
-                        init.display(),
-                        m.model.kind()
-                    );
+                let Some(mut e) = self.mlm_init(data)?.transformer().cloned() else {
+                    bail!("{}: a masked-LM checkpoint of the nt-v2 encoder, but --backbone says transformer", init.display());
                 };
-                m.check_tokenizer(init, &t.train, tok)?;
-                let mut e = mc.encoder.clone();
                 e.dropout = self.encoder.dropout(defaults);
                 e
             }

@@ -111,7 +111,9 @@ impl DualArgs {
                     );
                 };
                 m.check_tokenizer(init, &t.train, tok)?;
-                let mut e = mc.encoder.clone();
+                let Some(mut e) = mc.transformer().cloned() else {
+                    bail!("{}: a masked-LM checkpoint of the nt-v2 encoder; the dual encoder is built on Luminome's transformer", init.display());
+                };
                 e.dropout = self
                     .encoder
                     .dropout(&crate::backbones::EncoderDefaults::STANDARD);

@@ -1,17 +1,31 @@
 //! The masked-LM family's config.
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use candle_nn::VarBuilder;
 use serde::{Deserialize, Serialize};
 
 use super::model::MlmModel;
-use crate::backbones::EncoderConfig;
+use crate::backbones::{BackboneConfig, EncoderConfig};
 use crate::models::FamilyConfig;
 
-/// A masked-LM model: encoder + LM head over the vocabulary.
+/// A masked-LM model: an encoder + an LM head over the vocabulary. The encoder is Luminome's
+/// transformer (`"encoder": {...}`, parameters `encoder.*` + `mlm_head.*`) or the Nucleotide
+/// Transformer v2 architecture (`"nt_v2": {...}`, parameters `esm.*` + `lm_head.*`, the published
+/// `EsmForMaskedLM`'s names).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MlmConfig {
-    pub encoder: EncoderConfig,
+    #[serde(flatten)]
+    pub backbone: BackboneConfig,
+}
+
+impl MlmConfig {
+    /// Luminome's transformer, when that is the encoder.
+    pub fn transformer(&self) -> Option<&EncoderConfig> {
+        match &self.backbone {
+            BackboneConfig::Transformer(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 impl FamilyConfig for MlmConfig {
@@ -19,7 +33,13 @@ impl FamilyConfig for MlmConfig {
     type Model = MlmModel;
 
     fn validate(&self) -> Result<()> {
-        self.encoder.validate()
+        match &self.backbone {
+            BackboneConfig::Transformer(_) | BackboneConfig::NtV2(_) => self.backbone.validate(),
+            other => bail!(
+                "a masked-LM model on the {} backbone is not built (transformer or nt-v2)",
+                other.kind().name()
+            ),
+        }
     }
 
     fn build(&self, vb: VarBuilder) -> candle_core::Result<MlmModel> {

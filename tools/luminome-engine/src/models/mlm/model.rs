@@ -1,12 +1,14 @@
 //! Encoder + BERT's masked-LM head; the loss is the (optionally weighted) cross-entropy at the
 //! chosen positions of a masked batch (`luminome_io::masking`).
 
+use std::sync::Arc;
+
 use candle_core::{Tensor, D};
 use candle_nn::VarBuilder;
 use luminome_io::masking::MaskedBatch;
 
 use super::config::MlmConfig;
-use crate::backbones::Encoder;
+use crate::backbones::{Backbone, BackboneConfig};
 use crate::models::Model;
 use crate::nn::{DropoutRng, LayerNorm, Linear};
 
@@ -19,6 +21,7 @@ pub struct MlmHead {
 }
 
 impl MlmHead {
+    /// Luminome's names: `dense`, `norm`, `decoder.{weight,bias}`.
     pub fn new(
         d_model: usize,
         vocab: usize,
@@ -32,28 +35,61 @@ impl MlmHead {
         })
     }
 
+    /// The ESM head of the published Nucleotide Transformer v2 (`EsmLMHead`), its names:
+    /// `dense`, `layer_norm`, `decoder.weight` (no bias) and the separate `bias` added after it —
+    /// the same computation.
+    pub fn esm(
+        d_model: usize,
+        vocab: usize,
+        eps: f64,
+        vb: VarBuilder,
+    ) -> candle_core::Result<Self> {
+        let decoder = Linear::no_bias(d_model, vocab, vb.pp("decoder"))?;
+        let bias = vb.get_with_hints(vocab, "bias", candle_nn::Init::Const(0.0))?;
+        Ok(Self {
+            dense: Linear::new(d_model, d_model, vb.pp("dense"))?,
+            norm: LayerNorm::new(d_model, eps, vb.pp("layer_norm"))?,
+            decoder: Linear::from_parts(decoder.weight().clone(), Some(bias)),
+        })
+    }
+
     pub fn forward(&self, h: &Tensor) -> candle_core::Result<Tensor> {
         let x = crate::nn::gelu(&self.dense.forward(h)?)?;
         self.decoder.forward(&self.norm.forward(&x)?)
     }
 }
 
-/// Encoder + MLM head. Parameters under `encoder.*` and `mlm_head.*`; a classifier initialised
-/// from this checkpoint takes the `encoder.*` part.
+/// Encoder + MLM head. Parameters under `encoder.*` and `mlm_head.*` (Luminome's transformer) or
+/// `esm.*` and `lm_head.*` (the Nucleotide Transformer v2); a classifier initialised from this
+/// checkpoint takes the encoder's part.
 #[derive(Debug, Clone)]
 pub struct MlmModel {
     pub config: MlmConfig,
-    pub encoder: Encoder,
+    pub encoder: Arc<dyn Backbone>,
     pub head: MlmHead,
 }
 
 impl MlmModel {
     pub fn new(cfg: &MlmConfig, vb: VarBuilder) -> candle_core::Result<Self> {
-        let e = &cfg.encoder;
+        let encoder = cfg.backbone.build(vb.clone())?;
+        let head = match &cfg.backbone {
+            BackboneConfig::NtV2(c) => MlmHead::esm(
+                c.hidden_size,
+                c.vocab_size,
+                c.layer_norm_eps,
+                vb.pp("lm_head"),
+            )?,
+            BackboneConfig::Transformer(e) => {
+                MlmHead::new(e.d_model, e.vocab_size, e.layer_norm_eps, vb.pp("mlm_head"))?
+            }
+            other => {
+                candle_core::bail!("no masked-LM head for the {} backbone", other.kind().name())
+            }
+        };
         Ok(Self {
             config: cfg.clone(),
-            encoder: Encoder::new(e, vb.pp("encoder"))?,
-            head: MlmHead::new(e.d_model, e.vocab_size, e.layer_norm_eps, vb.pp("mlm_head"))?,
+            encoder,
+            head,
         })
     }
 

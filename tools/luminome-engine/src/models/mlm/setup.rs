@@ -8,7 +8,7 @@ use luminome_io::masking::MaskingConfig;
 
 use super::config::MlmConfig;
 use super::task::MlmTask;
-use crate::backbones::EncoderArgs;
+use crate::backbones::{BackboneConfig, BackboneKind, EncoderArgs};
 use crate::checkpoint::Checkpoint;
 use crate::input::tokens::{check_length, check_same_vocab, open_dataset};
 use crate::input::InputSpec;
@@ -21,15 +21,24 @@ pub const EXAMPLE: &str = "Example (pretrain a small encoder on tokenized promot
       --d-model 128 --layers 4 --heads 4 --ffn 512 --steps 2000 --eval-every 200 --seed 1
 Writes mlm/best.safetensors (lowest dev loss; use it with `classify --init`), mlm/last.safetensors
 (+ last.state.safetensors: resume with --resume mlm/last.safetensors) and mlm/metrics.tsv
-(step, epoch, loss, lr, grad_norm, examples_per_s, dev_loss, dev_accuracy).";
+(step, epoch, loss, lr, grad_norm, examples_per_s, dev_loss, dev_accuracy).
+The Nucleotide Transformer v2 architecture (published names; data in its 6-mer vocabulary, e.g.
+`luminome-tokenize --scheme hf --tokenizer NT_FOLDER`): add --backbone nt-v2
+(docs/pretrained-models.md).";
 
-/// Masked-LM pretraining of a transformer encoder (BERT: 15 % of tokens; 80 % [MASK], 10 %
-/// random, 10 % unchanged).
+/// Masked-LM pretraining of a transformer encoder — Luminome's, or the Nucleotide Transformer v2
+/// architecture (BERT: 15 % of tokens; 80 % [MASK], 10 % random, 10 % unchanged).
 #[derive(Args, Debug)]
 #[command(after_long_help = EXAMPLE)]
 pub struct MlmArgs {
     #[command(flatten)]
     pub train: TrainArgs,
+    /// Encoder: transformer (Luminome's; the --d-model … --position flags) or nt-v2 (the
+    /// Nucleotide Transformer v2 architecture: pre-LN, rotary positions, SwiGLU, the published
+    /// parameter names; --d-model, --layers, --heads, --ffn, --dropout size it;
+    /// docs/pretrained-models.md) [default: transformer].
+    #[arg(long, help_heading = "Model")]
+    pub backbone: Option<BackboneKind>,
     #[command(flatten)]
     pub encoder: EncoderArgs,
     /// Fraction of real tokens chosen for prediction.
@@ -76,24 +85,39 @@ impl TrainCommand for MlmArgs {
             Some(r) => {
                 let ck = Checkpoint::load(r, device)?;
                 let model = ck.get::<MlmConfig>()?.clone();
+                let kind = model.config.backbone.kind();
+                if self.backbone.is_some_and(|b| b != kind) {
+                    bail!(
+                        "{}: a run of --backbone {}; --backbone must be the resumed run's",
+                        r.display(),
+                        kind.name()
+                    );
+                }
                 ck.meta.check_tokenizer(r, &t.train, train.tokenizer())?;
                 (ck.varmap, model, ck.meta.model)
             }
             None => {
                 let tok = train.tokenizer();
-                let config = ModelConfig::from(MlmConfig {
-                    encoder: self.encoder.config(
-                        tok.vocab_size(),
-                        tok.pad_id,
-                        train.max_length(),
-                    )?,
-                });
+                let (vocab, rows) = (tok.vocab_size(), train.max_length());
+                let backbone = match self.backbone.unwrap_or(BackboneKind::Transformer) {
+                    BackboneKind::Transformer => {
+                        BackboneConfig::Transformer(self.encoder.config(vocab, tok.pad_id, rows)?)
+                    }
+                    BackboneKind::NtV2 => {
+                        BackboneConfig::NtV2(self.encoder.nt_v2_config(vocab, rows)?)
+                    }
+                    other => bail!(
+                        "--backbone {}: masked-LM pretraining builds a transformer or nt-v2 encoder",
+                        other.name()
+                    ),
+                };
+                let config = ModelConfig::from(MlmConfig { backbone });
                 let b = BuiltModel::new(&config, device, t.seed)?;
                 let model = b.get::<MlmConfig>()?.clone();
                 (b.varmap, model, b.config)
             }
         };
-        let max_len = model.config.encoder.max_length;
+        let max_len = model.config.backbone.max_length();
         check_length(&train, max_len, "training set")?;
         if let Some(d) = &dev {
             check_length(d, max_len, "dev set")?;
