@@ -47,5 +47,6 @@ run() { # adapter seed
 }
 export -f run
 export work init init_args bin
+# shellcheck disable=SC2016  # $0 and $1 expand in the bash that xargs starts
 for seed in $seeds; do for a in $adapters; do echo "$a $seed"; done; done |
-    xargs -P "${JOBS:-1}" -L 1 bash -c 'run $0 $1'
+    xargs -P "${JOBS:-1}" -L 1 bash -c 'run "$0" "$1"'
