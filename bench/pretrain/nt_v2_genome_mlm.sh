@@ -21,14 +21,9 @@ work=${WORK:-work/nt_v2_mlm}/$name
 bin=${BIN:-target/release}
 vocab=tools/luminome-engine/tests/fixtures/nt_v2/tiny
 mkdir -p "$work"
-if [ ! -f "$work/train.bed" ]; then
-    (case $fasta in *.gz) gzip -dc "$fasta" ;; *) cat "$fasta" ;; esac) | awk '
-        function out() { if (n != "") { u = (l >= 20000000) ? 1000000 : 1000;
-            c = int(l * 0.9 / u + 0.5) * u;
-            if (c > 0) print n "\t0\t" c > tr; if (c < l) print n "\t" c "\t" l > dv } }
-        /^>/ { out(); n = substr($1, 2); l = 0; next } { l += length($0) } END { out() }
-    ' tr="$work/train.bed" dv="$work/dev.bed"
-fi
+# shellcheck source=bench/pretrain/split.sh
+. "$(dirname "$0")/split.sh"
+split_genome "$fasta" "$work"
 for s in train dev; do
     [ -f "$work/$s.safetensors" ] ||
         "$bin/luminome-tokenize" "$work/$s.bed" --reference "$fasta" --scheme hf --tokenizer "$vocab" \

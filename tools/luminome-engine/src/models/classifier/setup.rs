@@ -17,7 +17,7 @@ use super::config::{AdapterKind, ClassifierConfig};
 pub const DEFAULT_ADAPTER: AdapterKind = AdapterKind::Gated;
 use super::published::PublishedBackbone;
 use crate::backbones::{BackboneConfig, BackboneKind, CnnArgs, EncoderArgs, EncoderDefaults};
-use crate::checkpoint::{load_into, read_checkpoint_meta, read_safetensors, Checkpoint};
+use crate::checkpoint::{load_into, read_safetensors, Checkpoint};
 use crate::input::strand::ReverseComplement;
 use crate::input::InputSpec;
 use crate::models::kmer_linear::KmerFloorArgs;
@@ -295,16 +295,7 @@ impl ClassifyArgs {
     /// training data was) and the family of its encoder.
     fn mlm_init(&self, data: &ClassificationData) -> Result<MlmConfig> {
         let init = self.init.as_deref().expect("--init");
-        let m = read_checkpoint_meta(init)?;
-        let Some(mc) = m.model.get::<MlmConfig>() else {
-            bail!(
-                "{}: --init needs a masked-LM checkpoint (kind mlm), this one is a {}",
-                init.display(),
-                m.model.kind()
-            );
-        };
-        m.check_tokenizer(init, &self.train.train, data.train.tokenizer())?;
-        Ok(mc.clone())
+        MlmConfig::read_init(init, &self.train.train, data.train.tokenizer())
     }
 
     /// A Nucleotide Transformer v2 encoder pretrained here (`luminome-train mlm --backbone

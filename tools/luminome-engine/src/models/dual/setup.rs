@@ -13,7 +13,7 @@ use super::config::DualConfig;
 use super::retrieval::RetrievalSet;
 use super::task::DualTask;
 use crate::backbones::EncoderArgs;
-use crate::checkpoint::{load_into, read_checkpoint_meta, read_safetensors, Checkpoint};
+use crate::checkpoint::{load_into, read_safetensors, Checkpoint};
 use crate::input::InputSpec;
 use crate::models::mlm::MlmConfig;
 use crate::models::{parameter_names, BuiltModel, ModelConfig};
@@ -102,15 +102,7 @@ impl DualArgs {
         let tok = train.tokenizer();
         let encoder = match &self.init {
             Some(init) => {
-                let m = read_checkpoint_meta(init)?;
-                let Some(mc) = m.model.get::<MlmConfig>() else {
-                    bail!(
-                        "{}: --init needs a masked-LM checkpoint (kind mlm), this one is a {}",
-                        init.display(),
-                        m.model.kind()
-                    );
-                };
-                m.check_tokenizer(init, &t.train, tok)?;
+                let mc = MlmConfig::read_init(init, &t.train, tok)?;
                 let Some(mut e) = mc.transformer().cloned() else {
                     bail!("{}: a masked-LM checkpoint of the nt-v2 encoder; the dual encoder is built on Luminome's transformer", init.display());
                 };
