@@ -77,6 +77,21 @@ TINY_MLM = "--d-model 32 --layers 1 --heads 2 --ffn 64 --batch-size 16 --warmup 
 # ~3,100 windows: four blocks of units, dealt over three parts.
 ECOLI_WINDOWS = "--scheme kmer -k 3 --window 32 --stride 16 --overflow window --soft-mask --rc both"
 
+# The regions run on the chr22 slice (assets/regions_test.csv; chunks of 3 kbp so that three
+# parts each scan a share).
+CHR22_SLICE = [{"id": "chr22_slice", "accessibility": ["K562", "GM12878"], "expression": ["K562", "GM12878"]},
+               td("chr22_slice/genes_tss.bed"), [td("chr22_slice/peaks.narrowPeak")],
+               [td("chr22_slice/acc.K562.bedgraph"), td("chr22_slice/acc.GM12878.bedgraph")],
+               [td("expression/k562_tpm_slice.tsv"), td("expression/gm12878_rampage_slice.tsv")],
+               td("motifs/vierstra_small.meme"), td("motifs/vierstra_small_clusters.csv")]
+CHR22_REFERENCE = [{"id": "chr22_slice"}, td("chr22_slice/chr22_slice.fa"), td("chr22_slice/chr22_slice.fa.fai")]
+CHR22_ARGS = "--bed-tss center --window 200000 --n-regions 50 --scan-chunk-bp 3000"
+CHR22_OPTIONS = {
+    "peak_options": "--peaks peaks.narrowPeak",
+    "acc_options": "--accessibility K562=acc/1/acc.K562.bedgraph --accessibility GM12878=acc/2/acc.GM12878.bedgraph",
+    "expr_options": "--expression K562=expr/1/k562_tpm_slice.tsv --expression GM12878=expr/2/gm12878_rampage_slice.tsv",
+}
+
 CASES = [
     # Token datasets (the last one from BED intervals on a reference with its .fai).
     *[Case(f"prom_{split}", "tokenize", [[{"id": f"prom_{split}"}, td(f"gue_prom_core_all/{split}.csv")], NONE_REF],
@@ -179,19 +194,15 @@ CASES = [
           [Out(f"celegans_snvs_part{i}", "part") for i in (3, 1, 2)]],
          values={"metrics": "", "output": "celegans_snvs.scores.tsv"}, prefix="celegans_snvs"),
     # Regions -> expression model -> predict and importance (region dataset with its two tables).
-    Case("chr22_slice", "regions",
-         [[{"id": "chr22_slice", "accessibility": ["K562", "GM12878"], "expression": ["K562", "GM12878"]},
-           td("chr22_slice/genes_tss.bed"), [td("chr22_slice/peaks.narrowPeak")],
-           [td("chr22_slice/acc.K562.bedgraph"), td("chr22_slice/acc.GM12878.bedgraph")],
-           [td("expression/k562_tpm_slice.tsv"), td("expression/gm12878_rampage_slice.tsv")],
-           td("motifs/vierstra_small.meme"), td("motifs/vierstra_small_clusters.csv")],
-          [{"id": "chr22_slice"}, td("chr22_slice/chr22_slice.fa"), td("chr22_slice/chr22_slice.fa.fai")]],
-         args="--bed-tss center --window 200000 --n-regions 50",
-         values={
-             "peak_options": "--peaks peaks.narrowPeak",
-             "acc_options": "--accessibility K562=acc/1/acc.K562.bedgraph --accessibility GM12878=acc/2/acc.GM12878.bedgraph",
-             "expr_options": "--expression K562=expr/1/k562_tpm_slice.tsv --expression GM12878=expr/2/gm12878_rampage_slice.tsv",
-         }),
+    Case("chr22_slice", "regions", [CHR22_SLICE, CHR22_REFERENCE], args=CHR22_ARGS, values=CHR22_OPTIONS),
+    # The same dataset as three parts gathered (-profile test's --regions_shards 3).
+    *[Case(f"chr22_slice_part{i}", "regionsshard",
+           [[{**CHR22_SLICE[0], "shard": i, "shards": 3}, *CHR22_SLICE[1:]], CHR22_REFERENCE],
+           args=CHR22_ARGS, values={**CHR22_OPTIONS, "shard": f"{i}/3"}, prefix=f"chr22_slice.{i}-of-3")
+      for i in (1, 2, 3)],
+    Case("chr22_slice_gathered", "regionsgather",
+         [CHR22_SLICE, CHR22_REFERENCE, [Out(f"chr22_slice_part{i}", "part") for i in (2, 1, 3)]],
+         args=CHR22_ARGS, values=CHR22_OPTIONS, prefix="chr22_slice"),
     Case("chr22_expression", "train",
          [[{"id": "chr22_expression"}, Out("chr22_slice", "dataset"),
            [Out("chr22_slice", "samples"), Out("chr22_slice", "regions")], [], []], NO_INIT, "expression"],
@@ -461,6 +472,12 @@ def main() -> None:
             if one != gathered:
                 raise SystemExit(f"importance {emit}: three parts gathered differ from one task")
         print("ok   prom_test.importance_gathered the same bytes as one task (tsv, npz)")
+        for emit in ("dataset", "samples", "regions"):
+            one, gathered = (produced[(case, emit)].read_bytes()
+                             for case in ("chr22_slice", "chr22_slice_gathered"))
+            if one != gathered:
+                raise SystemExit(f"regions {emit}: three parts gathered differ from one task")
+        print("ok   chr22_slice_gathered         the same bytes as chr22_slice (dataset, samples, regions)")
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

@@ -25,6 +25,8 @@ include { LUMINOME_TOKENIZE                              } from './modules/local
 include { LUMINOME_TOKENIZESHARD                         } from './modules/local/luminome/tokenizeshard/main'
 include { LUMINOME_TOKENIZEGATHER                        } from './modules/local/luminome/tokenizegather/main'
 include { LUMINOME_REGIONS                               } from './modules/local/luminome/regions/main'
+include { LUMINOME_REGIONSSHARD                          } from './modules/local/luminome/regionsshard/main'
+include { LUMINOME_REGIONSGATHER                         } from './modules/local/luminome/regionsgather/main'
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_MLM           } from './modules/local/luminome/train/main'
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_CLASSIFY      } from './modules/local/luminome/train/main'
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_BISTRAND      } from './modules/local/luminome/train/main'
@@ -178,23 +180,54 @@ workflow {
     // Regions: a CSV (--regions_input) with id,reference,genes,peaks,accessibility,expression,motifs,motif_clusters,args
     if (params.regions_input) {
         def regionsCsv = file(params.regions_input, checkIfExists: true)
-        ch_regions = channel.fromList(samplesheetToList(params.regions_input, "assets/schema_regions.json"))
+        ch_regions_rows = channel.fromList(samplesheetToList(params.regions_input, "assets/schema_regions.json"))
             .map { meta, reference, genes, peaks, accessibility, expression, motifs, motif_clusters ->
                 regionsRun(meta, reference, genes, peaks, accessibility, expression, motifs, motif_clusters, regionsCsv.parent)
             }
+        ch_regions = ch_regions_rows
             .multiMap { run, reference ->
                 run: run
                 reference: reference
             }
-        LUMINOME_REGIONS(ch_regions.run, ch_regions.reference)
+        // --regions_shards N > 1: N tasks each scan a share of the regions' chunks and count every
+        // Nth cell type (LUMINOME_REGIONSSHARD), and LUMINOME_REGIONSGATHER, on one CPU, windows
+        // and writes the dataset of one task from their parts, byte for byte; -resume reruns
+        // only a failed part.
+        def regionsShards = params.regions_shards as int
+        if (regionsShards > 1) {
+            ch_regions_part_in = ch_regions_rows
+                .combine(channel.of(1..regionsShards))
+                .multiMap { run, reference, shard ->
+                    run: [run[0] + [shard: shard, shards: regionsShards]] + run.drop(1)
+                    reference: reference
+                }
+            LUMINOME_REGIONSSHARD(ch_regions_part_in.run, ch_regions_part_in.reference)
+            ch_regions_gather = ch_regions_rows
+                .map { run, reference -> [run[0].id, run, reference] }
+                .join(
+                    LUMINOME_REGIONSSHARD.out.part
+                        .map { meta, part -> [meta.id, part] }
+                        .groupTuple(size: regionsShards, sort: true)
+                )
+                .multiMap { _id, run, reference, parts ->
+                    run: run
+                    reference: reference
+                    parts: parts
+                }
+            LUMINOME_REGIONSGATHER(ch_regions_gather.run, ch_regions_gather.reference, ch_regions_gather.parts)
+            ch_regions_out = LUMINOME_REGIONSGATHER.out
+        } else {
+            LUMINOME_REGIONS(ch_regions.run, ch_regions.reference)
+            ch_regions_out = LUMINOME_REGIONS.out
+        }
 
         // Expression: --expression_dataset (a regions id, with expression) trains an expression
         // model, from the encoder pretrained on --pretrain_dataset (a regions id, e.g. tiles)
         // when given; the model then predicts and explains its held-out samples.
         if (params.expression_dataset) {
-            ch_region_sets = LUMINOME_REGIONS.out.dataset
-                .join(LUMINOME_REGIONS.out.samples)
-                .join(LUMINOME_REGIONS.out.regions)
+            ch_region_sets = ch_regions_out.dataset
+                .join(ch_regions_out.samples)
+                .join(ch_regions_out.regions)
                 .map { meta, dataset, samples, regions -> [meta.id, dataset, [samples, regions]] }
             ch_init_expression = channel.value([[], []])
             if (params.pretrain_dataset) {

@@ -291,6 +291,23 @@ assert {row["cell_type"] for row in sample_rows} == {"K562", "GM12878"}
 assert read_tsv(regions.with_name("chr22_slice.regions.tsv")), "empty regions table"
 print(f"regions: features {tensors['features'].shape}, {samples} samples")
 
+# chr22_slice_shards ran as three jobs (--shard, --gather): the same tensors and tables as
+# chr22_slice's one job; in the metadata all but what names the run id (the command's -o and
+# the tables' file names). Parts removed.
+def region_run(run):
+    path = results / "regions" / f"{run}.safetensors"
+    meta = metadata_of(path)
+    doc = json.loads(meta.pop("luminome"))
+    assert run in meta.pop("command_line") and run in doc.pop("samples_table") and run in doc.pop("regions_table")
+    tables = [path.with_name(f"{run}.{t}.tsv").read_bytes() for t in ("samples", "regions")]
+    return load_file(path), meta, doc, tables
+(a, a_meta, a_doc, a_tables), (b, b_meta, b_doc, b_tables) = map(region_run, ("chr22_slice_shards", "chr22_slice"))
+assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f") and a[k].dtype == b[k].dtype for k in a)
+assert (a_meta, a_doc, a_tables) == (b_meta, b_doc, b_tables), "the sharded region dataset differs from one job"
+parts = results / "regions" / "chr22_slice_shards.parts"
+assert not parts.exists() or not any(parts.iterdir()), sorted(parts.iterdir())
+print("regions: three shards gathered = one job")
+
 # luminome-train: checkpoints and metrics of both runs.
 for command, run, steps in (
     ("mlm", "prom_mlm", 30),

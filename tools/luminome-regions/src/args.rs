@@ -160,6 +160,15 @@ pub struct Args {
     /// Per-region table (default: OUTPUT with .regions.tsv).
     #[arg(help_heading = "Outputs", long)]
     pub regions_output: Option<PathBuf>,
+    /// Scan and count part I of N only, into -o (a part file): the regions' motif scores in
+    /// chunks, the accessibility of every Nth cell type. Run 1/N .. N/N as separate jobs, then
+    /// --gather the parts with the same arguments (docs/scale-out.md).
+    #[arg(help_heading = "Outputs", long, value_name = "I/N", conflicts_with_all = ["gather", "reuse_regions", "samples_output", "regions_output"])]
+    pub shard: Option<luminome_cli::shard::ShardSpec>,
+    /// Write the dataset one run with these arguments writes, from the part files of --shard
+    /// 1/N .. N/N instead of scanning and counting (the same bytes).
+    #[arg(help_heading = "Inputs", long, value_name = "PARTS", num_args = 1.., conflicts_with = "reuse_regions")]
+    pub gather: Vec<PathBuf>,
     /// Motif file format, when sniffing is not wanted: meme, jaspar, transfac, homer.
     #[arg(help_heading = "Motif options", long, value_parser = parse_motif_format)]
     pub motif_format: Option<MotifFormat>,
@@ -344,6 +353,11 @@ pub struct Args {
     /// BAM: keep reads flagged as duplicates.
     #[arg(help_heading = "Accessibility options", long)]
     pub keep_duplicates: bool,
+    /// Regions are packed into chunks of about this many bp and scanned in parallel; a
+    /// --shard part is whole chunks (smaller chunks cut a small region set into more parts).
+    /// Sums of several hits can differ in the last float bit between chunk sizes.
+    #[arg(help_heading = "Runtime", long, default_value_t = 1 << 18, value_parser = clap::value_parser!(u64).range(1..))]
+    pub scan_chunk_bp: u64,
     /// Threads (default: all cores).
     #[arg(help_heading = "Runtime", long)]
     pub threads: Option<usize>,
@@ -464,6 +478,7 @@ impl Args {
                 inputs.push((flag, p.as_path()));
             }
         }
+        inputs.extend(self.gather.iter().map(|p| ("--gather", p.as_path())));
         luminome_io::atomic::check_outputs_distinct(
             &[
                 ("-o", self.output.as_path()),
@@ -580,6 +595,9 @@ impl Args {
             output: self.output,
             samples_output,
             regions_output,
+            scan_chunk_bp: self.scan_chunk_bp as usize,
+            shard: self.shard,
+            gather: self.gather,
             command_line,
         })
     }

@@ -23,6 +23,22 @@ pub(crate) struct RegionInputs {
 }
 
 pub(crate) fn build_regions(cfg: &Config, reference: &Reference) -> Result<RegionInputs> {
+    let (set, too_wide) = region_set(cfg, reference)?;
+    let (cell_types, raw) = count_accessibility(cfg, &set, |_| true)?;
+    Ok(RegionInputs {
+        set,
+        cell_types,
+        raw,
+        features: Vec::new(),
+        scores: None,
+        sources: region_sources(cfg),
+        too_wide,
+    })
+}
+
+/// The merged regions (peaks read, or called on the coverage tracks) and how many peaks were
+/// left out as too wide.
+pub(crate) fn region_set(cfg: &Config, reference: &Reference) -> Result<(RegionSet, usize)> {
     if cfg.accessibility.is_empty() {
         bail!("at least one --accessibility CELLTYPE=PATH is needed (or --reuse-regions)");
     }
@@ -103,21 +119,29 @@ pub(crate) fn build_regions(cfg: &Config, reference: &Reference) -> Result<Regio
         };
         bail!("{from}: no regions left (after reading/calling peaks and filtering by width)");
     }
+    Ok((set, report.too_wide.len()))
+}
+
+/// The raw accessibility of every region in the `--accessibility` cell types `counted` keeps
+/// (by position; a shard counts its own), with their names; a cell type given twice is refused.
+pub(crate) fn count_accessibility(
+    cfg: &Config,
+    set: &RegionSet,
+    counted: impl Fn(usize) -> bool,
+) -> Result<(Vec<String>, Vec<Vec<f64>>)> {
     let opts = CountOptions {
         rename: cfg.rename,
         fragment_mode: cfg.fragment_mode,
         bam: cfg.bam,
     };
+    check_cell_types(cfg)?;
     let mut raw = Vec::new();
     let mut cell_types = Vec::new();
-    for src in &cfg.accessibility {
-        if cell_types.contains(&src.cell_type) {
-            bail!(
-                "cell type {:?} is given twice in --accessibility",
-                src.cell_type
-            );
+    for (i, src) in cfg.accessibility.iter().enumerate() {
+        if !counted(i) {
+            continue;
         }
-        let counts = accessibility::count(src, &set, &opts)?;
+        let counts = accessibility::count(src, set, &opts)?;
         log(format!(
             "{}: {} ({}), total {:.0} over {} regions",
             src.cell_type,
@@ -129,19 +153,31 @@ pub(crate) fn build_regions(cfg: &Config, reference: &Reference) -> Result<Regio
         raw.push(counts);
         cell_types.push(src.cell_type.clone());
     }
-    let sources = serde_json::json!({
+    Ok((cell_types, raw))
+}
+
+/// Refuses a cell type given twice in `--accessibility`.
+pub(crate) fn check_cell_types(cfg: &Config) -> Result<()> {
+    for (i, src) in cfg.accessibility.iter().enumerate() {
+        if cfg.accessibility[..i]
+            .iter()
+            .any(|s| s.cell_type == src.cell_type)
+        {
+            bail!(
+                "cell type {:?} is given twice in --accessibility",
+                src.cell_type
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Where the regions and their accessibility came from (the dataset's `region_sources`).
+pub(crate) fn region_sources(cfg: &Config) -> serde_json::Value {
+    serde_json::json!({
         "peaks": cfg.peaks.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
         "accessibility": cfg.accessibility.iter().map(|s| serde_json::json!({
             "cell_type": s.cell_type, "kind": s.kind.name(), "path": s.path.display().to_string()})).collect::<Vec<_>>(),
-    });
-    Ok(RegionInputs {
-        set,
-        cell_types,
-        raw,
-        features: Vec::new(),
-        scores: None,
-        sources,
-        too_wide: report.too_wide.len(),
     })
 }
 

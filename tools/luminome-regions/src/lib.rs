@@ -10,6 +10,7 @@
 //! - [`windows`]: the N regions of each gene's window.
 //! - [`dataset`]: the dataset, samples table and region table of a run.
 //! - [`reuse`]: reading an earlier run's region table instead of rescanning.
+//! - `shard`: `--shard I/N` parts and their `--gather` (docs/scale-out.md).
 //! - [`pipeline`]: the whole run and the dataset layout; [`args`]: the command line.
 
 pub mod accessibility;
@@ -22,4 +23,5 @@ pub mod regions;
 pub mod reuse;
 mod samples;
 pub mod scan;
+mod shard;
 pub mod windows;

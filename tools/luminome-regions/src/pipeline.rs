@@ -99,6 +99,12 @@ pub struct Config {
     pub output: PathBuf,
     pub samples_output: PathBuf,
     pub regions_output: PathBuf,
+    /// `--scan-chunk-bp`: regions packed per scanned chunk.
+    pub scan_chunk_bp: usize,
+    /// `--shard I/N`: write this part's scores and counts to `output` (crate::shard).
+    pub shard: Option<luminome_cli::shard::ShardSpec>,
+    /// `--gather PARTS`: the scores and counts come from the parts.
+    pub gather: Vec<PathBuf>,
     pub command_line: String,
 }
 
@@ -135,21 +141,25 @@ pub fn side_output(output: &std::path::Path, suffix: &str) -> PathBuf {
     output.with_file_name(format!("{stem}.{suffix}"))
 }
 
-/// The `[regions × features]` motif scores of one chromosome's regions.
-fn scan_chromosome(
+/// The `[regions × features]` motif scores of one chromosome's regions `which` (all of them in
+/// one job; a shard's whole chunks).
+pub(crate) fn scan_chromosome(
     reference: &mut Reference,
     chrom: &ChromRegions,
+    which: std::ops::Range<usize>,
     scanner: &MotifScanner<'_>,
     summary: &mut Summary,
 ) -> Result<Vec<f32>> {
-    if chrom.regions.is_empty() {
+    let regions = &chrom.regions[which];
+    let (Some(first), Some(last)) = (regions.first(), regions.last()) else {
         return Ok(Vec::new());
-    }
-    let seq = reference.fetch(&chrom.name, 0, chrom.length)?;
-    let seqs: Vec<Vec<u8>> = chrom
-        .regions
+    };
+    // Sorted and non-overlapping: the span from the first start to the last end holds them all.
+    let span = first.0;
+    let seq = reference.fetch(&chrom.name, span, last.1)?;
+    let seqs: Vec<Vec<u8>> = regions
         .iter()
-        .map(|&(s, e)| seq[s as usize..e as usize].to_vec())
+        .map(|&(s, e)| seq[(s - span) as usize..(e - span) as usize].to_vec())
         .collect();
     drop(seq);
     let t0 = Instant::now();
@@ -162,6 +172,9 @@ fn scan_chromosome(
 }
 
 pub fn run(cfg: &Config) -> Result<Summary> {
+    if let Some(spec) = cfg.shard {
+        return crate::shard::run_part(cfg, spec);
+    }
     let started = Instant::now();
     let mut reference = Reference::open(&cfg.reference)?;
     let mut inputs = region_inputs(cfg, &reference)?;
@@ -181,6 +194,11 @@ pub fn run(cfg: &Config) -> Result<Summary> {
         .collect();
     let (prepared, motif_meta) = prepare_motifs(cfg, &mut reference, &mut inputs)?;
     let nf = inputs.features.len();
+    if let Some(scores) = &inputs.scores {
+        if scores.len() != inputs.set.len() * nf {
+            bail!("the gathered parts hold other motif features than --motifs gives");
+        }
+    }
     let (expression_inputs, expression) = read_expression_tables(cfg, &inputs.cell_types)?;
     let (genes, off_reference) = read_genes(cfg, &reference, &inputs.set)?;
     if off_reference > 0 {
@@ -206,9 +224,9 @@ pub fn run(cfg: &Config) -> Result<Summary> {
         too_wide: inputs.too_wide,
         ..Default::default()
     };
-    let scanner = prepared
-        .as_ref()
-        .map(|(m, features)| MotifScanner::new(m, features, cfg.aggregation));
+    let scanner = prepared.as_ref().map(|(m, features)| {
+        MotifScanner::new(m, features, cfg.aggregation).chunk_bp(cfg.scan_chunk_bp)
+    });
     let maxima = if get_scale {
         get_scale_maxima(&mut inputs, scanner.as_ref(), &mut reference, &mut summary)?
     } else {
@@ -232,7 +250,9 @@ pub fn run(cfg: &Config) -> Result<Summary> {
         // Motif scores of this chromosome's regions.
         let scores: Vec<f32> = match (&scanner, &inputs.scores) {
             (_, Some(all)) => all[off * nf..(off + n) * nf].to_vec(),
-            (Some(scanner), None) => scan_chromosome(&mut reference, chrom, scanner, &mut summary)?,
+            (Some(scanner), None) => {
+                scan_chromosome(&mut reference, chrom, 0..n, scanner, &mut summary)?
+            }
             _ => Vec::new(),
         };
         for (k, &region) in chrom.regions.iter().enumerate() {
@@ -283,7 +303,8 @@ fn get_scale_maxima(
     if let (None, Some(scanner)) = (&inputs.scores, scanner) {
         let mut all = Vec::with_capacity(inputs.set.len() * nf);
         for chrom in &inputs.set.chroms {
-            all.extend(scan_chromosome(reference, chrom, scanner, summary)?);
+            let n = chrom.regions.len();
+            all.extend(scan_chromosome(reference, chrom, 0..n, scanner, summary)?);
         }
         inputs.scores = Some(all);
     }
@@ -297,8 +318,12 @@ fn get_scale_maxima(
     })
 }
 
-/// The regions of `--reuse-regions`, or those built from peaks or called from accessibility.
+/// The regions of `--reuse-regions`, of the `--gather` parts, or those built from peaks or
+/// called from accessibility.
 fn region_inputs(cfg: &Config, reference: &Reference) -> Result<RegionInputs> {
+    if !cfg.gather.is_empty() {
+        return crate::shard::gathered_inputs(cfg, reference);
+    }
     let Some(path) = &cfg.reuse_regions else {
         return build_regions(cfg, reference);
     };
@@ -321,17 +346,17 @@ fn region_inputs(cfg: &Config, reference: &Reference) -> Result<RegionInputs> {
 }
 
 /// Motifs ready to scan, and the features they are summed into.
-type PreparedMotifs = (Vec<ScanMotif>, FeatureMap);
+pub(crate) type PreparedMotifs = (Vec<ScanMotif>, FeatureMap);
 
-/// The motifs to scan and their features (none when the regions' scores are reused), with the
-/// dataset's `motif` metadata; sets `inputs.features`.
-fn prepare_motifs(
+/// The motifs to scan and their features (none when the regions' scores are reused or
+/// gathered), with the dataset's `motif` metadata (none when reused); sets `inputs.features`.
+pub(crate) fn prepare_motifs(
     cfg: &Config,
     reference: &mut Reference,
     inputs: &mut RegionInputs,
 ) -> Result<(Option<PreparedMotifs>, serde_json::Value)> {
     let mut meta = serde_json::Value::Null;
-    let prepared = if inputs.scores.is_none() {
+    let prepared = if cfg.reuse_regions.is_none() {
         let path = cfg
             .motifs
             .as_ref()
@@ -348,13 +373,26 @@ fn prepare_motifs(
         };
         let bg = background(cfg.background, reference)?;
         let t0 = Instant::now();
-        let scan_motifs = motifs::prepare(&records, path, &bg, cfg.pseudocount, cfg.threshold)?;
+        // Gathered scores need the features' names and the metadata, not the thresholds.
+        let scan_motifs = match inputs.scores {
+            None => Some(motifs::prepare(
+                &records,
+                path,
+                &bg,
+                cfg.pseudocount,
+                cfg.threshold,
+            )?),
+            Some(_) => None,
+        };
         log(format!(
-            "{} motifs from {} -> {} features; thresholds in {:.2}s",
+            "{} motifs from {} -> {} features{}",
             records.len(),
             path.display(),
             features.names.len(),
-            t0.elapsed().as_secs_f64()
+            match scan_motifs {
+                Some(_) => format!("; thresholds in {:.2}s", t0.elapsed().as_secs_f64()),
+                None => String::new(),
+            }
         ));
         meta = serde_json::json!({
             "motifs": path.display().to_string(),
@@ -369,7 +407,7 @@ fn prepare_motifs(
             "aggregation": cfg.aggregation.name(),
         });
         inputs.features = features.names.clone();
-        Some((scan_motifs, features))
+        scan_motifs.map(|m| (m, features))
     } else {
         None
     };

@@ -98,19 +98,7 @@ impl<'a> MotifScanner<'a> {
     /// `[regions × features]` matrix.
     pub fn scan(&self, sequences: &[Vec<u8>]) -> (Vec<f32>, ScanStats) {
         let nf = self.n_features();
-        // Group consecutive regions into chunks of about chunk_bp.
-        let mut bounds = vec![0];
-        let mut acc = 0;
-        for (i, s) in sequences.iter().enumerate() {
-            acc += s.len() + self.spacer;
-            if acc >= self.chunk_bp {
-                bounds.push(i + 1);
-                acc = 0;
-            }
-        }
-        if *bounds.last().unwrap_or(&0) != sequences.len() {
-            bounds.push(sequences.len());
-        }
+        let bounds = self.chunk_bounds(sequences.iter().map(Vec::len));
         let parts: Vec<(Vec<f32>, u64)> = bounds
             .par_windows(2)
             .map(|w| self.scan_chunk(&sequences[w[0]..w[1]]))
@@ -126,6 +114,26 @@ impl<'a> MotifScanner<'a> {
             stats.hits += hits;
         }
         (out, stats)
+    }
+
+    /// Where [`MotifScanner::scan`] cuts regions of these lengths into chunks of about
+    /// `chunk_bp`: 0, the end of each chunk, the number of regions. Scanning a run of whole
+    /// chunks alone gives the same chunks, hence the same bits (a shard scans its chunks).
+    pub fn chunk_bounds(&self, lengths: impl ExactSizeIterator<Item = usize>) -> Vec<usize> {
+        let n = lengths.len();
+        let mut bounds = vec![0];
+        let mut acc = 0;
+        for (i, len) in lengths.enumerate() {
+            acc += len + self.spacer;
+            if acc >= self.chunk_bp {
+                bounds.push(i + 1);
+                acc = 0;
+            }
+        }
+        if *bounds.last().unwrap_or(&0) != n {
+            bounds.push(n);
+        }
+        bounds
     }
 
     /// Pack, stripe and scan one chunk of regions.

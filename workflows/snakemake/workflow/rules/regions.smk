@@ -3,11 +3,41 @@
 # config["regions"]["runs"] entries; outputs per run id: {outdir}/regions/{id}.safetensors,
 # {id}.samples.tsv and {id}.regions.tsv. `reuse_regions: <run id>` reads that run's regions
 # table instead of rescanning.
+# With `shards: N` a run is N regions_shard jobs (each scans a share of the regions' chunks and
+# counts every Nth cell type's accessibility) that the regions rule joins (--gather) into the
+# bytes one job writes; a failed shard reruns alone.
+
+
+rule regions_shard:
+    input:
+        unpack(regions_inputs),
+    output:
+        part=temp(
+            f"{OUTDIR}/regions/{{id}}.parts/{{shard}}-of-{{shards}}.part.safetensors"
+        ),
+    log:
+        f"{LOGDIR}/regions/{{id}}.{{shard}}-of-{{shards}}.log",
+    wildcard_constraints:
+        id=ids_pattern(REGIONS_RUNS),
+        shard=r"[0-9]+",
+        shards=r"[0-9]+",
+    conda:
+        "../envs/luminome.yaml"
+    threads: REGIONS["threads"]
+    resources:
+        mem_mb=REGIONS["mem_mb"],
+    params:
+        options=regions_options,
+    shell:
+        "luminome-regions --reference {input.reference} {params.options}"
+        " --threads {threads} --shard {wildcards.shard}/{wildcards.shards}"
+        " -o {output.part} 2> {log}"
 
 
 rule regions:
     input:
         unpack(regions_inputs),
+        parts=shard_parts(REGIONS_RUNS, f"{OUTDIR}/regions"),
     output:
         dataset=f"{OUTDIR}/regions/{{id}}.safetensors",
         samples=f"{OUTDIR}/regions/{{id}}.samples.tsv",
@@ -18,16 +48,17 @@ rule regions:
         id=ids_pattern(REGIONS_RUNS),
     conda:
         "../envs/luminome.yaml"
-    threads: REGIONS["threads"]
+    threads: gathered_threads(REGIONS_RUNS, REGIONS)
     resources:
         mem_mb=REGIONS["mem_mb"],
     params:
         options=regions_options,
+        gather=gather_parts,
     shell:
         "luminome-regions --reference {input.reference}"
         " {params.options} --samples-output {output.samples}"
         " --regions-output {output.regions} --threads {threads}"
-        " -o {output.dataset} 2> {log}"
+        " -o {output.dataset} {params.gather} 2> {log}"
 
 
 rule regions_version:
