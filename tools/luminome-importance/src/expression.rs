@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use luminome_cli::progress_bar;
 use luminome_engine::models::expression::explain::{contributions, pooling_weights};
 use luminome_engine::models::expression::{ExpressionHead, ExpressionInput};
@@ -28,6 +28,7 @@ use luminome_io::npz::{NpyArraySpec, NpyElem, NpzWriter};
 use luminome_io::region_dataset::{RegionCoords, SampleRow};
 
 use crate::args::{ImportanceArgs, Method};
+use crate::rows::{self, RowRun};
 
 /// Per-region values summed over samples, for the bedGraph: (chrom, start, end) → (Σ, count).
 type RegionTrack = BTreeMap<(String, u64, u64), (f64, u32)>;
@@ -37,87 +38,205 @@ pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
     let input = ExpressionInput::open(&args.checkpoint, &args.dataset, device)?;
     let model = input.model()?;
     let pooling = check_method(args, model.config.head)?;
-    let top = args.top.unwrap_or(20);
     let (records, empty) = scored_samples(args, &input)?;
-    let coords = input.dataset.read_region_coords()?;
-    let ds = &input.dataset;
-    let (n, f) = (ds.n_regions(), ds.n_features());
-    let names = ds.feature_names().to_vec();
-    let mut npz = open_npz(args, pooling, records.len() as u64, n as u64, f as u64)?;
-    let mut tsv = AtomicWriter::create(&args.output)?;
-    if pooling {
-        writeln!(
-            tsv,
-            "sample\tgene\tgene_id\tcell_type\tslot\tregion\tchrom\tstart\tend\talpha"
-        )?;
-    } else {
-        writeln!(
-            tsv,
-            "sample\tgene\tgene_id\tcell_type\tfeature\tscore\trank"
-        )?;
-    }
-    let mut track = RegionTrack::new();
+    let (n, f) = (input.dataset.n_regions(), input.dataset.n_features());
+    // Per sample: α (N) or contributions (N × F); then its region rows and used-region count.
+    let width = if pooling { n } else { n * f };
+    let pass = args.batch_size.max(1);
     let ig_steps = (args.method == Method::Ig).then_some(args.ig_steps);
-    let bar = progress_bar(records.len() as u64, args.runtime.quiet);
-    for chunk in records.chunks(args.batch_size.max(1)) {
-        let t = input.tensors(chunk)?;
-        let values = if pooling {
-            pooling_weights(model, &t)?
-        } else {
-            contributions(model, &t, ig_steps)?
-        };
-        // Per sample: α (N) or contributions (N × F).
-        let width = if pooling { n } else { n * f };
-        for (i, &r) in chunk.iter().enumerate() {
-            let s = &input.samples[r];
-            let region_index = &t.host.region_index[i * n..(i + 1) * n];
-            let sample_values = &values[i * width..(i + 1) * width];
-            let used = t.n_used[i];
-            let per_region: Vec<f64> = if pooling {
-                let alpha: Vec<f64> = sample_values[..used]
-                    .iter()
-                    .map(|&a| f64::from(a))
-                    .collect();
-                write_pooling_rows(&mut tsv, r, s, &alpha, region_index, &coords)?;
-                alpha
+    let explain = Explain {
+        input: &input,
+        pooling,
+        ig_steps,
+        pass,
+    };
+    let out = match rows::start(args, &records, pass, width, n + 1)? {
+        RowRun::Explain {
+            records: mine,
+            part: Some(mut part),
+        } => {
+            explain.samples(mine, args.runtime.quiet, |r, values, region_index, used| {
+                let mut ints = region_index.to_vec();
+                ints.push(used as i64);
+                part.push(r, values, &ints)
+            })?;
+            part.commit()?;
+            return log_done(args, mine.len(), empty, started);
+        }
+        RowRun::Explain {
+            records: mine,
+            part: None,
+        } => {
+            let mut out = Outputs::open(args, &input, pooling, records.len())?;
+            explain.samples(mine, args.runtime.quiet, |r, values, region_index, used| {
+                out.sample(r, values, region_index, used)
+            })?;
+            out
+        }
+        RowRun::Gather => {
+            let mut out = Outputs::open(args, &input, pooling, records.len())?;
+            rows::replay(args, &records, pass, (width, n + 1), |r, values, ints| {
+                let used = usize::try_from(ints[n]).ok().filter(|&u| u <= n);
+                let used = used.context("a part's used-region count is beyond N")?;
+                out.sample(r, values, &ints[..n], used)
+            })?;
+            out
+        }
+    };
+    out.commit(args, records.len())?;
+    log_done(args, records.len(), empty, started)
+}
+
+/// The model and what it computes per sample.
+struct Explain<'a> {
+    input: &'a ExpressionInput,
+    pooling: bool,
+    ig_steps: Option<usize>,
+    pass: usize,
+}
+
+impl Explain<'_> {
+    /// Explains `records` in passes, handing each sample's values (α or contributions), region
+    /// rows and used-region count to `sample`.
+    fn samples(
+        &self,
+        records: &[usize],
+        quiet: bool,
+        mut sample: impl FnMut(usize, &[f32], &[i64], usize) -> Result<()>,
+    ) -> Result<()> {
+        let model = self.input.model()?;
+        let ds = &self.input.dataset;
+        let n = ds.n_regions();
+        let width = if self.pooling { n } else { n * ds.n_features() };
+        let bar = progress_bar(records.len() as u64, quiet);
+        for chunk in records.chunks(self.pass) {
+            let t = self.input.tensors(chunk)?;
+            let values = if self.pooling {
+                pooling_weights(model, &t)?
             } else {
-                let per_slot = &sample_values[..used * f];
-                write_feature_rows(&mut tsv, r, s, per_slot, &names, top)?;
-                per_slot
-                    .chunks(f)
-                    .map(|slot| slot.iter().map(|&v| f64::from(v)).sum())
-                    .collect()
+                contributions(model, &t, self.ig_steps)?
             };
-            for (slot, &v) in per_region.iter().enumerate() {
-                if let Some(c) = region_coord(&coords, region_index[slot]) {
-                    let e = track
-                        .entry((c.chrom.clone(), c.start, c.end))
-                        .or_insert((0.0, 0));
-                    e.0 += v;
-                    e.1 += 1;
-                }
+            for (i, &r) in chunk.iter().enumerate() {
+                let region_index = &t.host.region_index[i * n..(i + 1) * n];
+                sample(
+                    r,
+                    &values[i * width..(i + 1) * width],
+                    region_index,
+                    t.n_used[i],
+                )?;
             }
-            if let Some(z) = npz.as_mut() {
-                z.push_f32(0, sample_values)?;
-                z.push_i64(1, region_index)?;
-                z.push_i64(2, &[r as i64])?;
+            bar.inc(chunk.len() as u64);
+        }
+        bar.finish_and_clear();
+        Ok(())
+    }
+}
+
+/// One job's outputs, written from each sample's values in sample order.
+struct Outputs<'a> {
+    input: &'a ExpressionInput,
+    pooling: bool,
+    top: usize,
+    coords: Vec<RegionCoords>,
+    names: Vec<String>,
+    tsv: AtomicWriter,
+    npz: Option<NpzWriter>,
+    track: RegionTrack,
+}
+
+impl<'a> Outputs<'a> {
+    fn open(
+        args: &ImportanceArgs,
+        input: &'a ExpressionInput,
+        pooling: bool,
+        samples: usize,
+    ) -> Result<Self> {
+        let ds = &input.dataset;
+        let (n, f) = (ds.n_regions() as u64, ds.n_features() as u64);
+        let npz = open_npz(args, pooling, samples as u64, n, f)?;
+        let mut tsv = AtomicWriter::create(&args.output)?;
+        if pooling {
+            writeln!(
+                tsv,
+                "sample\tgene\tgene_id\tcell_type\tslot\tregion\tchrom\tstart\tend\talpha"
+            )?;
+        } else {
+            writeln!(
+                tsv,
+                "sample\tgene\tgene_id\tcell_type\tfeature\tscore\trank"
+            )?;
+        }
+        Ok(Self {
+            input,
+            pooling,
+            top: args.top.unwrap_or(20),
+            coords: ds.read_region_coords()?,
+            names: ds.feature_names().to_vec(),
+            tsv,
+            npz,
+            track: RegionTrack::new(),
+        })
+    }
+
+    /// Sample (dataset row) `r`: its TSV rows, its regions' values on the track, its npz rows.
+    fn sample(
+        &mut self,
+        r: usize,
+        values: &[f32],
+        region_index: &[i64],
+        used: usize,
+    ) -> Result<()> {
+        let s = &self.input.samples[r];
+        let f = self.names.len();
+        let per_region: Vec<f64> = if self.pooling {
+            let alpha: Vec<f64> = values[..used].iter().map(|&a| f64::from(a)).collect();
+            write_pooling_rows(&mut self.tsv, r, s, &alpha, region_index, &self.coords)?;
+            alpha
+        } else {
+            let per_slot = &values[..used * f];
+            write_feature_rows(&mut self.tsv, r, s, per_slot, &self.names, self.top)?;
+            per_slot
+                .chunks(f)
+                .map(|slot| slot.iter().map(|&v| f64::from(v)).sum())
+                .collect()
+        };
+        for (slot, &v) in per_region.iter().enumerate() {
+            if let Some(c) = region_coord(&self.coords, region_index[slot]) {
+                let e = self
+                    .track
+                    .entry((c.chrom.clone(), c.start, c.end))
+                    .or_insert((0.0, 0));
+                e.0 += v;
+                e.1 += 1;
             }
         }
-        bar.inc(chunk.len() as u64);
+        if let Some(z) = self.npz.as_mut() {
+            z.push_f32(0, values)?;
+            z.push_i64(1, region_index)?;
+            z.push_i64(2, &[r as i64])?;
+        }
+        Ok(())
     }
-    bar.finish_and_clear();
-    let bedgraph = write_bedgraph(args, pooling, records.len(), &track)?;
-    tsv.commit()?;
-    if let Some(b) = bedgraph {
-        b.commit()?;
+
+    /// Writes the bedGraph and commits every output.
+    fn commit(self, args: &ImportanceArgs, samples: usize) -> Result<()> {
+        let bedgraph = write_bedgraph(args, self.pooling, samples, &self.track)?;
+        self.tsv.commit()?;
+        if let Some(b) = bedgraph {
+            b.commit()?;
+        }
+        if let Some(z) = self.npz {
+            z.commit()?;
+        }
+        Ok(())
     }
-    if let Some(z) = npz {
-        z.commit()?;
-    }
+}
+
+/// The run's closing line.
+fn log_done(args: &ImportanceArgs, samples: usize, empty: usize, started: Instant) -> Result<()> {
     if !args.runtime.quiet {
         eprintln!(
-            "luminome-importance: {} samples, method {} → {} ({:.1}s){}",
-            records.len(),
+            "luminome-importance: {samples} samples, method {} → {} ({:.1}s){}",
             args.method.name(),
             args.output.display(),
             started.elapsed().as_secs_f64(),

@@ -23,6 +23,7 @@ pub mod expression;
 pub mod ism;
 pub mod methods;
 pub mod outputs;
+pub mod rows;
 pub mod selection;
 pub mod sink;
 pub mod tabular;
@@ -131,13 +132,6 @@ fn run_on_pool(args: &ImportanceArgs, started: Instant) -> Result<()> {
         }
     }
     let meta = luminome_engine::checkpoint::read_checkpoint_meta(&args.checkpoint)?;
-    let sharded = args.shard.is_some() || !args.gather.is_empty();
-    if sharded && !matches!(explainer(meta.model.kind()), Some(Explainer::Tokens(_))) {
-        bail!(
-            "{}: --shard and --gather split sequence classifiers' records; expression and tabular models are explained in one job",
-            args.checkpoint.display()
-        );
-    }
     match explainer(meta.model.kind()) {
         Some(Explainer::Expression) => expression::run(args, started),
         Some(Explainer::Tabular) => tabular::run(args, started),

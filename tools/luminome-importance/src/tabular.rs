@@ -13,11 +13,12 @@ use luminome_cli::progress_bar;
 use luminome_engine::models::tabular::explain::{column_scores, ColumnMethod};
 use luminome_engine::models::tabular::setup::predicted_class;
 use luminome_engine::models::tabular::task::predict_probs;
-use luminome_engine::models::tabular::{TabularArch, TabularInput};
+use luminome_engine::models::tabular::{TabularArch, TabularInput, TabularModel};
 use luminome_engine::parse_device;
 use luminome_io::atomic::AtomicWriter;
 
 use crate::args::{ImportanceArgs, Method};
+use crate::rows::{self, RowRun};
 
 pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
     let method = check_args(args)?;
@@ -42,70 +43,177 @@ pub fn run(args: &ImportanceArgs, started: Instant) -> Result<()> {
         .map(|n| input.table.require(n, "feature"))
         .collect::<std::result::Result<_, _>>()?;
     let f = names.len();
-    let top = args.top.unwrap_or(f).min(f);
-    let mut tsv = AtomicWriter::create(&args.output)?;
-    writeln!(tsv, "sample\tfeature\tvalue\timportance\trank")?;
-    let mut sums = ColumnSums::new(f);
-    let bar = progress_bar(records.len() as u64, args.runtime.quiet);
-    for chunk in records.chunks(args.batch_size.max(1)) {
-        let t = model.tensors(&input.rows, chunk, &device)?;
-        let targets: Vec<usize> = match fixed {
-            Some(k) => vec![k; chunk.len()],
-            None => {
-                let sub = input.rows.select(chunk);
-                let p = predict_probs(model, &sub, chunk.len(), &device)?;
-                p.chunks(schema.classes.len())
-                    .map(|p| predicted_class(p, model.config.threshold))
-                    .collect()
-            }
-        };
-        let scores = column_scores(model, &t, &targets, method)?;
-        for (i, &r) in chunk.iter().enumerate() {
-            let s = &scores[i * f..(i + 1) * f];
-            let mut order: Vec<usize> = (0..f).collect();
-            order.sort_by(|&a, &b| s[b].abs().total_cmp(&s[a].abs()).then(a.cmp(&b)));
-            for (rank, &k) in order.iter().take(top).enumerate() {
-                let value = input.table.column(cols[k])[r].as_deref().unwrap_or("NA");
-                writeln!(
-                    tsv,
-                    "{}\t{}\t{value}\t{:.6e}\t{}",
-                    input.rows.ids[r],
-                    names[k],
-                    s[k],
-                    rank + 1
-                )?;
-            }
-            sums.add(s);
-        }
-        bar.inc(chunk.len() as u64);
-    }
-    bar.finish_and_clear();
-    let global = sums.ranking();
-    let ranking = match &args.ranking {
-        Some(p) => Some(sums.write_ranking(p, &names, &global, records.len())?),
-        None => None,
+    let pass = args.batch_size.max(1);
+    let explain = Explain {
+        input: &input,
+        model,
+        method,
+        fixed,
+        pass,
     };
-    tsv.commit()?;
-    if let Some(w) = ranking {
-        w.commit()?;
+    let out = match rows::start(args, &records, pass, f, 0)? {
+        RowRun::Explain {
+            records: mine,
+            part: Some(mut part),
+        } => {
+            explain.samples(mine, args.runtime.quiet, |r, s| part.push(r, s, &[]))?;
+            part.commit()?;
+            if !args.runtime.quiet {
+                eprintln!(
+                    "luminome-importance: {} samples (part {}), method {} → {} ({:.1}s)",
+                    mine.len(),
+                    args.shard.map(|s| s.to_string()).unwrap_or_default(),
+                    args.method.name(),
+                    args.output.display(),
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            return Ok(());
+        }
+        RowRun::Explain {
+            records: mine,
+            part: None,
+        } => {
+            let mut out = Outputs::open(args, &input, &names, &cols)?;
+            explain.samples(mine, args.runtime.quiet, |r, s| out.sample(r, s))?;
+            out
+        }
+        RowRun::Gather => {
+            let mut out = Outputs::open(args, &input, &names, &cols)?;
+            rows::replay(args, &records, pass, (f, 0), |r, s, _| out.sample(r, s))?;
+            out
+        }
+    };
+    out.finish(args, records.len(), started)
+}
+
+/// The model and the class each sample is explained for.
+struct Explain<'a> {
+    input: &'a TabularInput,
+    model: &'a TabularModel,
+    method: ColumnMethod,
+    fixed: Option<usize>,
+    pass: usize,
+}
+
+impl Explain<'_> {
+    /// Scores `records` in passes, handing each sample's column scores to `sample`.
+    fn samples(
+        &self,
+        records: &[usize],
+        quiet: bool,
+        mut sample: impl FnMut(usize, &[f32]) -> Result<()>,
+    ) -> Result<()> {
+        let (model, input) = (self.model, self.input);
+        let classes = model.config.schema.classes.len();
+        let f = model.config.schema.columns.len();
+        let device = &input.device;
+        let bar = progress_bar(records.len() as u64, quiet);
+        for chunk in records.chunks(self.pass) {
+            let t = model.tensors(&input.rows, chunk, device)?;
+            let targets: Vec<usize> = match self.fixed {
+                Some(k) => vec![k; chunk.len()],
+                None => {
+                    let sub = input.rows.select(chunk);
+                    let p = predict_probs(model, &sub, chunk.len(), device)?;
+                    p.chunks(classes)
+                        .map(|p| predicted_class(p, model.config.threshold))
+                        .collect()
+                }
+            };
+            let scores = column_scores(model, &t, &targets, self.method)?;
+            for (i, &r) in chunk.iter().enumerate() {
+                sample(r, &scores[i * f..(i + 1) * f])?;
+            }
+            bar.inc(chunk.len() as u64);
+        }
+        bar.finish_and_clear();
+        Ok(())
     }
-    if !args.runtime.quiet {
-        let n = records.len() as f64;
-        eprintln!(
-            "luminome-importance: {} samples, method {} → {} ({:.1}s); top columns: {}",
-            records.len(),
-            args.method.name(),
-            args.output.display(),
-            started.elapsed().as_secs_f64(),
-            global
-                .iter()
-                .take(5)
-                .map(|&k| format!("{} {:.3e}", names[k], sums.abs[k] / n))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+}
+
+/// One job's TSV and column sums, written from each sample's scores in sample order.
+struct Outputs<'a> {
+    input: &'a TabularInput,
+    names: &'a [&'a str],
+    cols: &'a [usize],
+    top: usize,
+    tsv: AtomicWriter,
+    sums: ColumnSums,
+}
+
+impl<'a> Outputs<'a> {
+    fn open(
+        args: &ImportanceArgs,
+        input: &'a TabularInput,
+        names: &'a [&'a str],
+        cols: &'a [usize],
+    ) -> Result<Self> {
+        let f = names.len();
+        let mut tsv = AtomicWriter::create(&args.output)?;
+        writeln!(tsv, "sample\tfeature\tvalue\timportance\trank")?;
+        Ok(Self {
+            input,
+            names,
+            cols,
+            top: args.top.unwrap_or(f).min(f),
+            tsv,
+            sums: ColumnSums::new(f),
+        })
     }
-    Ok(())
+
+    /// Sample (table row) `r`: its `--top` columns by |importance|, and the sums.
+    fn sample(&mut self, r: usize, s: &[f32]) -> Result<()> {
+        let mut order: Vec<usize> = (0..s.len()).collect();
+        order.sort_by(|&a, &b| s[b].abs().total_cmp(&s[a].abs()).then(a.cmp(&b)));
+        for (rank, &k) in order.iter().take(self.top).enumerate() {
+            let value = self.input.table.column(self.cols[k])[r]
+                .as_deref()
+                .unwrap_or("NA");
+            writeln!(
+                self.tsv,
+                "{}\t{}\t{value}\t{:.6e}\t{}",
+                self.input.rows.ids[r],
+                self.names[k],
+                s[k],
+                rank + 1
+            )?;
+        }
+        self.sums.add(s);
+        Ok(())
+    }
+
+    /// Writes `--ranking`, commits, and logs the top columns.
+    fn finish(self, args: &ImportanceArgs, samples: usize, started: Instant) -> Result<()> {
+        let Self {
+            names, tsv, sums, ..
+        } = self;
+        let global = sums.ranking();
+        let ranking = match &args.ranking {
+            Some(p) => Some(sums.write_ranking(p, names, &global, samples)?),
+            None => None,
+        };
+        tsv.commit()?;
+        if let Some(w) = ranking {
+            w.commit()?;
+        }
+        if !args.runtime.quiet {
+            let n = samples as f64;
+            eprintln!(
+                "luminome-importance: {samples} samples, method {} → {} ({:.1}s); top columns: {}",
+                args.method.name(),
+                args.output.display(),
+                started.elapsed().as_secs_f64(),
+                global
+                    .iter()
+                    .take(5)
+                    .map(|&k| format!("{} {:.3e}", names[k], sums.abs[k] / n))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        Ok(())
+    }
 }
 
 /// The method as a tabular model takes it; the flags of other families refused.

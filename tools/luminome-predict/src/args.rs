@@ -37,8 +37,8 @@ gather):
   luminome-predict --checkpoint bistrand/best.safetensors --dataset snv_pairs.safetensors \\
       --gather part*.part.safetensors -o snv.scores.tsv --vcf snv.scores.vcf.gz
   A part is whole batches of --batch-size records; the gathered outputs are the bytes one job
-  writes with the same arguments and --batch-size. Variant scorers and classifiers gather every
-  output; ensembles, expression, tabular and GET models their TSV (run --metrics unsharded).
+  writes with the same arguments and --batch-size. Variant scorers, classifiers, ensembles,
+  expression, tabular and GET models gather every output, --metrics included.
   docs/scale-out.md.
 
 Zero-shot variant effects from a published model (Caduceus/PlantCaduceus: a checkpoint folder

@@ -196,3 +196,43 @@ fn a_pretrain_checkpoint_and_a_split_are_refused() {
     let e = run(&fixture("finetune_tiny"), &["--subset", "test"]);
     assert!(e.contains("no split"), "{e}");
 }
+
+/// A GET model's parts carry each sample's prediction, observed value and why it has none: the
+/// gathered TSV and metrics (the NA counts included) are one run's.
+#[test]
+fn get_predictions_and_metrics_gather_to_one_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dataset(dir.path(), "genes7", 7);
+    let folder = fixture("finetune_tiny");
+    let p = |name: &str| dir.path().join(name).display().to_string();
+    let base = [
+        "--checkpoint",
+        folder.to_str().unwrap(),
+        "--dataset",
+        ds.to_str().unwrap(),
+        "--batch-size",
+        "5",
+    ];
+    let run = |more: &[&str]| {
+        let o = predict(&[&base[..], more].concat());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let (one, one_metrics) = (p("one.tsv"), p("one.metrics.tsv"));
+    run(&["-o", &one, "--metrics", &one_metrics]);
+    let parts: Vec<String> = (1..=3)
+        .map(|i| p(&format!("p{i}.part.safetensors")))
+        .collect();
+    for (i, part) in parts.iter().enumerate() {
+        let spec = format!("{}/3", i + 1);
+        run(&["--shard", &spec, "-o", part]);
+    }
+    let (g, g_metrics) = (p("g.tsv"), p("g.metrics.tsv"));
+    let mut gather = vec!["--gather"];
+    gather.extend(parts.iter().map(String::as_str));
+    gather.extend(["-o", &g, "--metrics", &g_metrics]);
+    run(&gather);
+    for (a, b) in [("one.tsv", "g.tsv"), ("one.metrics.tsv", "g.metrics.tsv")] {
+        let (x, y) = (std::fs::read(p(a)).unwrap(), std::fs::read(p(b)).unwrap());
+        assert!(!x.is_empty() && x == y, "{b} differs from {a}");
+    }
+}

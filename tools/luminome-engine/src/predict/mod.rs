@@ -267,6 +267,15 @@ impl Predictor for EnsemblePredictor {
         self.outputs.rows(batch)
     }
 
+    /// With labels: the ensemble's and every member's metrics are computed from tallies.
+    fn tallied(&mut self) -> Option<&mut dyn Tallied> {
+        if self.has_truth() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
     fn metrics(&self) -> Result<Option<Vec<(String, String)>>> {
         let Some(m) = self.outputs.metrics()? else {
             return Ok(None);
@@ -284,6 +293,58 @@ impl Predictor for EnsemblePredictor {
             }
         }
         Ok(Some(rows))
+    }
+}
+
+/// An ensemble's tally: per labelled record, the averaged classes' tally row (label, mean
+/// probabilities), then each member's (label, its probabilities), side by side.
+impl Tallied for EnsemblePredictor {
+    fn start_tally(&mut self) {
+        self.outputs.start_tally();
+        self.member_outputs.iter_mut().for_each(|m| m.start_tally());
+    }
+
+    fn tally(&self) -> Tally {
+        let mean = self.outputs.tally();
+        let members: Vec<Tally> = self.member_outputs.iter().map(|m| m.tally()).collect();
+        let w = mean.width;
+        let mut values = Vec::with_capacity(mean.values.len() * (1 + members.len()));
+        for i in 0..mean.records.len() {
+            values.extend(&mean.values[i * w..(i + 1) * w]);
+            for m in &members {
+                values.extend(&m.values[i * w..(i + 1) * w]);
+            }
+        }
+        Tally {
+            width: w * (1 + members.len()),
+            records: mean.records,
+            values,
+        }
+    }
+
+    fn replay(&mut self, tally: &Tally) -> Result<()> {
+        let groups = 1 + self.member_outputs.len();
+        if tally.width % groups != 0 || tally.values.len() != tally.width * tally.records.len() {
+            bail!(
+                "a shard's tally holds {} values per record, not {groups} rows of a label and probabilities",
+                tally.width
+            );
+        }
+        let w = tally.width / groups;
+        let part = |g: usize| Tally {
+            width: w,
+            records: tally.records.clone(),
+            values: tally
+                .values
+                .chunks_exact(tally.width)
+                .flat_map(|row| row[g * w..(g + 1) * w].iter().copied())
+                .collect(),
+        };
+        self.outputs.replay(&part(0))?;
+        for (g, m) in self.member_outputs.iter_mut().enumerate() {
+            m.replay(&part(g + 1))?;
+        }
+        Ok(())
     }
 }
 

@@ -13,9 +13,9 @@ use super::config::ExpressionConfig;
 use super::model::ExpressionModel;
 use crate::checkpoint::{read_checkpoint_meta, Checkpoint};
 use crate::input::check_region_features;
-use crate::models::region::metrics::{metrics_by_cell_type, observed_column};
+use crate::models::region::metrics::{metrics_by_cell_type, observed_column, SampleTally};
 use crate::models::region::{RegionPosition, RegionTensors, Subset};
-use crate::predict::{PredictFamily, PredictionRow, Predictor, SelectsSubset};
+use crate::predict::{PredictFamily, PredictionRow, Predictor, SelectsSubset, Tallied, Tally};
 
 /// An expression checkpoint and a region dataset, checked against each other.
 pub struct ExpressionInput {
@@ -125,6 +125,9 @@ pub struct ExpressionPredictor {
     scored: Vec<(String, f64, f64)>,
     /// Samples with no region (predicted NA).
     empty: usize,
+    /// Since [`Tallied::start_tally`] (a shard's part): each predicted sample (its position
+    /// among `records`); reason 1: no region.
+    tally: SampleTally,
 }
 
 impl ExpressionPredictor {
@@ -135,6 +138,7 @@ impl ExpressionPredictor {
             input,
             scored: Vec::new(),
             empty: 0,
+            tally: SampleTally::default(),
         })
     }
 }
@@ -191,6 +195,9 @@ impl Predictor for ExpressionPredictor {
             if p.is_none() {
                 self.empty += 1;
             }
+            let observed = t.expression.as_ref().map(|e| e[i]);
+            self.tally
+                .push(records[i], u8::from(p.is_none()), p, observed);
             values.push(p.map_or_else(|| "NA".into(), |v| v.to_string()));
             observed_column(
                 &mut values,
@@ -208,6 +215,10 @@ impl Predictor for ExpressionPredictor {
         Ok(out)
     }
 
+    fn tallied(&mut self) -> Option<&mut dyn Tallied> {
+        Some(self)
+    }
+
     fn metrics(&self) -> Result<Option<Vec<(String, String)>>> {
         if !self.has_truth() || self.scored.is_empty() {
             return Ok(None);
@@ -217,6 +228,29 @@ impl Predictor for ExpressionPredictor {
             out.push(("samples_without_regions".into(), self.empty.to_string()));
         }
         Ok(Some(out))
+    }
+}
+
+impl Tallied for ExpressionPredictor {
+    fn start_tally(&mut self) {
+        self.tally.start();
+    }
+
+    fn tally(&self) -> Tally {
+        self.tally.get()
+    }
+
+    fn replay(&mut self, tally: &Tally) -> Result<()> {
+        let has_truth = self.has_truth();
+        for (i, reason, p, observed) in SampleTally::rows(tally, self.records.len())? {
+            if reason != 0 {
+                self.empty += 1;
+            }
+            let s = &self.input.samples[self.records[i]];
+            let observed = has_truth.then_some(observed);
+            observed_column(&mut Vec::new(), &mut self.scored, observed, &s.cell_type, p);
+        }
+        Ok(())
     }
 }
 

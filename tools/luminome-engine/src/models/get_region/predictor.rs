@@ -19,9 +19,9 @@ use luminome_io::region_dataset::{RegionDataset, SampleRow};
 
 use super::{check_motif_count, tss_expression, GetRegion, Strand, TssSite};
 use crate::models::region::batch::read_slot;
-use crate::models::region::metrics::{metrics_by_cell_type, observed_column};
+use crate::models::region::metrics::{metrics_by_cell_type, observed_column, SampleTally};
 use crate::models::region::Subset;
-use crate::predict::{PredictionRow, Predictor, SelectsSubset};
+use crate::predict::{PredictionRow, Predictor, SelectsSubset, Tallied, Tally};
 
 /// A GET finetune checkpoint and a region dataset, checked against each other.
 pub struct GetPredictor {
@@ -36,6 +36,8 @@ pub struct GetPredictor {
     empty: usize,
     /// Samples whose strand is unknown (predicted NA).
     unstranded: usize,
+    /// A shard's tally; reasons 1: no region, 2: no strand.
+    tally: SampleTally,
 }
 
 impl GetPredictor {
@@ -69,6 +71,7 @@ impl GetPredictor {
             scored: Vec::new(),
             empty: 0,
             unstranded: 0,
+            tally: SampleTally::default(),
         })
     }
 
@@ -123,6 +126,42 @@ impl GetPredictor {
     }
 }
 
+impl GetPredictor {
+    /// Counts a sample without a prediction: reason 1, no region; 2, no strand.
+    fn count_missing(&mut self, reason: u8) {
+        count_missing(&mut self.empty, &mut self.unstranded, reason);
+    }
+}
+
+fn count_missing(empty: &mut usize, unstranded: &mut usize, reason: u8) {
+    match reason {
+        1 => *empty += 1,
+        2 => *unstranded += 1,
+        _ => {}
+    }
+}
+
+impl Tallied for GetPredictor {
+    fn start_tally(&mut self) {
+        self.tally.start();
+    }
+
+    fn tally(&self) -> Tally {
+        self.tally.get()
+    }
+
+    fn replay(&mut self, tally: &Tally) -> Result<()> {
+        let has_truth = self.has_truth();
+        for (r, reason, p, observed) in SampleTally::rows(tally, self.dataset.len())? {
+            self.count_missing(reason);
+            let cell_type = &self.samples[r].cell_type;
+            let observed = has_truth.then_some(observed);
+            observed_column(&mut Vec::new(), &mut self.scored, observed, cell_type, p);
+        }
+        Ok(())
+    }
+}
+
 impl SelectsSubset for GetPredictor {
     fn select_subset(&mut self, subset: Subset) -> Result<()> {
         if subset != Subset::All {
@@ -169,13 +208,14 @@ impl Predictor for GetPredictor {
         for (i, &r) in records.iter().enumerate() {
             let s = &self.samples[r];
             let p = predicted[i];
-            if p.is_none() {
-                if b.region_mask[i * n..(i + 1) * n].iter().all(|&m| m == 0) {
-                    self.empty += 1;
-                } else {
-                    self.unstranded += 1;
-                }
-            }
+            let reason = match p {
+                Some(_) => 0,
+                None if b.region_mask[i * n..(i + 1) * n].iter().all(|&m| m == 0) => 1,
+                None => 2,
+            };
+            count_missing(&mut self.empty, &mut self.unstranded, reason);
+            let observed = b.expression.as_ref().map(|e| e[i]);
+            self.tally.push(r, reason, p, observed);
             let mut values = vec![
                 s.gene_id.clone(),
                 s.cell_type.clone(),
@@ -195,6 +235,10 @@ impl Predictor for GetPredictor {
             });
         }
         Ok(out)
+    }
+
+    fn tallied(&mut self) -> Option<&mut dyn Tallied> {
+        Some(self)
     }
 
     fn metrics(&self) -> Result<Option<Vec<(String, String)>>> {

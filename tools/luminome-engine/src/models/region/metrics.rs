@@ -51,3 +51,65 @@ pub(crate) fn observed_column(
         scored.push((cell_type.to_string(), f64::from(y), f64::from(p)));
     }
 }
+
+/// A shard's tally of an expression predictor: per predicted sample, why it has no prediction
+/// (0: it has one; otherwise the predictor's own reason code), the prediction and the observed
+/// value (NaN when none; f32 values, exact in f64) — all the metrics are computed from.
+#[derive(Default)]
+pub(crate) struct SampleTally(Option<crate::predict::Tally>);
+
+/// A [`SampleTally`] row: reason, predicted, observed.
+const SAMPLE_TALLY_WIDTH: usize = 3;
+
+/// One replayed sample: its number, why it has no prediction (0: it has one), the prediction,
+/// the observed value.
+pub(crate) type TalliedSample = (usize, u8, Option<f32>, f32);
+
+impl SampleTally {
+    pub fn start(&mut self) {
+        self.0 = Some(crate::predict::Tally {
+            width: SAMPLE_TALLY_WIDTH,
+            ..Default::default()
+        });
+    }
+
+    /// Sample number `record` (as the predictor numbers them), when a tally is kept.
+    pub fn push(&mut self, record: usize, reason: u8, p: Option<f32>, observed: Option<f32>) {
+        if let Some(t) = &mut self.0 {
+            t.records.push(record as u64);
+            t.values.extend([
+                f64::from(reason),
+                f64::from(p.unwrap_or(f32::NAN)),
+                f64::from(observed.unwrap_or(f32::NAN)),
+            ]);
+        }
+    }
+
+    pub fn get(&self) -> crate::predict::Tally {
+        self.0.clone().unwrap_or_default()
+    }
+
+    /// A part's rows as (sample number, reason, prediction, observed), checked to be this
+    /// tally's shape and every sample number below `n`.
+    pub fn rows(tally: &crate::predict::Tally, n: usize) -> anyhow::Result<Vec<TalliedSample>> {
+        let w = SAMPLE_TALLY_WIDTH;
+        if tally.width != w || tally.values.len() != w * tally.records.len() {
+            anyhow::bail!(
+                "a shard's tally holds {} values per sample, not an expression predictor's {w}",
+                tally.width
+            );
+        }
+        tally
+            .records
+            .iter()
+            .zip(tally.values.chunks_exact(w))
+            .map(|(&i, v)| {
+                let i = usize::try_from(i).ok().filter(|&i| i < n);
+                let i =
+                    i.ok_or_else(|| anyhow::anyhow!("a shard's tally names a sample beyond {n}"))?;
+                let reason = v[0] as u8;
+                Ok((i, reason, (reason == 0).then_some(v[1] as f32), v[2] as f32))
+            })
+            .collect()
+    }
+}

@@ -17,7 +17,7 @@ use super::setup::predicted_class;
 use super::task::predict_probs;
 use crate::checkpoint::{read_checkpoint_meta, Checkpoint};
 use crate::models::FamilyConfig;
-use crate::predict::{PredictFamily, PredictionRow, Predictor};
+use crate::predict::{PredictFamily, PredictionRow, Predictor, Tallied, Tally};
 
 /// A tabular checkpoint and a table encoded for it.
 pub struct TabularInput {
@@ -62,6 +62,8 @@ struct TabularPredictor {
     input: TabularInput,
     probs: Vec<f64>,
     done: Vec<usize>,
+    /// `done`'s length at [`Tallied::start_tally`] (a shard's part: its records are from here).
+    tally_from: Option<usize>,
 }
 
 impl Predictor for TabularPredictor {
@@ -110,6 +112,14 @@ impl Predictor for TabularPredictor {
         Ok(out)
     }
 
+    fn tallied(&mut self) -> Option<&mut dyn Tallied> {
+        if self.has_truth() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
     fn metrics(&self) -> Result<Option<Vec<(String, String)>>> {
         let Some(classes) = &self.input.rows.classes else {
             return Ok(None);
@@ -137,6 +147,43 @@ impl Predictor for TabularPredictor {
     }
 }
 
+/// What the metrics are computed from: each predicted row's class probabilities (f64, exact);
+/// the labels come from the table.
+impl Tallied for TabularPredictor {
+    fn start_tally(&mut self) {
+        self.tally_from = Some(self.done.len());
+    }
+
+    fn tally(&self) -> Tally {
+        let from = self.tally_from.unwrap_or(self.done.len());
+        let c = self
+            .input
+            .model()
+            .map_or(0, |m| m.config.schema.classes.len());
+        Tally {
+            width: c,
+            records: self.done[from..].iter().map(|&r| r as u64).collect(),
+            values: self.probs[from * c..].to_vec(),
+        }
+    }
+
+    fn replay(&mut self, tally: &Tally) -> Result<()> {
+        let c = self.input.model()?.config.schema.classes.len();
+        if tally.width != c || tally.values.len() != c * tally.records.len() {
+            bail!(
+                "a shard's tally holds {} values per row, not {c} class probabilities",
+                tally.width
+            );
+        }
+        if let Some(&r) = tally.records.iter().find(|&&r| r as usize >= self.len()) {
+            bail!("a shard's tally names row {r} of {}", self.len());
+        }
+        self.done.extend(tally.records.iter().map(|&r| r as usize));
+        self.probs.extend_from_slice(&tally.values);
+        Ok(())
+    }
+}
+
 impl PredictFamily for TabularConfig {
     fn open_predictor(
         checkpoint: &Path,
@@ -151,6 +198,7 @@ impl PredictFamily for TabularConfig {
             input,
             probs: Vec::new(),
             done: Vec::new(),
+            tally_from: None,
         }))
     }
 }
