@@ -148,13 +148,14 @@ CASES = [
              Out("prom_test", "index")],
             [{"id": "prom_classify"}, Out("prom_classify", "best")]],
            args="--method ig --records 10 --ig-steps 4 --batch-size 2",
-           values={"shard": f"{i}/3", "device": ""},
+           values={"shard": f"{i}/3", "device": "", "keeps": f"--npz prom_test.importance.{i}-of-3.npz"},
            prefix=f"prom_test.importance.{i}-of-3") for i in (1, 2, 3)],
     Case("prom_test.importance_gathered", "importancegather",
          [[{"id": "prom_test"}, Out("prom_test", "tokens"), Out("prom_test", "index")],
           [{"id": "prom_classify"}, Out("prom_classify", "best")],
           [Out(f"prom_test.importance_part{i}", "part") for i in (2, 3, 1)]],
-         args="--method ig --records 10 --ig-steps 4 --batch-size 2", prefix="prom_test.importance"),
+         args="--method ig --records 10 --ig-steps 4 --batch-size 2",
+         values={"extra_output": "--npz prom_test.importance.npz"}, prefix="prom_test.importance"),
     Case("prom_test.importance_one", "importance",
          [[{"id": "prom_test"}, Out("prom_test", "tokens"), Out("prom_test", "index")],
           [{"id": "prom_classify"}, Out("prom_classify", "best")]],
@@ -211,7 +212,23 @@ CASES = [
          [[{"id": "chr22_expression"}, Out("chr22_slice", "dataset"),
            [Out("chr22_slice", "samples"), Out("chr22_slice", "regions")]],
           [{"id": "chr22_expression"}, Out("chr22_expression", "best")]],
-         args="--subset test", values={"metrics": "--metrics chr22_expression_test.metrics.tsv", "device": ""}),
+         args="--subset test --batch-size 2", values={"metrics": "--metrics chr22_expression_test.metrics.tsv", "device": ""}),
+    # The same predictions as three parts gathered (-profile test's --predict_shards 3).
+    *[Case(f"chr22_expression_test_part{i}", "predictshard",
+           [[{"id": "chr22_expression", "shard": i, "shards": 3}, Out("chr22_slice", "dataset"),
+             [Out("chr22_slice", "samples"), Out("chr22_slice", "regions")]],
+            [{"id": "chr22_expression"}, Out("chr22_expression", "best")]],
+           args="--subset test --batch-size 2", values={"shard": f"{i}/3", "device": ""},
+           prefix=f"chr22_expression.{i}-of-3") for i in (1, 2, 3)],
+    Case("chr22_expression_test_gathered", "predictgather",
+         [[{"id": "chr22_expression"}, Out("chr22_slice", "dataset"),
+           [Out("chr22_slice", "samples"), Out("chr22_slice", "regions")], []],
+          [{"id": "chr22_expression"}, Out("chr22_expression", "best")],
+          [Out(f"chr22_expression_test_part{i}", "part") for i in (3, 1, 2)]],
+         args="--subset test --batch-size 2",
+         values={"metrics": "--metrics chr22_expression_test.metrics.tsv",
+                 "output": "chr22_expression_test.predictions.tsv"},
+         prefix="chr22_expression_test"),
     Case("chr22_expression.importance", "importance",
          [[{"id": "chr22_expression"}, Out("chr22_slice", "dataset"),
            [Out("chr22_slice", "samples"), Out("chr22_slice", "regions")]],
@@ -227,8 +244,21 @@ CASES = [
          values={"metrics": "--metrics bc.metrics.tsv", "device": ""}),
     Case("bc.importance", "importance",
          [[{"id": "bc"}, td("tabular/breast_cancer.tsv"), []], [{"id": "bc_tabular"}, Out("bc_tabular", "best")]],
-         args="--method attention --records 20 --top 5",
+         args="--method attention --records 20 --top 5 --batch-size 4",
          values={"extra_output": "--ranking bc.importance.ranking.tsv"}),
+    # The same importance as three parts gathered (-profile test's --importance_shards 3).
+    *[Case(f"bc.importance_part{i}", "importanceshard",
+           [[{"id": "bc", "shard": i, "shards": 3}, td("tabular/breast_cancer.tsv"), []],
+            [{"id": "bc_tabular"}, Out("bc_tabular", "best")]],
+           args="--method attention --records 20 --top 5 --batch-size 4",
+           values={"shard": f"{i}/3", "device": "", "keeps": ""},
+           prefix=f"bc.importance.{i}-of-3") for i in (1, 2, 3)],
+    Case("bc.importance_gathered", "importancegather",
+         [[{"id": "bc"}, td("tabular/breast_cancer.tsv"), []],
+          [{"id": "bc_tabular"}, Out("bc_tabular", "best")],
+          [Out(f"bc.importance_part{i}", "part") for i in (2, 3, 1)]],
+         args="--method attention --records 20 --top 5 --batch-size 4",
+         values={"extra_output": "--ranking bc.importance.ranking.tsv"}, prefix="bc.importance"),
     # Dual encoder and retrieval: pairs datasets and the corpus, each with its index.
     *[Case(f"dual_{split}", "tokenize", [[{"id": f"dual_{split}"}, td(f"retrieval/{split}.pairs.tsv")], NONE_REF],
            args="--format pairs --scheme kmer -k 3") for split in ("train", "test")],
@@ -478,6 +508,18 @@ def main() -> None:
             if one != gathered:
                 raise SystemExit(f"regions {emit}: three parts gathered differ from one task")
         print("ok   chr22_slice_gathered         the same bytes as chr22_slice (dataset, samples, regions)")
+        for emit in ("predictions", "metrics"):
+            one, gathered = (produced[(case, emit)].read_bytes()
+                             for case in ("chr22_expression_test", "chr22_expression_test_gathered"))
+            if one != gathered:
+                raise SystemExit(f"expression predict {emit}: three parts gathered differ from one task")
+        print("ok   chr22_expression_test_gathered the same bytes as chr22_expression_test (predictions, metrics)")
+        for emit in ("scores", "ranking"):
+            one, gathered = (produced[(case, emit)].read_bytes()
+                             for case in ("bc.importance", "bc.importance_gathered"))
+            if one != gathered:
+                raise SystemExit(f"tabular importance {emit}: three parts gathered differ from one task")
+        print("ok   bc.importance_gathered       the same bytes as bc.importance (tsv, ranking)")
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

@@ -44,7 +44,15 @@ include { LUMINOME_PREDICT                               } from './modules/local
 include { LUMINOME_IMPORTANCE                            } from './modules/local/luminome/importance/main'
 include { LUMINOME_IMPORTANCESHARD                       } from './modules/local/luminome/importanceshard/main'
 include { LUMINOME_IMPORTANCEGATHER                      } from './modules/local/luminome/importancegather/main'
+include { LUMINOME_PREDICTSHARD as LUMINOME_PREDICTSHARD_EXPRESSION } from './modules/local/luminome/predictshard/main'
+include { LUMINOME_PREDICTGATHER as LUMINOME_PREDICTGATHER_EXPRESSION } from './modules/local/luminome/predictgather/main'
+include { LUMINOME_IMPORTANCESHARD as LUMINOME_IMPORTANCESHARD_EXPRESSION } from './modules/local/luminome/importanceshard/main'
+include { LUMINOME_IMPORTANCEGATHER as LUMINOME_IMPORTANCEGATHER_EXPRESSION } from './modules/local/luminome/importancegather/main'
 include { LUMINOME_TRAIN as LUMINOME_TRAIN_TABULAR       } from './modules/local/luminome/train/main'
+include { LUMINOME_PREDICTSHARD as LUMINOME_PREDICTSHARD_TABULAR } from './modules/local/luminome/predictshard/main'
+include { LUMINOME_PREDICTGATHER as LUMINOME_PREDICTGATHER_TABULAR } from './modules/local/luminome/predictgather/main'
+include { LUMINOME_IMPORTANCESHARD as LUMINOME_IMPORTANCESHARD_TABULAR } from './modules/local/luminome/importanceshard/main'
+include { LUMINOME_IMPORTANCEGATHER as LUMINOME_IMPORTANCEGATHER_TABULAR } from './modules/local/luminome/importancegather/main'
 include { LUMINOME_PREDICT as LUMINOME_PREDICT_TABULAR   } from './modules/local/luminome/predict/main'
 include { LUMINOME_IMPORTANCE as LUMINOME_IMPORTANCE_TABULAR } from './modules/local/luminome/importance/main'
 include { LUMINOME_TOKENIZE as LUMINOME_TOKENIZE_PAIRS   } from './modules/local/luminome/tokenize/main'
@@ -126,6 +134,14 @@ def datasetOf(ch, String id) {
     return id
         ? ch.filter { entryId, _dataset, _sidecars -> entryId == id }.map { _id, dataset, sidecars -> [dataset, sidecars] }
         : channel.value([[], []])   // combine spreads it into two empty elements
+}
+
+// A channel of [ meta, dataset, sidecars ] -> one entry per part 1..shards, meta gaining
+// shard/shards (what the *SHARD modules read).
+def shardsOf(ch, int shards) {
+    return ch
+        .combine(channel.of(1..shards))
+        .map { meta, dataset, sidecars, shard -> [meta + [shard: shard, shards: shards], dataset, sidecars] }
 }
 
 workflow {
@@ -246,9 +262,30 @@ workflow {
                 ch_init_expression,
                 'expression'
             )
-            LUMINOME_PREDICT_EXPRESSION(ch_expression_data, LUMINOME_TRAIN_EXPRESSION.out.best)
-            if (params.expression_importance_args) {
-                LUMINOME_IMPORTANCE_EXPRESSION(ch_expression_data, LUMINOME_TRAIN_EXPRESSION.out.best)
+            // --predict_shards / --importance_shards N > 1: as for the classifier below, N
+            // tasks of whole batches (or passes) each and a gather on one CPU: the same bytes.
+            def predictShards = params.predict_shards as int
+            def importanceShards = params.importance_shards as int
+            def ch_expression_model = LUMINOME_TRAIN_EXPRESSION.out.best
+            if (predictShards > 1) {
+                LUMINOME_PREDICTSHARD_EXPRESSION(shardsOf(ch_expression_data, predictShards), ch_expression_model.first())
+                LUMINOME_PREDICTGATHER_EXPRESSION(
+                    ch_expression_data.map { meta, dataset, tables -> [meta, dataset, tables, []] },
+                    ch_expression_model,
+                    LUMINOME_PREDICTSHARD_EXPRESSION.out.part.map { _meta, part -> part }.collect(sort: true)
+                )
+            } else {
+                LUMINOME_PREDICT_EXPRESSION(ch_expression_data, ch_expression_model)
+            }
+            if (params.expression_importance_args && importanceShards > 1) {
+                LUMINOME_IMPORTANCESHARD_EXPRESSION(shardsOf(ch_expression_data, importanceShards), ch_expression_model.first())
+                LUMINOME_IMPORTANCEGATHER_EXPRESSION(
+                    ch_expression_data,
+                    ch_expression_model,
+                    LUMINOME_IMPORTANCESHARD_EXPRESSION.out.part.map { _meta, part -> part }.collect(sort: true)
+                )
+            } else if (params.expression_importance_args) {
+                LUMINOME_IMPORTANCE_EXPRESSION(ch_expression_data, ch_expression_model)
             }
         }
     }
@@ -376,9 +413,28 @@ workflow {
         if (params.tabular_predict_table) {
             // A table has no sidecars.
             ch_tabular = channel.value([[id: "${id}_tabular"], file(params.tabular_predict_table, checkIfExists: true), []])
-            LUMINOME_PREDICT_TABULAR(ch_tabular, LUMINOME_TRAIN_TABULAR.out.best)
-            if (params.tabular_importance_args) {
-                LUMINOME_IMPORTANCE_TABULAR(ch_tabular, LUMINOME_TRAIN_TABULAR.out.best)
+            def ch_tabular_model = LUMINOME_TRAIN_TABULAR.out.best
+            def predictShards = params.predict_shards as int
+            def importanceShards = params.importance_shards as int
+            if (predictShards > 1) {
+                LUMINOME_PREDICTSHARD_TABULAR(shardsOf(ch_tabular, predictShards), ch_tabular_model.first())
+                LUMINOME_PREDICTGATHER_TABULAR(
+                    ch_tabular.map { meta, table, none -> [meta, table, none, []] },
+                    ch_tabular_model,
+                    LUMINOME_PREDICTSHARD_TABULAR.out.part.map { _meta, part -> part }.collect(sort: true)
+                )
+            } else {
+                LUMINOME_PREDICT_TABULAR(ch_tabular, ch_tabular_model)
+            }
+            if (params.tabular_importance_args && importanceShards > 1) {
+                LUMINOME_IMPORTANCESHARD_TABULAR(shardsOf(ch_tabular, importanceShards), ch_tabular_model.first())
+                LUMINOME_IMPORTANCEGATHER_TABULAR(
+                    ch_tabular,
+                    ch_tabular_model,
+                    LUMINOME_IMPORTANCESHARD_TABULAR.out.part.map { _meta, part -> part }.collect(sort: true)
+                )
+            } else if (params.tabular_importance_args) {
+                LUMINOME_IMPORTANCE_TABULAR(ch_tabular, ch_tabular_model)
             }
         }
     }

@@ -308,6 +308,22 @@ parts = results / "regions" / "chr22_slice_shards.parts"
 assert not parts.exists() or not any(parts.iterdir()), sorted(parts.iterdir())
 print("regions: three shards gathered = one job")
 
+# Expression and tabular predictions and importance ran as three jobs (--shard, --gather) and as
+# one: every output the same bytes (metrics, bedGraph, npz and ranking included). Parts removed.
+for folder, pairs in (
+    ("predict/expression", [("chr22_test", ("predictions.tsv", "metrics.tsv"))]),
+    ("predict/tabular", [("bc", ("predictions.tsv", "metrics.tsv"))]),
+    ("importance/expression", [("chr22_motifs", ("tsv", "bedgraph", "npz"))]),
+    ("importance/tabular", [("bc_features", ("tsv", "ranking.tsv"))]),
+):
+    for run, extensions in pairs:
+        for ext in extensions:
+            one, sharded = (results / folder / f"{r}.{ext}" for r in (run, f"{run}_shards"))
+            assert one.read_bytes() == sharded.read_bytes(), f"{folder}/{run}_shards.{ext} differs from one job"
+        parts = results / folder / f"{run}_shards.parts"
+        assert not parts.exists() or not any(parts.iterdir()), sorted(parts.iterdir())
+print("expression and tabular predict and importance: three shards gathered = one job")
+
 # luminome-train: checkpoints and metrics of both runs.
 for command, run, steps in (
     ("mlm", "prom_mlm", 30),

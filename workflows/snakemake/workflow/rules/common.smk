@@ -291,9 +291,13 @@ def expression_model_inputs(runs):
     return inputs
 
 
-def expression_predict_options(wildcards):
+def expression_predict_options(wildcards, device=None):
     run = EXPRESSION_PREDICT_RUNS[wildcards.id]
-    parts = [PREDICT["extra"], run.get("args", ""), f"--device {PREDICT['device']}"]
+    parts = [
+        PREDICT["extra"],
+        run.get("args", ""),
+        f"--device {device or PREDICT['device']}",
+    ]
     if "subset" in run:
         parts.append(f"--subset {run['subset']}")
     return " ".join(part for part in parts if part)
@@ -312,9 +316,9 @@ def tabular_model_inputs(runs):
     return inputs
 
 
-def tabular_predict_options(wildcards):
+def tabular_predict_options(wildcards, device=None):
     parts = [PREDICT["extra"], TABULAR_PREDICT_RUNS[wildcards.id].get("args", "")]
-    parts.append(f"--device {PREDICT['device']}")
+    parts.append(f"--device {device or PREDICT['device']}")
     return " ".join(part for part in parts if part)
 
 
@@ -467,19 +471,19 @@ def importance_targets():
     )
 
 
-def expression_importance_options(wildcards):
+def expression_importance_options(wildcards, device=None):
     run = EXPRESSION_IMPORTANCE_RUNS[wildcards.id]
     parts = [IMPORTANCE["extra"], f"--method {run['method']}", run.get("args", "")]
-    parts.append(f"--device {IMPORTANCE['device']}")
+    parts.append(f"--device {device or IMPORTANCE['device']}")
     if "subset" in run:
         parts.append(f"--subset {run['subset']}")
     return " ".join(part for part in parts if part)
 
 
-def tabular_importance_options(wildcards):
+def tabular_importance_options(wildcards, device=None):
     run = TABULAR_IMPORTANCE_RUNS[wildcards.id]
     parts = [IMPORTANCE["extra"], f"--method {run['method']}", run.get("args", "")]
-    parts.append(f"--device {IMPORTANCE['device']}")
+    parts.append(f"--device {device or IMPORTANCE['device']}")
     return " ".join(part for part in parts if part)
 
 

@@ -68,10 +68,40 @@ rule importance:
 
 # Expression models: config["importance"]["expression"] entries (method pooling, saliency or
 # ig). Outputs per run id: {outdir}/importance/expression/{id}.tsv (regions' pooling weights, or
-# the top features per sample), {id}.bedgraph (per region) and {id}.npz.
+# the top features per sample), {id}.bedgraph (per region) and {id}.npz. With `shards: N`, N
+# importance_expression_shard jobs (each sample's values, whole passes) that
+# importance_expression gathers into the same bytes.
+rule importance_expression_shard:
+    input:
+        unpack(expression_model_inputs(EXPRESSION_IMPORTANCE_RUNS)),
+    output:
+        part=temp(
+            f"{OUTDIR}/importance/expression/{{id}}.parts/{{shard}}-of-{{shards}}.part.safetensors"
+        ),
+    log:
+        f"{LOGDIR}/importance/expression/{{id}}.{{shard}}-of-{{shards}}.log",
+    wildcard_constraints:
+        id=ids_pattern(EXPRESSION_IMPORTANCE_RUNS),
+        shard=r"[0-9]+",
+        shards=r"[0-9]+",
+    conda:
+        "../envs/luminome.yaml"
+    threads: IMPORTANCE["threads"]
+    resources:
+        mem_mb=IMPORTANCE["mem_mb"],
+        gpu=gpu_count(IMPORTANCE),
+    params:
+        options=expression_importance_options,
+    shell:
+        "luminome-importance --checkpoint {input.checkpoint} --dataset {input.dataset}"
+        " {params.options} --threads {threads}"
+        " --shard {wildcards.shard}/{wildcards.shards} -o {output.part} 2> {log}"
+
+
 rule importance_expression:
     input:
         unpack(expression_model_inputs(EXPRESSION_IMPORTANCE_RUNS)),
+        parts=shard_parts(EXPRESSION_IMPORTANCE_RUNS, f"{OUTDIR}/importance/expression"),
     output:
         scores=report(
             f"{OUTDIR}/importance/expression/{{id}}.tsv",
@@ -87,24 +117,56 @@ rule importance_expression:
         id=ids_pattern(EXPRESSION_IMPORTANCE_RUNS),
     conda:
         "../envs/luminome.yaml"
-    threads: IMPORTANCE["threads"]
+    threads: gathered_threads(EXPRESSION_IMPORTANCE_RUNS, IMPORTANCE)
     resources:
         mem_mb=IMPORTANCE["mem_mb"],
-        gpu=gpu_count(IMPORTANCE),
+        gpu=gathered_gpus(EXPRESSION_IMPORTANCE_RUNS, IMPORTANCE),
     params:
-        options=expression_importance_options,
+        options=gathered_options(
+            EXPRESSION_IMPORTANCE_RUNS, expression_importance_options
+        ),
+        gather=gather_parts,
     shell:
         "luminome-importance --checkpoint {input.checkpoint} --dataset {input.dataset}"
         " {params.options} --bedgraph {output.bedgraph} --npz {output.npz}"
-        " --threads {threads} -o {output.scores} 2> {log}"
+        " --threads {threads} -o {output.scores} {params.gather} 2> {log}"
 
 
 # Tabular models: config["importance"]["tabular"] entries explain a train_tabular model (a run
 # without folds) on a table. Outputs per run id: {outdir}/importance/tabular/{id}.tsv (sample,
 # feature, value, importance, rank) and {id}.ranking.tsv (the columns ranked over the samples).
+# With `shards: N`, N importance_tabular_shard jobs that importance_tabular gathers.
+rule importance_tabular_shard:
+    input:
+        unpack(tabular_model_inputs(TABULAR_IMPORTANCE_RUNS)),
+    output:
+        part=temp(
+            f"{OUTDIR}/importance/tabular/{{id}}.parts/{{shard}}-of-{{shards}}.part.safetensors"
+        ),
+    log:
+        f"{LOGDIR}/importance/tabular/{{id}}.{{shard}}-of-{{shards}}.log",
+    wildcard_constraints:
+        id=ids_pattern(TABULAR_IMPORTANCE_RUNS),
+        shard=r"[0-9]+",
+        shards=r"[0-9]+",
+    conda:
+        "../envs/luminome.yaml"
+    threads: IMPORTANCE["threads"]
+    resources:
+        mem_mb=IMPORTANCE["mem_mb"],
+        gpu=gpu_count(IMPORTANCE),
+    params:
+        options=tabular_importance_options,
+    shell:
+        "luminome-importance --checkpoint {input.checkpoint} --dataset {input.table}"
+        " {params.options} --threads {threads}"
+        " --shard {wildcards.shard}/{wildcards.shards} -o {output.part} 2> {log}"
+
+
 rule importance_tabular:
     input:
         unpack(tabular_model_inputs(TABULAR_IMPORTANCE_RUNS)),
+        parts=shard_parts(TABULAR_IMPORTANCE_RUNS, f"{OUTDIR}/importance/tabular"),
     output:
         scores=report(
             f"{OUTDIR}/importance/tabular/{{id}}.tsv",
@@ -119,16 +181,17 @@ rule importance_tabular:
         id=ids_pattern(TABULAR_IMPORTANCE_RUNS),
     conda:
         "../envs/luminome.yaml"
-    threads: IMPORTANCE["threads"]
+    threads: gathered_threads(TABULAR_IMPORTANCE_RUNS, IMPORTANCE)
     resources:
         mem_mb=IMPORTANCE["mem_mb"],
-        gpu=gpu_count(IMPORTANCE),
+        gpu=gathered_gpus(TABULAR_IMPORTANCE_RUNS, IMPORTANCE),
     params:
-        options=tabular_importance_options,
+        options=gathered_options(TABULAR_IMPORTANCE_RUNS, tabular_importance_options),
+        gather=gather_parts,
     shell:
         "luminome-importance --checkpoint {input.checkpoint} --dataset {input.table}"
         " {params.options} --ranking {output.ranking} --threads {threads}"
-        " -o {output.scores} 2> {log}"
+        " -o {output.scores} {params.gather} 2> {log}"
 
 
 rule importance_version:

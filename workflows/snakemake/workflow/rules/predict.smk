@@ -167,10 +167,39 @@ rule predict_variants:
 # Expression: config["predict"]["expression"] entries run an expression model (train_expression)
 # on a region dataset (regions). Outputs per run id: {outdir}/predict/expression/{id}.predictions.tsv
 # (one row per sample) and {id}.metrics.tsv (overall and per cell type); `subset: test` scores
-# only the samples the model held out.
+# only the samples the model held out. With `shards: N`, N predict_expression_shard jobs (whole
+# batches each) that predict_expression gathers: the same bytes, metrics included.
+rule predict_expression_shard:
+    input:
+        unpack(expression_model_inputs(EXPRESSION_PREDICT_RUNS)),
+    output:
+        part=temp(
+            f"{OUTDIR}/predict/expression/{{id}}.parts/{{shard}}-of-{{shards}}.part.safetensors"
+        ),
+    log:
+        f"{LOGDIR}/predict/expression/{{id}}.{{shard}}-of-{{shards}}.log",
+    wildcard_constraints:
+        id=ids_pattern(EXPRESSION_PREDICT_RUNS),
+        shard=r"[0-9]+",
+        shards=r"[0-9]+",
+    conda:
+        "../envs/luminome.yaml"
+    threads: PREDICT["threads"]
+    resources:
+        mem_mb=PREDICT["mem_mb"],
+        gpu=gpu_count(PREDICT),
+    params:
+        options=expression_predict_options,
+    shell:
+        "luminome-predict --checkpoint {input.checkpoint} --dataset {input.dataset}"
+        " {params.options} --threads {threads}"
+        " --shard {wildcards.shard}/{wildcards.shards} -o {output.part} 2> {log}"
+
+
 rule predict_expression:
     input:
         unpack(expression_model_inputs(EXPRESSION_PREDICT_RUNS)),
+        parts=shard_parts(EXPRESSION_PREDICT_RUNS, f"{OUTDIR}/predict/expression"),
     output:
         predictions=report(
             f"{OUTDIR}/predict/expression/{{id}}.predictions.tsv",
@@ -190,16 +219,17 @@ rule predict_expression:
         id=ids_pattern(EXPRESSION_PREDICT_RUNS),
     conda:
         "../envs/luminome.yaml"
-    threads: PREDICT["threads"]
+    threads: gathered_threads(EXPRESSION_PREDICT_RUNS)
     resources:
         mem_mb=PREDICT["mem_mb"],
-        gpu=gpu_count(PREDICT),
+        gpu=gathered_gpus(EXPRESSION_PREDICT_RUNS),
     params:
-        options=expression_predict_options,
+        options=gathered_options(EXPRESSION_PREDICT_RUNS, expression_predict_options),
+        gather=gather_parts,
     shell:
         "luminome-predict --checkpoint {input.checkpoint} --dataset {input.dataset}"
         " {params.options} --metrics {output.metrics} --threads {threads}"
-        " -o {output.predictions} 2> {log}"
+        " -o {output.predictions} {params.gather} 2> {log}"
 
 
 rule predict_version:
@@ -216,10 +246,39 @@ rule predict_version:
 
 # Tabular models: config["predict"]["tabular"] entries run a train_tabular model (a run without
 # folds) on a labelled table. Outputs per run id: {outdir}/predict/tabular/{id}.predictions.tsv
-# (sample, label, prob_<class>..., predicted) and {id}.metrics.tsv.
+# (sample, label, prob_<class>..., predicted) and {id}.metrics.tsv. With `shards: N`, N
+# predict_tabular_shard jobs that predict_tabular gathers: the same bytes, metrics included.
+rule predict_tabular_shard:
+    input:
+        unpack(tabular_model_inputs(TABULAR_PREDICT_RUNS)),
+    output:
+        part=temp(
+            f"{OUTDIR}/predict/tabular/{{id}}.parts/{{shard}}-of-{{shards}}.part.safetensors"
+        ),
+    log:
+        f"{LOGDIR}/predict/tabular/{{id}}.{{shard}}-of-{{shards}}.log",
+    wildcard_constraints:
+        id=ids_pattern(TABULAR_PREDICT_RUNS),
+        shard=r"[0-9]+",
+        shards=r"[0-9]+",
+    conda:
+        "../envs/luminome.yaml"
+    threads: PREDICT["threads"]
+    resources:
+        mem_mb=PREDICT["mem_mb"],
+        gpu=gpu_count(PREDICT),
+    params:
+        options=tabular_predict_options,
+    shell:
+        "luminome-predict --checkpoint {input.checkpoint} --dataset {input.table}"
+        " {params.options} --threads {threads}"
+        " --shard {wildcards.shard}/{wildcards.shards} -o {output.part} 2> {log}"
+
+
 rule predict_tabular:
     input:
         unpack(tabular_model_inputs(TABULAR_PREDICT_RUNS)),
+        parts=shard_parts(TABULAR_PREDICT_RUNS, f"{OUTDIR}/predict/tabular"),
     output:
         predictions=report(
             f"{OUTDIR}/predict/tabular/{{id}}.predictions.tsv",
@@ -239,16 +298,17 @@ rule predict_tabular:
         id=ids_pattern(TABULAR_PREDICT_RUNS),
     conda:
         "../envs/luminome.yaml"
-    threads: PREDICT["threads"]
+    threads: gathered_threads(TABULAR_PREDICT_RUNS)
     resources:
         mem_mb=PREDICT["mem_mb"],
-        gpu=gpu_count(PREDICT),
+        gpu=gathered_gpus(TABULAR_PREDICT_RUNS),
     params:
-        options=tabular_predict_options,
+        options=gathered_options(TABULAR_PREDICT_RUNS, tabular_predict_options),
+        gather=gather_parts,
     shell:
         "luminome-predict --checkpoint {input.checkpoint} --dataset {input.table}"
         " {params.options} --metrics {output.metrics} --threads {threads}"
-        " -o {output.predictions} 2> {log}"
+        " -o {output.predictions} {params.gather} 2> {log}"
 
 
 # Retrieval: config["predict"]["retrieval"] entries rank a corpus (a tokenize dataset, or the

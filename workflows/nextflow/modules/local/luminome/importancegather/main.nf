@@ -10,17 +10,18 @@ process LUMINOME_IMPORTANCEGATHER {
         'ghcr.io/luminome/luminome:0.1.0' }"
 
     input:
-    // dataset: the token dataset the parts explained, with its index
+    // dataset: the dataset the parts explained, with its index or tables ([] for a table)
     tuple val(meta), path(dataset), path(dataset_index)
-    // checkpoint: the classifier the parts explained
+    // checkpoint: the model the parts explained
     tuple val(meta2), path(checkpoint)
     // parts: every LUMINOME_IMPORTANCESHARD part of this run
     path(parts, stageAs: 'parts/*')
 
     output:
-    // what LUMINOME_IMPORTANCE writes for a token dataset
-    tuple val(meta), path("${prefix}.tsv"), emit: scores
-    tuple val(meta), path("${prefix}.npz"), emit: npz
+    // what LUMINOME_IMPORTANCE writes
+    tuple val(meta), path("${prefix}.tsv")        , emit: scores
+    tuple val(meta), path("${prefix}.npz")        , emit: npz, optional: true
+    tuple val(meta), path("${prefix}.ranking.tsv"), emit: ranking, optional: true
     tuple val("${task.process}"), val('luminome-importance'), eval("luminome-importance --version | sed 's/^luminome-importance //'"), topic: versions, emit: versions_luminome_importance
 
     when:
@@ -29,12 +30,14 @@ process LUMINOME_IMPORTANCEGATHER {
     script:
     def args = task.ext.args ?: ''
     prefix = task.ext.prefix ?: "${meta.id}"
+    // Datasets give an npz, tables a global column ranking (as LUMINOME_IMPORTANCE)
+    def extra_output = dataset.name.endsWith('.safetensors') ? "--npz ${prefix}.npz" : "--ranking ${prefix}.ranking.tsv"
     """
     luminome-importance \\
         --checkpoint ${checkpoint} \\
         --dataset ${dataset} \\
         ${args} \\
-        --npz ${prefix}.npz \\
+        ${extra_output} \\
         --threads ${task.cpus} \\
         --gather ${parts} \\
         --output ${prefix}.tsv
@@ -42,8 +45,9 @@ process LUMINOME_IMPORTANCEGATHER {
 
     stub:
     prefix = task.ext.prefix ?: "${meta.id}"
+    def extra_output = dataset.name.endsWith('.safetensors') ? "${prefix}.npz" : "${prefix}.ranking.tsv"
     """
     touch ${prefix}.tsv
-    touch ${prefix}.npz
+    touch ${extra_output}
     """
 }

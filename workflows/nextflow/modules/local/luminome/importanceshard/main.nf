@@ -10,10 +10,11 @@ process LUMINOME_IMPORTANCESHARD {
         (task.accelerator ? 'ghcr.io/luminome/luminome:0.1.0-cuda' : 'ghcr.io/luminome/luminome:0.1.0') }"
 
     input:
-    // dataset: a token dataset and its index; meta.shard of meta.shards (1-based) names the
-    // part of the selected records (whole passes) this task explains
+    // dataset: a token dataset and its index, a region dataset and its tables (expression
+    // models) or a table and [] (tabular models); meta.shard of meta.shards (1-based) names
+    // the part of the selected records (whole passes) this task explains
     tuple val(meta), path(dataset), path(dataset_index)
-    // checkpoint: a sequence classifier from luminome-train classify
+    // checkpoint: from luminome-train classify, expression or tabular
     tuple val(meta2), path(checkpoint)
 
     output:
@@ -29,14 +30,16 @@ process LUMINOME_IMPORTANCESHARD {
     prefix = task.ext.prefix ?: "${meta.id}.${meta.shard}-of-${meta.shards}"
     def shard = "${meta.shard}/${meta.shards}"
     def device = task.accelerator ? '--device cuda' : ''
-    // --npz says the part keeps the npz rows (the gather writes the npz); nothing is written there
+    // --npz says a sequence classifier's part keeps the npz rows (the gather writes the npz;
+    // nothing is written there); an expression or tabular part keeps every sample's values
+    def keeps = dataset.name.endsWith('.safetensors') ? "--npz ${prefix}.npz" : ''
     """
     luminome-importance \\
         --checkpoint ${checkpoint} \\
         --dataset ${dataset} \\
         ${args} \\
         ${device} \\
-        --npz ${prefix}.npz \\
+        ${keeps} \\
         --threads ${task.cpus} \\
         --shard ${shard} \\
         --output ${prefix}.part.safetensors
