@@ -288,6 +288,12 @@ def build_base(base: Path, bins: dict[str, str], log=print):
       "--motifs", "jaspar_small.meme", "--genes", "genes_tss.bed", "--bed-tss", "center",
       "--expression", "K562=k562_tpm.tsv", "--expression", "GM12878=gm12878_rampage.tsv",
       "--window", "200000", "--n-regions", "24", "-o", "genes.safetensors", "--threads", "1")
+    for i in (1, 2):  # the parts of a sharded regions run (luminome-regions --gather)
+        r("luminome-regions", "--reference", "chr22_slice.fa", "--peaks", "peaks.narrowPeak",
+          "--accessibility", "K562=acc.K562.bedgraph", "--accessibility", "GM12878=acc.GM12878.bedgraph",
+          "--motifs", "jaspar_small.meme", "--genes", "genes_tss.bed", "--bed-tss", "center",
+          "--window", "200000", "--n-regions", "24", "--scan-chunk-bp", "3000",
+          "--shard", f"{i}/2", "-o", f"regions.p{i}.part.safetensors", *q)
     r("luminome-regions", "--reference", "chr22_slice.fa", "--reuse-regions", "genes.regions.tsv",
       "--tile-step", "20000", "--window", "200000", "--n-regions", "24", "-o", "tiles.safetensors",
       "--threads", "1")
@@ -322,6 +328,10 @@ def build_base(base: Path, bins: dict[str, str], log=print):
     r("luminome-train", "expression", "--train", "genes.safetensors", "--init", "rp.safetensors",
       "--head", "attention-pool", "--holdout", "genes", "--blocks", "3", "-o", "run_expr", *TINY_RUN)
     _keep_ckpt(base, "run_expr", "expr")
+    for i in (1, 2):  # the parts of a sharded expression importance run (--gather)
+        r("luminome-importance", "--checkpoint", "expr.safetensors", "--dataset", "genes.safetensors",
+          "--method", "pooling", "--batch-size", "4", "--shard", f"{i}/2",
+          "-o", f"pool.p{i}.part.safetensors", *q)
     r("luminome-train", "tabular", "--train", "bc.tsv", "--label", "diagnosis", "--id", "sample",
       "--classes", "benign,malignant", "--d-model", "16", "--layers", "1", "--heads", "2",
       "--steps", "3", "--threshold", "youden", "--seed", "1", "-o", "run_tab", "--threads", "1", "-q")

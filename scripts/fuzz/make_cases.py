@@ -259,6 +259,11 @@ def templates() -> list[Template]:
         T("matrix", [R, *reg_common, *peaks, *acc2, "--motifs", "{in:jaspar_small.meme}", *genes,
                      "--expression-matrix", "{in:expr_matrix.tsv}"],
           {"expr_matrix.tsv": "expr_matrix"}, reg_out),
+        T("gather", [R, *reg_common, *peaks, *acc2, "--motifs", "{in:jaspar_small.meme}", *genes,
+                     "--scan-chunk-bp", "3000", "--gather", "{in:regions.p1.part.safetensors}",
+                     "{in:regions.p2.part.safetensors}"],
+          {"regions.p1.part.safetensors": "dataset", "regions.p2.part.safetensors": "dataset"},
+          reg_out, flags={"--scan-chunk-bp": ["0", "2999"], "--shard": ["0/2", "3/2", "x"]}),
     ]
     # ---------------------------------------------------------------------- luminome-train
     TR = "luminome-train"
@@ -431,6 +436,12 @@ def templates() -> list[Template]:
           {"expr.safetensors": "checkpoint", "genes.safetensors": "dataset",
            "genes.regions.tsv": "regions_tsv"},
           flags={"--top": ["0", "18446744073709551615"], "--method": ["gates", "attention"]}),
+        T("exprgather", [I, "--checkpoint", "{in:expr.safetensors}", "--dataset", "{in:genes.safetensors}",
+                         "--method", "pooling", "--batch-size", "4", "-o", "{out:pool.tsv}",
+                         "--bedgraph", "{out:pool.bedgraph}", "--npz", "{out:pool.npz}", "--gather",
+                         "{in:pool.p1.part.safetensors}", "{in:pool.p2.part.safetensors}", *QQ],
+          {"pool.p1.part.safetensors": "dataset", "pool.p2.part.safetensors": "dataset"},
+          flags={"--batch-size": ["8", "0"], "--method": ["saliency"]}),
         T("tab", [I, "--checkpoint", "{in:tab.safetensors}", "--dataset", "{in:bc.tsv}",
                   "--method", "attention", "--records", "20", "--top", "5", "-o", "{out:imp.tsv}",
                   "--ranking", "{out:rank.tsv}", *QQ],

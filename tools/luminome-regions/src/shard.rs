@@ -278,8 +278,10 @@ pub(crate) fn gathered_inputs(cfg: &Config, reference: &Reference) -> Result<Reg
         let file = safetensors::SafeTensors::deserialize(&bytes).map_err(|e| {
             anyhow::anyhow!("{}: not a valid safetensors file: {e}", part.path.display())
         })?;
+        // Every part's region set is checked; part 1's is read (the others are the same bytes).
+        let regions = checked_regions(&file, part)?;
         if i == 0 {
-            read_regions(&file, part, &mut set)?;
+            read_regions(regions, part, &mut set)?;
         }
         read_part(
             cfg,
@@ -313,12 +315,9 @@ pub(crate) fn gathered_inputs(cfg: &Config, reference: &Reference) -> Result<Reg
     })
 }
 
-/// Part 1's regions into `set` (the others agree by their `regions_crc`).
-fn read_regions(
-    file: &safetensors::SafeTensors<'_>,
-    part: &PartFile,
-    set: &mut RegionSet,
-) -> Result<()> {
+/// A part's region set as stored: `[n, 3]` i64 whose CRC-32 is its `regions_crc` (which every
+/// part shares, checked on open).
+fn checked_regions<'a>(file: &safetensors::SafeTensors<'a>, part: &PartFile) -> Result<&'a [u8]> {
     let bad = |what: &str| anyhow::anyhow!("{}: {what}", part.path.display());
     let t = file
         .tensor("regions")
@@ -334,8 +333,13 @@ fn read_regions(
             "its regions do not match its regions_crc (a damaged part)",
         ));
     }
-    let values: Vec<i64> = t
-        .data()
+    Ok(t.data())
+}
+
+/// Part 1's regions (as [`checked_regions`] gives them) into `set`.
+fn read_regions(data: &[u8], part: &PartFile, set: &mut RegionSet) -> Result<()> {
+    let bad = |what: &str| anyhow::anyhow!("{}: {what}", part.path.display());
+    let values: Vec<i64> = data
         .chunks_exact(8)
         .map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default()))
         .collect();
