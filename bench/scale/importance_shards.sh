@@ -31,15 +31,7 @@ for n in 2 4; do
     mkdir -p "shards_$n"
     (
         cd "shards_$n"
-        start=$(date +%s.%N)
-        pids=()
-        for i in $(seq 1 "$n"); do
-            timed "part_${i}_of_$n" "${explain[@]}" --threads 1 --npz ism.npz --shard "$i/$n" -o "p$i.part.safetensors" &
-            pids+=($!)
-        done
-        for pid in "${pids[@]}"; do wait "$pid"; done
-        end=$(date +%s.%N)
-        printf 'parts_%s_side_by_side_wall\t%.2f\t\t\t\n' "$n" "$(echo "$end - $start" | bc)" >> "$out/times.tsv"
+        parts_side_by_side "" "$n" "${explain[@]}" --npz ism.npz
         du -cb p*.part.safetensors | tail -1 | sed "s/^/part files of $n: bytes /;s/\ttotal//" >> "$out/conditions.txt"
         timed "gather_$n" "${explain[@]}" --threads 1 -o ism.tsv --npz ism.npz --gather p*.part.safetensors
         rm -f p*.part.safetensors

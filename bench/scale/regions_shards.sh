@@ -43,15 +43,7 @@ for n in 2 4; do
     mkdir -p "shards_$n"
     (
         cd "shards_$n"
-        start=$(date +%s.%N)
-        pids=()
-        for i in $(seq 1 "$n"); do
-            timed "part_${i}_of_$n" "${regions[@]}" --threads 1 --shard "$i/$n" -o "p$i.part.safetensors" &
-            pids+=($!)
-        done
-        for pid in "${pids[@]}"; do wait "$pid"; done
-        end=$(date +%s.%N)
-        printf 'parts_%s_side_by_side_wall\t%.2f\t\t\t\n' "$n" "$(echo "$end - $start" | bc)" >> "$out/times.tsv"
+        parts_side_by_side "" "$n" "${regions[@]}"
         du -cb p*.part.safetensors | tail -1 | sed "s/^/part files of $n: bytes /;s/\ttotal//" >> "$out/conditions.txt"
         timed "gather_$n" "${regions[@]}" --threads 1 -o chr22.safetensors --gather p*.part.safetensors
         rm -f p*.part.safetensors

@@ -44,15 +44,7 @@ for workload in kmer6 bpe; do
         mkdir -p "shards_$n"
         (
             cd "shards_$n"
-            start=$(date +%s.%N)
-            pids=()
-            for i in $(seq 1 "$n"); do
-                timed "${workload}_part_${i}_of_$n" "${tokenize[@]}" --threads 1 --shard "$i/$n" -o "p$i.part.safetensors" &
-                pids+=($!)
-            done
-            for pid in "${pids[@]}"; do wait "$pid"; done
-            end=$(date +%s.%N)
-            printf '%s_parts_%s_side_by_side_wall\t%.2f\t\t\t\n' "$workload" "$n" "$(echo "$end - $start" | bc)" >> "$times"
+            parts_side_by_side "${workload}_" "$n" "${tokenize[@]}"
             du -cb p*.part.safetensors | tail -1 | sed "s/^/$workload: part files of $n: bytes /;s/\ttotal//" >> "$conditions"
             timed "${workload}_gather_$n" "${tokenize[@]}" --threads 1 -o genomes.safetensors --gather p*.part.safetensors
             rm -f p*.part.safetensors

@@ -9,6 +9,8 @@ use candle_core::Device;
 use luminome_io::atomic::Commit;
 
 mod class_outputs;
+mod sample_tally;
+pub(crate) use sample_tally::SampleTally;
 pub mod embeddings;
 pub mod saturation;
 pub mod variants;

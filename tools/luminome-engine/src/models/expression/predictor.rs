@@ -13,9 +13,11 @@ use super::config::ExpressionConfig;
 use super::model::ExpressionModel;
 use crate::checkpoint::{read_checkpoint_meta, Checkpoint};
 use crate::input::check_region_features;
-use crate::models::region::metrics::{metrics_by_cell_type, observed_column, SampleTally};
+use crate::models::region::metrics::{metrics_by_cell_type, observed_column};
 use crate::models::region::{RegionPosition, RegionTensors, Subset};
-use crate::predict::{PredictFamily, PredictionRow, Predictor, SelectsSubset, Tallied, Tally};
+use crate::predict::{
+    PredictFamily, PredictionRow, Predictor, SampleTally, SelectsSubset, Tallied, Tally,
+};
 
 /// An expression checkpoint and a region dataset, checked against each other.
 pub struct ExpressionInput {

@@ -19,9 +19,9 @@ use luminome_io::region_dataset::{RegionDataset, SampleRow};
 
 use super::{check_motif_count, tss_expression, GetRegion, Strand, TssSite};
 use crate::models::region::batch::read_slot;
-use crate::models::region::metrics::{metrics_by_cell_type, observed_column, SampleTally};
+use crate::models::region::metrics::{metrics_by_cell_type, observed_column};
 use crate::models::region::Subset;
-use crate::predict::{PredictionRow, Predictor, SelectsSubset, Tallied, Tally};
+use crate::predict::{PredictionRow, Predictor, SampleTally, SelectsSubset, Tallied, Tally};
 
 /// A GET finetune checkpoint and a region dataset, checked against each other.
 pub struct GetPredictor {
