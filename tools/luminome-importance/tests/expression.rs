@@ -99,3 +99,32 @@ fn importance_names_regions_and_motifs_and_refuses_pooling_without_a_pooling_hea
         .contains("--method pooling needs an attention-pooling model"));
     assert!(!pool.with_extension("x").exists());
 }
+
+/// A regions table that is not the dataset's (here cut to its header) is refused naming it,
+/// before any output: its rows are what the TSV and bedGraph name the regions by.
+#[test]
+fn a_regions_table_without_the_datasets_regions_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ckpt, ds) = setup(dir.path(), ExpressionHead::AttentionPool { mlp_hidden: 8 });
+    let table = ds.with_file_name("genes.regions.tsv");
+    let text = std::fs::read_to_string(&table).unwrap();
+    std::fs::write(&table, format!("{}\n", text.lines().next().unwrap())).unwrap();
+    let out = dir.path().join("pool.tsv");
+    let o = importance(&[
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--dataset",
+        ds.to_str().unwrap(),
+        "--method",
+        "pooling",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("genes.regions.tsv") && err.contains("do not belong together"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}

@@ -303,8 +303,28 @@ impl RegionDataset {
 
     /// The coordinates of every region of the regions table beside the dataset, by row
     /// (`region_index` values index it).
+    /// Refused when a `region_index` of the dataset is not a row of the table (a table of
+    /// another run, or a damaged one).
     pub fn read_region_coords(&self) -> Result<Vec<RegionCoords>> {
-        read_region_coords(&self.regions_path()?)
+        let path = self.regions_path()?;
+        let coords = read_region_coords(&path)?;
+        // Checked on open: region_index is i64 [samples, N].
+        let index = self.file.require("region_index")?;
+        let beyond = index
+            .bytes
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default()))
+            .filter(|&r| r >= 0 && r as u64 >= coords.len() as u64)
+            .max();
+        if let Some(r) = beyond {
+            bail!(
+                "{}: {} regions, but {} refers to region {r}; the table and the dataset do not belong together (rebuild both with luminome-regions)",
+                path.display(),
+                coords.len(),
+                self.path.display()
+            );
+        }
+        Ok(coords)
     }
 
     /// Reads the samples table beside the dataset and checks it has one row per sample.
