@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use luminome_io::bam::BamFilter;
 use luminome_io::expression::{ColumnRef, Duplicates, ExpressionTransform};
 use luminome_io::motif::MotifFormat;
@@ -15,6 +15,12 @@ use crate::motifs::Threshold;
 use crate::pipeline::{side_output, BackgroundChoice, CallParams, Config, ExpressionInput};
 use crate::scan::Aggregation;
 use crate::windows::Selection;
+
+mod choices;
+use choices::{
+    AggArg, BedTssArg, BgArg, DupArg, FragArg, GenesFormatArg, NormArg, RenameArg, ScaleArg,
+    SelectArg, TransformArg,
+};
 
 const EXAMPLE: &str = "\
 Example (the repository's test data; coordinates are 0-based half-open):
@@ -41,90 +47,6 @@ Expression tables with a column per cell type: --expression K562=hpa.tsv:K-562 (
 Windows for masked-region pretraining (no genes, no expression): --tile-step 100000 instead of
 --genes, one sample per tile and cell type.
 In Python: safetensors.numpy.load_file(\"regions.safetensors\").";
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum NormArg {
-    /// log2(CPM + 1) (the spec's logCPM)
-    Logcpm,
-    /// log10(CPM + 1) divided by its maximum over regions (GET)
-    GetLog10cpm,
-    /// raw counts / summed signal
-    Raw,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ScaleArg {
-    /// motif scores as aggregated, accessibility as --normalisation gives it
-    Raw,
-    /// GET's: per cell type, only regions with accessibility > 0; each motif column divided by
-    /// its maximum over those regions (every chromosome) and clipped to 1; accessibility 1
-    Get,
-    /// as get, accessibility = raw accessibility / its maximum over the sample's regions
-    GetQuantitative,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum AggArg {
-    Sum,
-    Max,
-    Count,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum SelectArg {
-    Distance,
-    Accessibility,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum BgArg {
-    Uniform,
-    Genome,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum TransformArg {
-    Log1p,
-    Log10p1,
-    None,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum DupArg {
-    Error,
-    Sum,
-    Max,
-    First,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum RenameArg {
-    Exact,
-    AddChr,
-    RemoveChr,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum BedTssArg {
-    /// the interval's 5' end (start on +, end - 1 on -): gene bounds
-    FivePrime,
-    /// the interval's centre: TSS windows such as ABC's TSS500bp table
-    Center,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum GenesFormatArg {
-    Auto,
-    Gtf,
-    Gff3,
-    Bed,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum FragArg {
-    Insertions,
-    Fragments,
-}
 
 /// Region × motif / accessibility matrices per gene and cell type.
 #[derive(Debug, Parser)]

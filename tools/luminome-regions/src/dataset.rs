@@ -11,7 +11,12 @@ use std::path::Path;
 
 use anyhow::Result;
 use luminome_io::atomic::AtomicWriter;
-use luminome_io::region_dataset::{RegionDatasetMeta, RegionDatasetWriter, RegionSample};
+use luminome_io::region_dataset::{
+    ExpressionSource, RegionDatasetMeta, RegionDatasetWriter, RegionSample,
+};
+
+use crate::inputs::RegionInputs;
+use crate::pipeline::{Config, ExpressionInput};
 use luminome_io::tss::GeneTss;
 
 use crate::windows::Window;
@@ -251,5 +256,48 @@ impl DatasetWriter {
         )?;
         self.regions.commit()?;
         Ok(())
+    }
+}
+
+/// The dataset's metadata: what it was made from and how.
+pub(crate) fn dataset_meta(
+    cfg: &Config,
+    inputs: &RegionInputs,
+    expression_inputs: &[ExpressionInput],
+    motif: serde_json::Value,
+    regions_total: usize,
+) -> RegionDatasetMeta {
+    let mut feature_names = inputs.features.clone();
+    feature_names.push("accessibility".into());
+    let file_name = |p: &std::path::Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    let has_expression = !expression_inputs.is_empty();
+    RegionDatasetMeta {
+        cell_types: inputs.cell_types.clone(),
+        coordinates: "0-based half-open".into(),
+        expression: expression_inputs
+            .iter()
+            .map(|e| ExpressionSource {
+                cell_type: e.cell_type.clone(),
+                column: e.column.clone(),
+                path: e.path.display().to_string(),
+            })
+            .collect(),
+        expression_transform: has_expression.then(|| cfg.expression_transform.name().to_string()),
+        feature_names,
+        genes: match (&cfg.genes, cfg.tile_step) {
+            (Some(g), _) => g.display().to_string(),
+            (None, Some(step)) => format!("tiles every {step} bp"),
+            (None, None) => String::new(),
+        },
+        motif,
+        n_regions: cfg.n_regions,
+        normalisation: cfg.normalisation.name().to_string(),
+        reference: cfg.reference.display().to_string(),
+        region_sources: inputs.sources.clone(),
+        regions_table: file_name(&cfg.regions_output),
+        regions_total,
+        samples_table: file_name(&cfg.samples_output),
+        selection: cfg.selection.name().to_string(),
+        window_bp: cfg.window,
     }
 }
