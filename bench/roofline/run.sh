@@ -3,7 +3,8 @@
 # roofline a user can reason with. Runs, on one thread, each Luminome bench example (median
 # training step and inference batch), counts each model's FLOPs with flops.py (PyTorch's
 # FlopCounterMode on the benchmarks' PyTorch mirrors, the scan added by hand), measures the core's
-# FMA peak (peak_fma.c) and PyTorch's one-thread matrix-product rate (gemm_ceiling.py), and prints
+# FMA peak (peak_fma.c, 8- and, where the CPU has AVX-512, 16-wide) and PyTorch's one-thread
+# matrix-product rate (gemm_ceiling.py), and prints
 # a TSV (OUT_DIR/table.tsv): workload, ms, GFLOP/s, percent of the FMA peak. OUT_DIR also keeps
 # ceilings.txt, bench.txt (the examples' output) and flops.tsv.
 #
@@ -18,9 +19,14 @@ py=${TORCH_PYTHON:-python3}
 bin=${BIN_DIR:-target/release/examples}
 [[ -n "${BIN_DIR:-}" ]] || cargo build --release --locked -q -p luminome-engine --examples
 gcc -O2 -mavx2 -mfma -o "$out/peak_fma" bench/roofline/peak_fma.c
+# Where the core has AVX-512 its peak is the 16-wide one (the engine's kernels have AVX-512
+# clones and gemm uses it); the table takes the larger of the two.
+avx512=$(grep -qw avx512f /proc/cpuinfo && echo 1 || true)
+[[ -z $avx512 ]] || gcc -O2 -mavx2 -mfma -mavx512f -o "$out/peak_fma512" bench/roofline/peak_fma.c
 {
     echo "# $(date -u +%FT%TZ) $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2) model $(grep -m1 '^model' /proc/cpuinfo | cut -d: -f2); load $(cut -d' ' -f1-3 /proc/loadavg)"
     "$out/peak_fma"
+    [[ -z $avx512 ]] || "$out/peak_fma512"
     "$py" bench/roofline/gemm_ceiling.py
 } | tee "$out/ceilings.txt"
 one() { RAYON_NUM_THREADS=1 "$bin/$1" "${@:2}" 2>&1 | tee -a "$out/bench.txt"; }
@@ -29,6 +35,8 @@ one() { RAYON_NUM_THREADS=1 "$bin/$1" "${@:2}" 2>&1 | tee -a "$out/bench.txt"; }
     echo "== cnn"; one bench_step "$steps" 0.1 cnn
     echo "== expression"; one bench_expression "$steps"
     echo "== bistrand"; one bench_bistrand "$steps" 64 2 256 8
+    # The scan alone, at the bi-strand model's shapes; prints its own GFLOP/s (not in the table).
+    echo "== scan"; one bench_scan 50
     echo "== dual"; one bench_dual "$steps" standard
 } > /dev/null
 echo "# load after the benches $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/ceilings.txt"
@@ -36,7 +44,7 @@ echo "# load after the benches $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/ceilin
 "$py" - "$out" > "$out/table.tsv" << 'PY'
 import re, sys
 out = sys.argv[1]
-peak = float(re.search(r"peak_fma_gflops ([\d.]+)", open(f"{out}/ceilings.txt").read()).group(1))
+peak = max(map(float, re.findall(r"peak_fma_gflops ([\d.]+)", open(f"{out}/ceilings.txt").read())))
 times, name = {}, None
 for line in open(f"{out}/bench.txt"):
     m = re.search(r"train_step_ms median ([\d.]+)", line)

@@ -127,8 +127,12 @@ pub(crate) mod num_traits_float {
     {
         fn zero() -> Self;
         /// exp for the hot loops: f32 uses a branch-free polynomial the compiler vectorises
-        /// (relative error below 3e-7, about 2 ulp; see `exp_f32`); f64 is the exact one.
+        /// with fused multiply-adds (relative error below 3e-7, about 2 ulp; see
+        /// `exp_f32_fma`: meant for kernels compiled with FMA); f64 is the exact one.
         fn fast_exp(self) -> Self;
+        /// self · a + b rounded once (a fused multiply-add where the code is compiled with FMA;
+        /// libm's `fma` elsewhere, the same bits, slowly).
+        fn mul_add(self, a: Self, b: Self) -> Self;
         fn sqrt(self) -> Self;
         fn recip(self) -> Self;
         fn from<N: Into<f64>>(n: N) -> Option<Self>;
@@ -144,6 +148,10 @@ pub(crate) mod num_traits_float {
                 #[inline(always)]
                 fn fast_exp(self) -> Self {
                     FastExp::fast_exp_impl(self)
+                }
+                #[inline(always)]
+                fn mul_add(self, a: Self, b: Self) -> Self {
+                    <$t>::mul_add(self, a, b)
                 }
                 fn sqrt(self) -> Self {
                     <$t>::sqrt(self)
@@ -164,8 +172,9 @@ pub(crate) mod num_traits_float {
     impl_float!(f64);
 
     impl FastExp for f32 {
+        #[inline(always)]
         fn fast_exp_impl(self) -> Self {
-            exp_f32(self)
+            exp_f32_fma(self)
         }
     }
 
@@ -183,10 +192,14 @@ pub(crate) mod num_traits_float {
     /// e^x as 2^k · e^f: k = round(x / ln 2), f = x − k·ln 2 in two steps (Cody–Waite: ln 2
     /// split into a part exact in few bits and a correction, so f keeps its precision), and e^f
     /// for |f| ≤ ln 2 / 2 by its Taylor series to the 6th power (truncation (ln 2/2)^7 / 7! ≈
-    /// 1.2e-7). Branch-free, so a loop of them becomes AVX2 code; libm's expf is called one value
-    /// at a time. x is clamped to [−87, 88] (below, the result is ~1e−38 instead of 0).
+    /// 1.2e-7), each `a · b + c` a fused multiply-add (rounded once). Branch-free, so a loop of
+    /// them becomes vector code; libm's expf is called one value at a time. x is clamped to
+    /// [−87, 88] (below, the result is ~1e−38 instead of 0). Meant for loops compiled with FMA
+    /// (the AVX2+FMA and AVX-512 clones of a multiversioned kernel): elsewhere `mul_add` is
+    /// libm's `fmaf`, correct to the bit but slow. Every clone gives the same bits, a fused
+    /// multiply-add being exactly rounded wherever it runs.
     #[inline(always)]
-    pub fn exp_f32(x: f32) -> f32 {
+    pub fn exp_f32_fma(x: f32) -> f32 {
         const LN2_HI: f32 = 0.693_359_4;
         const LN2_LO: f32 = -2.121_944_4e-4;
         // Round to nearest with the 1.5 · 2^23 trick: adding and removing it leaves an integer
@@ -197,28 +210,6 @@ pub(crate) mod num_traits_float {
         // saturating semantics would keep the loop scalar.
         const BIAS: f32 = 8_388_735.0;
         // max/min rather than clamp: they become vmaxps/vminps in the vectorised loops.
-        #[allow(clippy::manual_clamp)]
-        let x = x.max(-87.0).min(88.0);
-        let k = (x * std::f32::consts::LOG2_E + ROUND) - ROUND;
-        let f = (x - k * LN2_HI) - k * LN2_LO;
-        let p = 1.0
-            + f * (1.0
-                + f * (0.5
-                    + f * (1.0 / 6.0 + f * (1.0 / 24.0 + f * (1.0 / 120.0 + f * (1.0 / 720.0))))));
-        p * f32::from_bits((k + BIAS).to_bits() << 23)
-    }
-
-    /// `exp_f32` with fused multiply-adds: the same range reduction and polynomial, each
-    /// `a · b + c` rounded once (so closer to e^x, and about half the instructions). Meant for
-    /// loops compiled with FMA (the AVX2+FMA and AVX-512 clones of a multiversioned kernel):
-    /// elsewhere `mul_add` is libm's `fmaf`, correct to the bit but slow. Every clone gives
-    /// the same bits, a fused multiply-add being exactly rounded wherever it runs.
-    #[inline(always)]
-    pub fn exp_f32_fma(x: f32) -> f32 {
-        const LN2_HI: f32 = 0.693_359_4;
-        const LN2_LO: f32 = -2.121_944_4e-4;
-        const ROUND: f32 = 12_582_912.0;
-        const BIAS: f32 = 8_388_735.0;
         #[allow(clippy::manual_clamp)]
         let x = x.max(-87.0).min(88.0);
         let k = x.mul_add(std::f32::consts::LOG2_E, ROUND) - ROUND;
@@ -236,22 +227,20 @@ pub(crate) mod num_traits_float {
 
 #[cfg(test)]
 mod tests {
-    use super::num_traits_float::{exp_f32, exp_f32_fma};
+    use super::num_traits_float::exp_f32_fma as exp;
 
     #[test]
     fn the_fast_exp_is_within_3e7_of_exp_over_the_range_used() {
-        for (name, exp) in [("exp_f32", exp_f32 as fn(f32) -> f32), ("fma", exp_f32_fma)] {
-            let mut worst = 0f64;
-            for i in 0..=200_000 {
-                let x = -87.0 + 175.0 * i as f32 / 200_000.0;
-                let exact = f64::from(x).exp();
-                let err = ((f64::from(exp(x)) - exact) / exact).abs();
-                worst = worst.max(err);
-            }
-            assert!(worst < 3e-7, "{name}: relative error {worst}");
-            assert_eq!(exp(0.0), 1.0, "{name}");
-            assert!(exp(-1000.0) < 1e-37 && exp(-1000.0) >= 0.0, "{name}");
+        let mut worst = 0f64;
+        for i in 0..=200_000 {
+            let x = -87.0 + 175.0 * i as f32 / 200_000.0;
+            let exact = f64::from(x).exp();
+            let err = ((f64::from(exp(x)) - exact) / exact).abs();
+            worst = worst.max(err);
         }
+        assert!(worst < 3e-7, "relative error {worst}");
+        assert_eq!(exp(0.0), 1.0);
+        assert!(exp(-1000.0) < 1e-37 && exp(-1000.0) >= 0.0);
     }
 }
 

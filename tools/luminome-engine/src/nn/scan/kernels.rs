@@ -64,114 +64,172 @@ impl Dims {
     }
 }
 
-/// A block's A transposed to state-major `[N][w]`, so the loops run over contiguous channels.
-fn block_a<T: Float>(ad: &[T], e0: usize, e1: usize, n: usize) -> Vec<T> {
-    let w = e1 - e0;
-    let mut at = vec![T::zero(); n * w];
-    for (k, ei) in (e0..e1).enumerate() {
-        for j in 0..n {
-            at[j * w + k] = ad[ei * (n + 1) + j];
+/// What every block of one call reads: x, Δ and (backward) dy `[B, L, E]`, B‖C `[B, L, 2N]`,
+/// A‖D `[E, N+1]`. `dy` is empty in the forward pass.
+#[derive(Clone, Copy)]
+pub(super) struct Inputs<'a, T> {
+    pub(super) x: &'a [T],
+    pub(super) delta: &'a [T],
+    pub(super) dy: &'a [T],
+    pub(super) bc: &'a [T],
+    pub(super) ad: &'a [T],
+}
+
+/// Channels computed together: one AVX-512 vector of f32, two AVX2 ones. A block is cut into
+/// such chunks; a chunk's running values (its output, its gradient accumulators) stay in
+/// registers across the states, and the last, partial chunk is padded with zeros (Δ = x = A = 0:
+/// its states stay 0 and add nothing).
+const LANES: usize = 16;
+type Lanes<T> = [T; LANES];
+
+/// `src` (at most `LANES` values) padded with zeros.
+#[inline(always)]
+fn lanes_of<T: Float>(src: &[T]) -> Lanes<T> {
+    // A full chunk as a fixed-size copy: a slice copy of run-time length is a `memcpy` call
+    // (it showed in the profile: several per position and chunk).
+    if let Ok(full) = <&Lanes<T>>::try_from(src) {
+        return *full;
+    }
+    let mut v = [T::zero(); LANES];
+    v[..src.len()].copy_from_slice(src);
+    v
+}
+
+/// Writes the first `dst.len()` lanes of `v` (a fixed-size store for a full chunk).
+#[inline(always)]
+fn store_lanes<T: Float>(dst: &mut [T], v: &Lanes<T>) {
+    if let Ok(full) = <&mut Lanes<T>>::try_from(&mut *dst) {
+        *full = *v;
+    } else {
+        let len = dst.len();
+        dst.copy_from_slice(&v[..len]);
+    }
+}
+
+/// Σ of the lanes in a fixed order (the same bits whatever the vector width): the two halves
+/// added lane by lane, then those eight in order.
+#[inline(always)]
+fn lane_sum<T: Float>(v: &Lanes<T>) -> T {
+    let mut half = [T::zero(); LANES / 2];
+    for k in 0..LANES / 2 {
+        half[k] = v[k] + v[k + LANES / 2];
+    }
+    half.iter().fold(T::zero(), |s, &v| s + v)
+}
+
+/// Adds `terms` lane by lane into `acc`.
+#[inline(always)]
+fn add_lanes<T: Float>(acc: &mut Lanes<T>, terms: &Lanes<T>) {
+    for k in 0..LANES {
+        acc[k] = acc[k] + terms[k];
+    }
+}
+
+/// The columns `c0..c1` of A (per state) and D of one chunk, padded.
+struct ChunkParams<T> {
+    a: Vec<Lanes<T>>,
+    d: Lanes<T>,
+}
+
+impl<T: Float> ChunkParams<T> {
+    fn of(ad: &[T], (c0, c1): (usize, usize), n: usize) -> Self {
+        let col = |j: usize| {
+            let mut v = [T::zero(); LANES];
+            for (k, ei) in (c0..c1).enumerate() {
+                v[k] = ad[ei * (n + 1) + j];
+            }
+            v
+        };
+        Self {
+            a: (0..n).map(col).collect(),
+            d: col(n),
         }
     }
-    at
 }
 
-// The loops over a block's channels, as functions of their slices: the `&mut` parameters tell
-// the compiler the slices do not overlap (it keeps that when inlining), so every loop vectorises
-// without runtime overlap checks.
-
-/// h ← exp(Δ·A)·h + Δx·B;  y += C·h  (one state, every channel of the block).
+/// One chunk's inputs at position t: x, Δ and Δ·x, padded.
 #[inline(always)]
-fn state_step<T: Float>(h: &mut [T], y: &mut [T], dr: &[T], a: &[T], dvx: &[T], b: T, c: T) {
-    for k in 0..h.len() {
-        h[k] = (dr[k] * a[k]).fast_exp() * h[k] + dvx[k] * b;
-        y[k] = y[k] + c * h[k];
+fn chunk_inputs<T: Float>(
+    dims: &Dims,
+    (row, t): (usize, usize),
+    (c0, c1): (usize, usize),
+    x: &[T],
+    delta: &[T],
+) -> (Lanes<T>, Lanes<T>, Lanes<T>) {
+    let base = (row * dims.l + t) * dims.e;
+    let xr = lanes_of(&x[base + c0..base + c1]);
+    let dr = lanes_of(&delta[base + c0..base + c1]);
+    let mut dvx = [T::zero(); LANES];
+    for k in 0..LANES {
+        dvx[k] = dr[k] * xr[k];
     }
+    (xr, dr, dvx)
 }
 
-/// The recomputed state of one position and its decays.
+/// h ← exp(Δ·A)·h + Δx·B;  y += C·h  (one state, every channel of the chunk); returns exp(Δ·A).
 #[inline(always)]
-fn state_recompute<T: Float>(
-    cur: &mut [T],
-    dec: &mut [T],
-    prev: &[T],
-    dr: &[T],
-    a: &[T],
-    dvx: &[T],
-    b: T,
-) {
-    for k in 0..cur.len() {
-        let d = (dr[k] * a[k]).fast_exp();
-        dec[k] = d;
-        cur[k] = d * prev[k] + dvx[k] * b;
-    }
-}
-
-/// One state's backward step at one position, every channel of the block.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn state_backward<T: Float>(
-    dh: &mut [T],
-    next: &mut [T],
-    ddelta: &mut [T],
-    da: &mut [T],
-    dx: &mut [T],
-    (dy, decay, h_prev): (&[T], &[T], &[T]),
-    (a, dr, xr): (&[T], &[T], &[T]),
+fn state_step<T: Float>(
+    h: &mut Lanes<T>,
+    y: &mut Lanes<T>,
+    (dr, a, dvx): (&Lanes<T>, &Lanes<T>, &Lanes<T>),
     (b, c): (T, T),
+) -> Lanes<T> {
+    let mut decay = [T::zero(); LANES];
+    for k in 0..LANES {
+        decay[k] = (dr[k] * a[k]).fast_exp();
+        h[k] = decay[k].mul_add(h[k], dvx[k] * b);
+        y[k] = c.mul_add(h[k], y[k]);
+    }
+    decay
+}
+
+/// Forward of the channels `c0..c1` of batch row `row` into `y` `[L, w]` (the block's output,
+/// whose column `col` is channel c0). States are kept per state as a vector over the chunk's
+/// channels: every lane loop has no dependency between iterations, so it vectorises (with the
+/// polynomial exp); the recurrence runs over t.
+#[inline(always)]
+fn forward_chunk<T: Float>(
+    dims: Dims,
+    (row, c0, c1): (usize, usize, usize),
+    inp: Inputs<T>,
+    (y, w, col): (&mut [T], usize, usize),
 ) {
-    for k in 0..dh.len() {
-        dh[k] = dy[k] * c + next[k];
-        let g_prev = dh[k] * decay[k] * h_prev[k];
-        ddelta[k] = ddelta[k] + g_prev * a[k] + dh[k] * b * xr[k];
-        da[k] = da[k] + g_prev * dr[k];
-        dx[k] = dx[k] + dh[k] * dr[k] * b;
-        next[k] = dh[k] * decay[k];
+    let Inputs {
+        x, delta, bc, ad, ..
+    } = inp;
+    let n = dims.n;
+    let p = ChunkParams::of(ad, (c0, c1), n);
+    let mut h = vec![[T::zero(); LANES]; n];
+    for step in 0..dims.l {
+        let t = dims.position(step);
+        let (xr, dr, dvx) = chunk_inputs(&dims, (row, t), (c0, c1), x, delta);
+        let (bt, ct) = bc[(row * dims.l + t) * 2 * n..][..2 * n].split_at(n);
+        let mut yt = [T::zero(); LANES];
+        for k in 0..LANES {
+            yt[k] = p.d[k] * xr[k];
+        }
+        for j in 0..n {
+            state_step(&mut h[j], &mut yt, (&dr, &p.a[j], &dvx), (bt[j], ct[j]));
+        }
+        store_lanes(&mut y[t * w + col..][..c1 - c0], &yt);
     }
 }
 
 /// Forward of one block of channels `e0..e1` of batch row `row`: y `[L, w]`, w = e1 − e0.
-/// States are kept state-major (`h[j][k]`): every inner loop runs over the block's contiguous
-/// channels with no dependency between iterations, so it vectorises (with the polynomial exp);
-/// the recurrence runs over t.
 #[inline(always)]
 fn forward_block<T: Float>(
     dims: Dims,
     (row, e0, e1): (usize, usize, usize),
-    x: &[T],
-    delta: &[T],
-    bc: &[T],
-    ad: &[T],
+    inp: Inputs<T>,
 ) -> Vec<T> {
-    let Dims { l, e, n, .. } = dims;
     let w = e1 - e0;
-    let at = block_a(ad, e0, e1, n);
-    let dvec: Vec<T> = (e0..e1).map(|ei| ad[ei * (n + 1) + n]).collect();
-    let mut h = vec![T::zero(); n * w];
-    let mut dvx = vec![T::zero(); w];
-    let mut y = vec![T::zero(); l * w];
-    for step in 0..l {
-        let t = dims.position(step);
-        let base = (row * l + t) * e;
-        let (xr, dr) = (&x[base + e0..base + e1], &delta[base + e0..base + e1]);
-        let bct = &bc[(row * l + t) * 2 * n..(row * l + t + 1) * 2 * n];
-        let (bt, ct) = bct.split_at(n);
-        let yt = &mut y[t * w..(t + 1) * w];
-        for k in 0..w {
-            dvx[k] = dr[k] * xr[k];
-            yt[k] = dvec[k] * xr[k];
-        }
-        for j in 0..n {
-            state_step(
-                &mut h[j * w..(j + 1) * w],
-                yt,
-                dr,
-                &at[j * w..(j + 1) * w],
-                &dvx,
-                bt[j],
-                ct[j],
-            );
-        }
+    // Zero-filled, though every value is then written: `written_by` would skip the fill, but the
+    // closure it takes is compiled outside this clone's target features (tried: ~100× slower,
+    // every multiply-add a call to libm's `fmaf`).
+    let mut y = vec![T::zero(); dims.l * w];
+    for c0 in (e0..e1).step_by(LANES) {
+        let c1 = (c0 + LANES).min(e1);
+        forward_chunk(dims, (row, c0, c1), inp, (&mut y, w, c0 - e0));
     }
     y
 }
@@ -184,237 +242,295 @@ pub(super) struct BlockGrads<T> {
     pub(super) dad: Vec<T>,
 }
 
-/// Σ_k v[k], in lanes of 8 (so the loop vectorises) then across the lanes.
-#[inline(always)]
-fn lane_sum<T: Float>(terms: impl Fn(usize) -> T, w: usize) -> T {
-    let mut lanes = [T::zero(); 8];
-    let full = w / 8 * 8;
-    for c in (0..full).step_by(8) {
-        for (i, lane) in lanes.iter_mut().enumerate() {
-            *lane = *lane + terms(c + i);
+/// The backward pass's working memory, allocated once per parallel job and reused by every
+/// block and chunk it runs (zero-filling it per block was a tenth of a training step's scan).
+pub(super) struct Scratch<T> {
+    /// A chunk's states h_t and decays exp(Δ_t A) at every step, `[step][state]` (recomputed:
+    /// the forward keeps only the running state); every entry rewritten by each chunk.
+    hs: Vec<Lanes<T>>,
+    decays: Vec<Lanes<T>>,
+    /// dB‖dC per step and state, still per lane: set by a block's first chunk, summed across
+    /// its others lane by lane, and across lanes once at the end (a horizontal sum per state and
+    /// step in the inner loop cost more than the rest of it).
+    dbc_lanes: Vec<Lanes<T>>,
+}
+
+impl<T: Float> Scratch<T> {
+    pub(super) fn new(dims: &Dims) -> Self {
+        let (l, n) = (dims.l, dims.n);
+        Self {
+            hs: vec![[T::zero(); LANES]; l * n],
+            decays: vec![[T::zero(); LANES]; l * n],
+            dbc_lanes: vec![[T::zero(); LANES]; l * 2 * n],
         }
     }
-    let mut s = T::zero();
-    for k in full..w {
-        s = s + terms(k);
+}
+
+/// `acc` ← `terms` for a block's first chunk, `acc` + `terms` lane by lane after.
+#[inline(always)]
+fn accumulate_lanes<T: Float>(acc: &mut Lanes<T>, terms: &Lanes<T>, first: bool) {
+    if first {
+        *acc = *terms;
+    } else {
+        add_lanes(acc, terms);
     }
-    lanes.iter().fold(s, |a, &b| a + b)
+}
+
+/// Fills `hs` and `decays` for one chunk, and adds dC's terms (which need h_t and dy_t only)
+/// into `dbc_lanes` on the way (sets them, for the block's `first` chunk).
+#[inline(always)]
+fn recompute_states<T: Float>(
+    dims: Dims,
+    (row, c0, c1): (usize, usize, usize),
+    inp: Inputs<T>,
+    (p, first): (&ChunkParams<T>, bool),
+    scratch: &mut Scratch<T>,
+) {
+    let Dims { l, n, .. } = dims;
+    let Inputs {
+        x, delta, dy, bc, ..
+    } = inp;
+    let Scratch {
+        hs,
+        decays,
+        dbc_lanes,
+    } = scratch;
+    let mut h = vec![[T::zero(); LANES]; n];
+    for step in 0..l {
+        let t = dims.position(step);
+        let (_, dr, dvx) = chunk_inputs(&dims, (row, t), (c0, c1), x, delta);
+        let (_, dyr, _) = chunk_inputs(&dims, (row, t), (c0, c1), dy, dy);
+        let (bt, ct) = bc[(row * l + t) * 2 * n..][..2 * n].split_at(n);
+        let dct = &mut dbc_lanes[t * 2 * n + n..][..n];
+        let mut unused = [T::zero(); LANES];
+        for j in 0..n {
+            decays[step * n + j] =
+                state_step(&mut h[j], &mut unused, (&dr, &p.a[j], &dvx), (bt[j], ct[j]));
+            hs[step * n + j] = h[j];
+            let mut terms = [T::zero(); LANES];
+            for k in 0..LANES {
+                terms[k] = dyr[k] * h[j][k];
+            }
+            accumulate_lanes(&mut dct[j], &terms, first);
+        }
+    }
+}
+
+/// One chunk's adjoint sums that one state's step updates: the adjoint carried to t − 1, dA,
+/// and the position's dΔ_t and dx_t.
+#[derive(Clone, Copy)]
+struct AdjointSums<T> {
+    next: Lanes<T>,
+    da: Lanes<T>,
+    ddt: Lanes<T>,
+    dxt: Lanes<T>,
+}
+
+/// One state's backward step at one position, every channel of the chunk: the adjoint dh_t
+/// and its shares of the sums; returns the new sums and dB_t's terms. Values in and out, not
+/// references: through `&mut` lanes the compiler kept a scalar copy of the loop for overlapping
+/// slices and the running sums in memory.
+#[inline(always)]
+fn adjoint_step<T: Float>(
+    s: AdjointSums<T>,
+    (dyr, xr, dr, dvx): (&Lanes<T>, &Lanes<T>, &Lanes<T>, &Lanes<T>),
+    (a, decay, h_prev): (&Lanes<T>, &Lanes<T>, &Lanes<T>),
+    (b, c): (T, T),
+) -> (AdjointSums<T>, Lanes<T>) {
+    let mut o = s;
+    let mut terms = [T::zero(); LANES];
+    for k in 0..LANES {
+        let dh = dyr[k].mul_add(c, s.next[k]);
+        let g_prev = dh * decay[k] * h_prev[k];
+        let dh_b = dh * b;
+        o.ddt[k] = g_prev.mul_add(a[k], dh_b.mul_add(xr[k], s.ddt[k]));
+        o.da[k] = g_prev.mul_add(dr[k], s.da[k]);
+        o.dxt[k] = dh_b.mul_add(dr[k], s.dxt[k]);
+        o.next[k] = dh * decay[k];
+        terms[k] = dh * dvx[k];
+    }
+    (o, terms)
+}
+
+/// One chunk's running sums of the backward pass.
+struct ChunkGrads<T> {
+    /// dh_{t+1} · exp(Δ_{t+1} A) per state: the adjoint carried to the step before.
+    next: Vec<Lanes<T>>,
+    da: Vec<Lanes<T>>,
+    dd: Lanes<T>,
+}
+
+/// The backward pass of the channels `c0..c1`, added into `g` (column `col` is channel c0).
+#[inline(always)]
+fn backward_chunk<T: Float>(
+    dims: Dims,
+    (row, c0, c1): (usize, usize, usize),
+    inp: Inputs<T>,
+    (g, scratch, w, col): (&mut BlockGrads<T>, &mut Scratch<T>, usize, usize),
+) {
+    let Dims { l, n, .. } = dims;
+    let Inputs {
+        x,
+        delta,
+        dy,
+        bc,
+        ad,
+    } = inp;
+    let cw = c1 - c0;
+    let p = ChunkParams::of(ad, (c0, c1), n);
+    let first = col == 0;
+    recompute_states(dims, (row, c0, c1), inp, (&p, first), scratch);
+    let Scratch {
+        hs,
+        decays,
+        dbc_lanes,
+    } = scratch;
+    let zeros = vec![[T::zero(); LANES]; n];
+    let mut run = ChunkGrads {
+        next: vec![[T::zero(); LANES]; n],
+        da: vec![[T::zero(); LANES]; n],
+        dd: [T::zero(); LANES],
+    };
+    for step in (0..l).rev() {
+        let t = dims.position(step);
+        let (xr, dr, dvx) = chunk_inputs(&dims, (row, t), (c0, c1), x, delta);
+        let (_, dyr, _) = chunk_inputs(&dims, (row, t), (c0, c1), dy, dy);
+        let bt = &bc[(row * l + t) * 2 * n..][..n];
+        let ct = &bc[(row * l + t) * 2 * n + n..][..n];
+        let mut dxt = [T::zero(); LANES];
+        let mut ddt = [T::zero(); LANES];
+        for k in 0..LANES {
+            dxt[k] = dyr[k] * p.d[k];
+            run.dd[k] = dyr[k].mul_add(xr[k], run.dd[k]);
+        }
+        let prev = if step > 0 {
+            &hs[(step - 1) * n..step * n]
+        } else {
+            &zeros[..]
+        };
+        let db = &mut dbc_lanes[t * 2 * n..][..n];
+        for j in 0..n {
+            let sums = AdjointSums {
+                next: run.next[j],
+                da: run.da[j],
+                ddt,
+                dxt,
+            };
+            let (sums, terms) = adjoint_step(
+                sums,
+                (&dyr, &xr, &dr, &dvx),
+                (&p.a[j], &decays[step * n + j], &prev[j]),
+                (bt[j], ct[j]),
+            );
+            (run.next[j], run.da[j], ddt, dxt) = (sums.next, sums.da, sums.ddt, sums.dxt);
+            accumulate_lanes(&mut db[j], &terms, first);
+        }
+        store_lanes(&mut g.dx[t * w + col..][..cw], &dxt);
+        store_lanes(&mut g.ddelta[t * w + col..][..cw], &ddt);
+    }
+    for k in 0..cw {
+        for j in 0..n {
+            g.dad[(col + k) * (n + 1) + j] = run.da[j][k];
+        }
+        g.dad[(col + k) * (n + 1) + n] = run.dd[k];
+    }
 }
 
 #[inline(always)]
 fn backward_block<T: Float>(
     dims: Dims,
     (row, e0, e1): (usize, usize, usize),
-    x: &[T],
-    delta: &[T],
-    dy: &[T],
-    bc: &[T],
-    ad: &[T],
+    inp: Inputs<T>,
+    scratch: &mut Scratch<T>,
 ) -> BlockGrads<T> {
-    let Dims { l, e, n, .. } = dims;
+    let Dims { l, n, .. } = dims;
     let w = e1 - e0;
-    let at = block_a(ad, e0, e1, n);
-    let dvec: Vec<T> = (e0..e1).map(|ei| ad[ei * (n + 1) + n]).collect();
-    // States h_t and decays exp(Δ_t A) of every position, state-major (recomputed; the block is
-    // sized to stay in cache).
-    let mut hs = vec![T::zero(); l * n * w];
-    let mut decays = vec![T::zero(); l * n * w];
-    let mut dvx = vec![T::zero(); w];
-    let zeros = vec![T::zero(); n * w];
-    for step in 0..l {
-        let t = dims.position(step);
-        let base = (row * l + t) * e;
-        let (xr, dr) = (&x[base + e0..base + e1], &delta[base + e0..base + e1]);
-        let bt = &bc[(row * l + t) * 2 * n..(row * l + t) * 2 * n + n];
-        for k in 0..w {
-            dvx[k] = dr[k] * xr[k];
-        }
-        // The states of t − 1 and t as separate slices, so the loop below has no aliasing to
-        // rule out and vectorises.
-        let (done, rest) = hs.split_at_mut(step * n * w);
-        let prev_states = if step > 0 {
-            &done[(step - 1) * n * w..]
-        } else {
-            &zeros[..]
-        };
-        let cur = &mut rest[..n * w];
-        let dec = &mut decays[step * n * w..(step + 1) * n * w];
-        for (j, &bj) in bt.iter().enumerate() {
-            let r = j * w..(j + 1) * w;
-            state_recompute(
-                &mut cur[r.clone()],
-                &mut dec[r.clone()],
-                &prev_states[r.clone()],
-                dr,
-                &at[r],
-                &dvx,
-                bj,
-            );
-        }
-    }
     let mut g = BlockGrads {
         dx: vec![T::zero(); l * w],
         ddelta: vec![T::zero(); l * w],
         dbc: vec![T::zero(); l * 2 * n],
         dad: vec![T::zero(); w * (n + 1)],
     };
-    // dA in state-major order while accumulating; transposed into dA‖dD at the end.
-    let mut da = vec![T::zero(); n * w];
-    let mut dd = vec![T::zero(); w];
-    let mut next = vec![T::zero(); n * w];
-    let mut dh = vec![T::zero(); w];
-    for step in (0..l).rev() {
-        let t = dims.position(step);
-        let base = (row * l + t) * e;
-        let (xr, dr, dyr) = (
-            &x[base + e0..base + e1],
-            &delta[base + e0..base + e1],
-            &dy[base + e0..base + e1],
-        );
-        let bct = &bc[(row * l + t) * 2 * n..(row * l + t + 1) * 2 * n];
-        let (bt, ct) = bct.split_at(n);
-        let dxt = &mut g.dx[t * w..(t + 1) * w];
-        let ddt = &mut g.ddelta[t * w..(t + 1) * w];
-        for k in 0..w {
-            dvx[k] = dr[k] * xr[k];
-            dxt[k] = dyr[k] * dvec[k];
-            ddt[k] = T::zero();
-            dd[k] = dd[k] + dyr[k] * xr[k];
-        }
-        let prev_states = if step > 0 {
-            &hs[(step - 1) * n * w..step * n * w]
-        } else {
-            &zeros[..]
-        };
-        for j in 0..n {
-            let at_tj = (step * n + j) * w;
-            let r = j * w..(j + 1) * w;
-            let h_t = &hs[at_tj..at_tj + w];
-            state_backward(
-                &mut dh,
-                &mut next[r.clone()],
-                ddt,
-                &mut da[r.clone()],
-                dxt,
-                (dyr, &decays[at_tj..at_tj + w], &prev_states[r.clone()]),
-                (&at[r], dr, xr),
-                (bt[j], ct[j]),
-            );
-            let dct = lane_sum(|k| dyr[k] * h_t[k], w);
-            let dbt = lane_sum(|k| dh[k] * dvx[k], w);
-            g.dbc[t * 2 * n + n + j] = g.dbc[t * 2 * n + n + j] + dct;
-            g.dbc[t * 2 * n + j] = g.dbc[t * 2 * n + j] + dbt;
-        }
+    for c0 in (e0..e1).step_by(LANES) {
+        let c1 = (c0 + LANES).min(e1);
+        let out = (&mut g, &mut *scratch, w, c0 - e0);
+        backward_chunk(dims, (row, c0, c1), inp, out);
     }
-    for k in 0..w {
-        for j in 0..n {
-            g.dad[k * (n + 1) + j] = da[j * w + k];
-        }
-        g.dad[k * (n + 1) + n] = dd[k];
+    for (o, v) in g.dbc.iter_mut().zip(&scratch.dbc_lanes) {
+        *o = lane_sum(v);
     }
     g
 }
 
-/// The block kernels per element type: f32 runs an AVX2+FMA build where the CPU has it (chosen
-/// at run time; the generic code vectorises its inner loops there), f64 (tests) the baseline one.
+/// The block kernels per element type: f32 runs an AVX-512 or AVX2+FMA build where the CPU has
+/// it (chosen at run time; the generic code vectorises its lane loops there, and every clone gives
+/// the same bits: each multiply-add is fused in all of them), f64 (tests) the baseline one.
 pub(super) trait ScanKernels: Float {
-    fn forward(
-        dims: Dims,
-        blk: (usize, usize, usize),
-        x: &[Self],
-        delta: &[Self],
-        bc: &[Self],
-        ad: &[Self],
-    ) -> Vec<Self>;
-    #[allow(clippy::too_many_arguments)]
+    fn forward(dims: Dims, blk: (usize, usize, usize), inp: Inputs<Self>) -> Vec<Self>;
     fn backward(
         dims: Dims,
         blk: (usize, usize, usize),
-        x: &[Self],
-        delta: &[Self],
-        dy: &[Self],
-        bc: &[Self],
-        ad: &[Self],
+        inp: Inputs<Self>,
+        scratch: &mut Scratch<Self>,
     ) -> BlockGrads<Self>;
 }
 
-// multiversion's dispatcher calls the AVX2+FMA clone only after detecting those features at
-// run time; the unsafe it generates is that call.
+// multiversion's dispatcher calls a clone only after detecting its features at run time; the
+// unsafe it generates is that call.
 #[allow(unsafe_code)]
 mod dispatch {
     use super::*;
 
-    #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
+    #[multiversion::multiversion(targets(
+        "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+        "x86_64+avx2+fma"
+    ))]
     pub(super) fn forward_f32(
         dims: Dims,
         blk: (usize, usize, usize),
-        x: &[f32],
-        delta: &[f32],
-        bc: &[f32],
-        ad: &[f32],
+        inp: Inputs<f32>,
     ) -> Vec<f32> {
-        forward_block(dims, blk, x, delta, bc, ad)
+        forward_block(dims, blk, inp)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
+    #[multiversion::multiversion(targets(
+        "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+        "x86_64+avx2+fma"
+    ))]
     pub(super) fn backward_f32(
         dims: Dims,
         blk: (usize, usize, usize),
-        x: &[f32],
-        delta: &[f32],
-        dy: &[f32],
-        bc: &[f32],
-        ad: &[f32],
+        inp: Inputs<f32>,
+        scratch: &mut Scratch<f32>,
     ) -> BlockGrads<f32> {
-        backward_block(dims, blk, x, delta, dy, bc, ad)
+        backward_block(dims, blk, inp, scratch)
     }
 }
 
 impl ScanKernels for f32 {
-    fn forward(
-        dims: Dims,
-        blk: (usize, usize, usize),
-        x: &[f32],
-        delta: &[f32],
-        bc: &[f32],
-        ad: &[f32],
-    ) -> Vec<f32> {
-        dispatch::forward_f32(dims, blk, x, delta, bc, ad)
+    fn forward(dims: Dims, blk: (usize, usize, usize), inp: Inputs<f32>) -> Vec<f32> {
+        dispatch::forward_f32(dims, blk, inp)
     }
     fn backward(
         dims: Dims,
         blk: (usize, usize, usize),
-        x: &[f32],
-        delta: &[f32],
-        dy: &[f32],
-        bc: &[f32],
-        ad: &[f32],
+        inp: Inputs<f32>,
+        scratch: &mut Scratch<f32>,
     ) -> BlockGrads<f32> {
-        dispatch::backward_f32(dims, blk, x, delta, dy, bc, ad)
+        dispatch::backward_f32(dims, blk, inp, scratch)
     }
 }
 
 impl ScanKernels for f64 {
-    fn forward(
-        dims: Dims,
-        blk: (usize, usize, usize),
-        x: &[f64],
-        delta: &[f64],
-        bc: &[f64],
-        ad: &[f64],
-    ) -> Vec<f64> {
-        forward_block(dims, blk, x, delta, bc, ad)
+    fn forward(dims: Dims, blk: (usize, usize, usize), inp: Inputs<f64>) -> Vec<f64> {
+        forward_block(dims, blk, inp)
     }
     fn backward(
         dims: Dims,
         blk: (usize, usize, usize),
-        x: &[f64],
-        delta: &[f64],
-        dy: &[f64],
-        bc: &[f64],
-        ad: &[f64],
+        inp: Inputs<f64>,
+        scratch: &mut Scratch<f64>,
     ) -> BlockGrads<f64> {
-        backward_block(dims, blk, x, delta, dy, bc, ad)
+        backward_block(dims, blk, inp, scratch)
     }
 }

@@ -34,7 +34,7 @@ mod kernels;
 #[cfg(test)]
 mod tests;
 
-use kernels::{BlockGrads, Dims, ScanKernels};
+use kernels::{BlockGrads, Dims, Inputs, ScanKernels, Scratch};
 
 /// y `[B, L, E]` of the selective scan (see the module documentation); `reverse`: the recurrence
 /// runs from the last position to the first (the backward direction of a bidirectional layer,
@@ -97,10 +97,17 @@ fn scan_forward<T: ScanKernels>(s1: &[T], s2: &[T], s3: &[T], dims: Dims) -> Vec
     let Dims { b, l, e, .. } = dims;
     let size = b * l * e;
     let (x, delta) = s1.split_at(size);
+    let inputs = Inputs {
+        x,
+        delta,
+        dy: &[],
+        bc: s2,
+        ad: s3,
+    };
     let blocks = dims.blocks();
     let parts: Vec<Vec<T>> = blocks
         .par_iter()
-        .map(|&blk| T::forward(dims, blk, x, delta, s2, s3))
+        .map(|&blk| T::forward(dims, blk, inputs))
         .collect();
     let mut y = vec![T::zero(); size];
     for (&(row, e0, e1), part) in blocks.iter().zip(&parts) {
@@ -204,10 +211,20 @@ fn scan_backward<T: ScanKernels>(s1: &[T], s2: &[T], s3: &[T], dims: Dims) -> Ve
     let size = b * l * e;
     let (x, rest) = s1.split_at(size);
     let (delta, dy) = rest.split_at(size);
+    let inputs = Inputs {
+        x,
+        delta,
+        dy,
+        bc: s2,
+        ad: s3,
+    };
     let blocks = dims.blocks();
     let parts: Vec<BlockGrads<T>> = blocks
         .par_iter()
-        .map(|&blk| T::backward(dims, blk, x, delta, dy, s2, s3))
+        .map_init(
+            || Scratch::new(&dims),
+            |scratch, &blk| T::backward(dims, blk, inputs, scratch),
+        )
         .collect();
     let mut out = vec![T::zero(); 2 * size + b * l * 2 * n + e * (n + 1)];
     let (dxd, rest) = out.split_at_mut(2 * size);
