@@ -147,18 +147,29 @@ impl<T: Float> ChunkParams<T> {
     }
 }
 
+/// The chunk's channels `c0..c1` of a `[B, L, E]` input at (row, t), padded.
+#[inline(always)]
+fn lanes_at<T: Float>(
+    dims: &Dims,
+    (row, t): (usize, usize),
+    (c0, c1): (usize, usize),
+    src: &[T],
+) -> Lanes<T> {
+    let base = (row * dims.l + t) * dims.e;
+    lanes_of(&src[base + c0..base + c1])
+}
+
 /// One chunk's inputs at position t: x, Δ and Δ·x, padded.
 #[inline(always)]
 fn chunk_inputs<T: Float>(
     dims: &Dims,
-    (row, t): (usize, usize),
-    (c0, c1): (usize, usize),
+    at: (usize, usize),
+    cols: (usize, usize),
     x: &[T],
     delta: &[T],
 ) -> (Lanes<T>, Lanes<T>, Lanes<T>) {
-    let base = (row * dims.l + t) * dims.e;
-    let xr = lanes_of(&x[base + c0..base + c1]);
-    let dr = lanes_of(&delta[base + c0..base + c1]);
+    let xr = lanes_at(dims, at, cols, x);
+    let dr = lanes_at(dims, at, cols, delta);
     let mut dvx = [T::zero(); LANES];
     for k in 0..LANES {
         dvx[k] = dr[k] * xr[k];
@@ -243,7 +254,8 @@ pub(super) struct BlockGrads<T> {
 }
 
 /// The backward pass's working memory, allocated once per parallel job and reused by every
-/// block and chunk it runs (zero-filling it per block was a tenth of a training step's scan).
+/// block and chunk it runs (zero-filling it per block was most of the memset that took a tenth
+/// of the scan's profile).
 pub(super) struct Scratch<T> {
     /// A chunk's states h_t and decays exp(Δ_t A) at every step, `[step][state]` (recomputed:
     /// the forward keeps only the running state); every entry rewritten by each chunk.
@@ -299,7 +311,7 @@ fn recompute_states<T: Float>(
     for step in 0..l {
         let t = dims.position(step);
         let (_, dr, dvx) = chunk_inputs(&dims, (row, t), (c0, c1), x, delta);
-        let (_, dyr, _) = chunk_inputs(&dims, (row, t), (c0, c1), dy, dy);
+        let dyr = lanes_at(&dims, (row, t), (c0, c1), dy);
         let (bt, ct) = bc[(row * l + t) * 2 * n..][..2 * n].split_at(n);
         let dct = &mut dbc_lanes[t * 2 * n + n..][..n];
         let mut unused = [T::zero(); LANES];
@@ -394,7 +406,7 @@ fn backward_chunk<T: Float>(
     for step in (0..l).rev() {
         let t = dims.position(step);
         let (xr, dr, dvx) = chunk_inputs(&dims, (row, t), (c0, c1), x, delta);
-        let (_, dyr, _) = chunk_inputs(&dims, (row, t), (c0, c1), dy, dy);
+        let dyr = lanes_at(&dims, (row, t), (c0, c1), dy);
         let bt = &bc[(row * l + t) * 2 * n..][..n];
         let ct = &bc[(row * l + t) * 2 * n + n..][..n];
         let mut dxt = [T::zero(); LANES];
