@@ -303,6 +303,7 @@ impl RegionDataset {
 
     /// The coordinates of every region of the regions table beside the dataset, by row
     /// (`region_index` values index it).
+    ///
     /// Refused when a `region_index` of the dataset is not a row of the table (a table of
     /// another run, or a damaged one).
     pub fn read_region_coords(&self) -> Result<Vec<RegionCoords>> {
