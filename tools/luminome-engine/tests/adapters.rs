@@ -56,6 +56,7 @@ fn padding_does_not_change_any_adapters_output() {
         AdapterKind::Mean,
         AdapterKind::Max,
         AdapterKind::Gated,
+        AdapterKind::GatedMax,
     ] {
         for position in [PositionEncoding::Learned, PositionEncoding::Rotary] {
             let (_, model) = tiny(adapter, position, DType::F32);
@@ -186,6 +187,7 @@ fn whole_classifier_gradients_match_finite_differences_for_every_adapter() {
         AdapterKind::Mean,
         AdapterKind::Max,
         AdapterKind::Gated,
+        AdapterKind::GatedMax,
     ] {
         let (_, model) = tiny(adapter, PositionEncoding::Rotary, DType::F64);
         let emb = model.embed(&ids).unwrap();
@@ -267,4 +269,34 @@ fn a_scaled_gate_score_equals_the_unscaled_adapter_with_its_query_scaled() {
     assert!(diff(&scaled.logits, &by_hand.logits) < 1e-12);
     // ... and the scale does change the gates (the check above is not vacuous).
     assert!(diff(&scaled.gates, &unscaled.gates) > 1e-3);
+}
+
+/// gated-max shares the gated adapter's parameter names: with its max head zeroed it is the
+/// gated adapter exactly, and with the head it adds W_max · max_i h_i to those logits.
+#[test]
+fn gated_max_is_the_gated_adapter_plus_a_max_pooled_head() {
+    let (ids, mask) = batch(&[b"ACGTACGT", b"GGA"], 12);
+    let (_, gated) = tiny(AdapterKind::Gated, PositionEncoding::Learned, DType::F32);
+    let (varmap, gated_max) = tiny(AdapterKind::GatedMax, PositionEncoding::Learned, DType::F32);
+    let logits = |m: &Classifier| m.forward(&ids, &mask, None).unwrap().logits;
+    let gap = |a: &Tensor, b: &Tensor| -> f32 {
+        (a - b)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar()
+            .unwrap()
+    };
+    let with_head = logits(&gated_max);
+    assert!(
+        gap(&with_head, &logits(&gated)) > 1e-3,
+        "the max head changes nothing"
+    );
+    let head = varmap.data().lock().unwrap()["adapter.max_head.weight"].clone();
+    head.set(&head.zeros_like().unwrap()).unwrap();
+    assert!(gap(&logits(&gated_max), &logits(&gated)) < 1e-6);
+    let gates = |m: &Classifier| m.forward(&ids, &mask, None).unwrap().gates.unwrap();
+    assert!(gap(&gates(&gated_max), &gates(&gated)) < 1e-6);
 }

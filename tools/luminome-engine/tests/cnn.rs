@@ -11,11 +11,12 @@ use luminome_engine::nn::gradcheck::max_grad_error;
 use luminome_engine::nn::init::init_parameters;
 use luminome_engine::testing::nucleotide_tokenizer;
 
-const ADAPTERS: [AdapterKind; 4] = [
+const ADAPTERS: [AdapterKind; 5] = [
     AdapterKind::Cls,
     AdapterKind::Mean,
     AdapterKind::Max,
     AdapterKind::Gated,
+    AdapterKind::GatedMax,
 ];
 
 fn tiny(adapter: AdapterKind, rc_average: bool, dtype: DType) -> Classifier {

@@ -7,7 +7,9 @@ use clap::{Parser, ValueEnum};
 /// How token importance is computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Method {
-    /// DynamicGated adapter only: the gate g_i^final of each token, reduced over channels (--reduce).
+    /// DynamicGated adapters only (gated, gated-max): the gate g_i^final of each token, reduced
+    /// over channels (--reduce). With gated-max the gates explain its gated half only; saliency,
+    /// ig, ism and deepliftshap explain the whole model.
     Gates,
     /// Gradient × input on the token embeddings, summed over channels; expression models: on
     /// the region features.
@@ -129,7 +131,7 @@ pub struct ImportanceArgs {
     #[arg(help_heading = "Inputs", long)]
     pub dataset: PathBuf,
 
-    /// gates (DynamicGated models), saliency (gradient × input), ig (integrated gradients), ism
+    /// gates (DynamicGated adapters: gated, gated-max), saliency (gradient × input), ig (integrated gradients), ism
     /// (in-silico mutagenesis, sequence classifiers) or pooling (attention-pooling expression
     /// models).
     #[arg(long, value_enum)]

@@ -33,7 +33,7 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use luminome_cli::progress_bar;
 use luminome_engine::models::bag_of_tokens::BagOfTokensConfig;
-use luminome_engine::models::classifier::{AdapterKind, ClassifierConfig};
+use luminome_engine::models::classifier::ClassifierConfig;
 use luminome_engine::models::kmer_linear::KmerLinearConfig;
 use luminome_engine::models::token::{ClassifierInput, TokenClassifier};
 use luminome_engine::models::FamilyConfig;
@@ -205,9 +205,9 @@ fn explain_tokens(args: &ImportanceArgs, token_model: TokenModel, started: Insta
     if args.method == Method::DeepLiftShap {
         return deeplift::run(args, &input, started);
     }
-    if args.method == Method::Gates && input.config.adapter != AdapterKind::Gated {
+    if args.method == Method::Gates && !input.config.adapter.has_gates() {
         bail!(
-            "{}: --method gates needs a DynamicGated model (adapter gated); this checkpoint's adapter is {}. Use --method saliency or --method ig",
+            "{}: --method gates needs a DynamicGated model (adapter gated or gated-max); this checkpoint's adapter is {}. Use --method saliency or --method ig",
             args.checkpoint.display(),
             input.config.adapter.name()
         );

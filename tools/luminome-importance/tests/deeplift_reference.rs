@@ -218,6 +218,9 @@ fn contributions_add_up_to_the_change_of_the_explained_output() {
     let dir = tempfile::tempdir().unwrap();
     let rc = dir.path().join("rc_gated.safetensors");
     luminome_engine::testing::write_cnn_checkpoint(&rc, AdapterKind::Gated, true).unwrap();
+    let gated_max = dir.path().join("rc_gated_max.safetensors");
+    luminome_engine::testing::write_cnn_checkpoint(&gated_max, AdapterKind::GatedMax, true)
+        .unwrap();
     let short = fixture_dir().join("short.safetensors");
     let mut checkpoints: Vec<(PathBuf, &Path)> = ["mean", "max", "gated"]
         .iter()
@@ -229,6 +232,7 @@ fn contributions_add_up_to_the_change_of_the_explained_output() {
         })
         .collect();
     checkpoints.push((rc, &dataset));
+    checkpoints.push((gated_max, &dataset));
     for adapter in ["cls", "mean", "max", "gated"] {
         checkpoints.push((tiny(adapter), &short));
     }

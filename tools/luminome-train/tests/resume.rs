@@ -204,7 +204,7 @@ fn kill_after_every_commit(d: &Data, name: &str, extra: &[&str]) -> usize {
 }
 
 #[test]
-fn without_adapter_a_run_is_gated_and_a_resume_keeps_the_checkpoints_adapter() {
+fn without_adapter_a_run_is_gated_max_and_a_resume_keeps_the_checkpoints_adapter() {
     let d = data();
     let adapter_of = |out: &str| -> String {
         let config = std::fs::read_to_string(d.root.join(out).join("best.config.json")).unwrap();
@@ -218,7 +218,12 @@ fn without_adapter_a_run_is_gated_and_a_resume_keeps_the_checkpoints_adapter() {
     };
     let o = classify_any_adapter(&d, "plain", &["--stop-after-steps", "5"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(adapter_of("plain"), "gated");
+    assert_eq!(adapter_of("plain"), "gated-max");
+    // The default's parameters (DynamicGated's and the max head) come back on resume.
+    let plain = d.root.join("plain").join("last.safetensors");
+    let o = classify_any_adapter(&d, "plain", &["--resume", &plain.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(adapter_of("plain"), "gated-max");
     // A mean run resumed with no --adapter continues as mean; --adapter gated is refused.
     let o = classify(&d, "m", &["--stop-after-steps", "5"]);
     assert!(o.status.success(), "{}", stderr(&o));

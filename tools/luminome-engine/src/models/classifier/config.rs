@@ -22,6 +22,9 @@ pub enum AdapterKind {
     Max,
     /// DynamicGated: gates from [h_CLS; h_i] and q_CLSᵀ k_i, gated masked sum, LayerNorm, linear.
     Gated,
+    /// GatedMax: DynamicGated's logits plus a linear map of the max-pooled states.
+    #[serde(rename = "gated-max")]
+    GatedMax,
 }
 
 impl AdapterKind {
@@ -31,7 +34,15 @@ impl AdapterKind {
             Self::Mean => "mean",
             Self::Max => "max",
             Self::Gated => "gated",
+            Self::GatedMax => "gated-max",
         }
+    }
+}
+
+impl AdapterKind {
+    /// Whether the adapter has DynamicGated's gates (and its gate score scale).
+    pub fn has_gates(self) -> bool {
+        matches!(self, Self::Gated | Self::GatedMax)
     }
 }
 
@@ -43,7 +54,8 @@ impl std::str::FromStr for AdapterKind {
             "mean" => Ok(Self::Mean),
             "max" => Ok(Self::Max),
             "gated" => Ok(Self::Gated),
-            _ => bail!("unknown adapter {s:?} (expected cls, mean, max or gated)"),
+            "gated-max" => Ok(Self::GatedMax),
+            _ => bail!("unknown adapter {s:?} (expected cls, mean, max, gated or gated-max)"),
         }
     }
 }
@@ -83,7 +95,7 @@ impl FamilyConfig for ClassifierConfig {
             bail!("reverse-complement-averaged prediction needs the CNN backbone (its input is one-hot bases)");
         }
         if let Some(s) = self.gate_score_scale {
-            if self.adapter != AdapterKind::Gated || !s.is_finite() || s <= 0.0 {
+            if !self.adapter.has_gates() || !s.is_finite() || s <= 0.0 {
                 bail!("gate_score_scale {s} needs the gated adapter and a positive finite value");
             }
         }

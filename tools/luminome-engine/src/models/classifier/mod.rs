@@ -1,8 +1,9 @@
 //! The sequence-classifier family: a backbone (the transformer encoder) with one of the four
-//! adapters of the adapters spec (LinearCLS, LinearMeanPool, LinearMaxPool, DynamicGated).
+//! adapters of the adapters spec (LinearCLS, LinearMeanPool, LinearMaxPool, DynamicGated) or
+//! gated-max (DynamicGated plus a max-pooled head; the default).
 //!
 //! - [`config`]: [`ClassifierConfig`], [`AdapterKind`]; [`model`]: [`Classifier`];
-//!   [`adapters`]: the four adapters; [`published`]: DNABERT-2 and NT-v2 checkpoints as backbones.
+//!   [`adapters`]: the five adapters; [`published`]: DNABERT-2 and NT-v2 checkpoints as backbones.
 //! - [`setup`]: `luminome-train classify`.
 //!
 //! Training, the input checks and the predictor are those of every token classifier

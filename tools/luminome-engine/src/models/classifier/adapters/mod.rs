@@ -1,8 +1,10 @@
-//! The four sequence-classification adapters of the adapters spec (docs/engine.md), each in its
-//! own file, behind one enum. They read hidden states `[B, L, D]` and the padding mask of any
+//! The four sequence-classification adapters of the adapters spec (docs/engine.md) and
+//! gated-max (DynamicGated plus a max-pooled head, the default), each in its own file, behind
+//! one enum. They read hidden states `[B, L, D]` and the padding mask of any
 //! backbone.
 
 pub mod dynamic_gated;
+pub mod gated_max;
 pub mod linear_cls;
 pub mod linear_max_pool;
 pub mod linear_mean_pool;
@@ -11,6 +13,7 @@ use candle_core::{Result, Tensor};
 use candle_nn::VarBuilder;
 
 pub use dynamic_gated::{DynamicGated, GatedOutput};
+pub use gated_max::GatedMax;
 pub use linear_cls::LinearCls;
 pub use linear_max_pool::LinearMaxPool;
 pub use linear_mean_pool::LinearMeanPool;
@@ -23,6 +26,7 @@ pub enum Adapter {
     Mean(LinearMeanPool),
     Max(LinearMaxPool),
     Gated(DynamicGated),
+    GatedMax(GatedMax),
 }
 
 /// Logits, and for the gated adapter its gates g_i^final ⊙ m_i `[B, L, D]`.
@@ -49,6 +53,13 @@ impl Adapter {
                 DynamicGated::new(d_model, num_outputs, layer_norm_eps, vb)?
                     .with_score_scale(gate_score_scale),
             ),
+            AdapterKind::GatedMax => Self::GatedMax(GatedMax::new(
+                d_model,
+                num_outputs,
+                layer_norm_eps,
+                gate_score_scale,
+                vb,
+            )?),
         })
     }
 
@@ -68,6 +79,13 @@ impl Adapter {
                 gates: None,
             },
             Self::Gated(a) => {
+                let o = a.forward(h, mask)?;
+                AdapterOutput {
+                    logits: o.logits,
+                    gates: Some(o.gates),
+                }
+            }
+            Self::GatedMax(a) => {
                 let o = a.forward(h, mask)?;
                 AdapterOutput {
                     logits: o.logits,
