@@ -181,8 +181,12 @@ fn classifier_runs_report_the_kmer_floor_beside_their_metrics() {
         "{:?} vs {floor}",
         saved.metrics
     );
+    // ... and names the floor's checkpoint to predict with instead.
     assert!(
-        stderr(&o).contains("WORSE than the k-mer floor"),
+        stderr(&o).contains(&format!(
+            "WORSE than the k-mer floor on dev; predict with the floor instead: luminome-predict --checkpoint {}",
+            d.root.join("cls/kmer_floor.safetensors").display()
+        )),
         "{}",
         stderr(&o)
     );

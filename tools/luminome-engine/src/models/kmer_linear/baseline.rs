@@ -66,10 +66,15 @@ impl Baseline for KmerSearch {
         writeln!(w, "floor_k\tall\t\t{}-{}", cfg.k_min, cfg.k_max)?;
         writeln!(w, "floor_l2\tall\t\t{:e}", cfg.l2)?;
         w.commit()?;
+        // Where the floor wins on dev, the line names the checkpoint to predict with: a user who
+        // follows the run's "next:" command would otherwise use the weaker model.
         let verdict = if run.model_dev.mcc < floor_dev.mcc {
-            "the model does WORSE than the k-mer floor on dev"
+            format!(
+                "the model does WORSE than the k-mer floor on dev; predict with the floor instead: luminome-predict --checkpoint {}",
+                run.paths.dir.join("kmer_floor.safetensors").display()
+            )
         } else {
-            "the model beats the k-mer floor on dev"
+            "the model beats the k-mer floor on dev".to_string()
         };
         if !quiet || run.model_dev.mcc < floor_dev.mcc {
             eprintln!(
