@@ -204,15 +204,21 @@ impl<R: BufRead> FastxReader<R> {
     /// Appends the next sequence line of the current record to `buf`. Returns `false` (appending
     /// nothing) once the record's sequence is finished. A record without any sequence is an error.
     pub fn read_sequence_line(&mut self, buf: &mut Vec<u8>) -> Result<bool, InputError> {
-        let Some(header) = self.current.clone() else {
+        if self.current.is_none() {
             return Ok(false);
-        };
-        let more = match self.format {
-            Some(FastxFormat::Fastq) => self.read_fastq_sequence(buf, &header)?,
-            _ => self.read_fasta_line(buf)?,
+        }
+        // The header is cloned only where a FASTQ record needs it beside `&mut self` (once per
+        // record): cloning it per FASTA line was an allocation and a free per 60 bases.
+        let more = if matches!(self.format, Some(FastxFormat::Fastq)) {
+            match self.current.clone() {
+                Some(header) => self.read_fastq_sequence(buf, &header)?,
+                None => false,
+            }
+        } else {
+            self.read_fasta_line(buf)?
         };
         if !more {
-            if self.bases_in_record == 0 {
+            if let Some(header) = self.current.take().filter(|_| self.bases_in_record == 0) {
                 return Err(InputError::record(
                     &self.path,
                     header.number,
@@ -220,7 +226,6 @@ impl<R: BufRead> FastxReader<R> {
                     format!("record has no sequence (header on line {})", header.line),
                 ));
             }
-            self.current = None;
         }
         Ok(more)
     }

@@ -80,24 +80,34 @@ pub const INDEX_HEADER_V1: &str =
 impl IndexRow {
     /// The row's index line (format version 2), without the newline.
     pub fn to_line(&self) -> String {
-        let (chrom, start, end, region) = match &self.interval {
-            Some(i) => (
-                i.chrom.clone(),
-                i.start.to_string(),
-                i.end.to_string(),
-                i.region(),
-            ),
-            None => (".".into(), ".".into(), ".".into(), ".".into()),
-        };
-        format!(
-            "{}\t{}\t{}\t{chrom}\t{start}\t{end}\t{region}\t{}\t{}\t{}\t{}",
-            self.record,
-            self.shard,
-            self.name,
-            self.seq_length,
-            self.window_offset,
-            self.window_length,
-            self.strand
+        let mut line = Vec::new();
+        self.write_line(&mut line)
+            .expect("writing to a Vec cannot fail");
+        line.pop(); // the newline
+        String::from_utf8(line).expect("the fields are text")
+    }
+
+    /// Writes [`IndexRow::to_line`]'s line and a newline to `out`, field by field: a streamed
+    /// chromosome has a row per window, and building the line's strings first (four of them
+    /// per row) was a tenth of the tokenizer's CPU time.
+    pub fn write_line(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        write!(out, "{}\t{}\t{}\t", self.record, self.shard, self.name)?;
+        match &self.interval {
+            Some(i) => write!(
+                out,
+                "{c}\t{}\t{}\t{c}:{}-{}",
+                i.start,
+                i.end,
+                i.start + 1,
+                i.end,
+                c = i.chrom
+            )?,
+            None => out.write_all(b".\t.\t.\t.")?,
+        }
+        writeln!(
+            out,
+            "\t{}\t{}\t{}\t{}",
+            self.seq_length, self.window_offset, self.window_length, self.strand
         )
     }
 

@@ -217,7 +217,7 @@ impl TokenDatasetWriter {
             if !self.pending.is_empty() {
                 bail!("internal: a streamed record was not ended");
             }
-            writeln!(self.index, "{}", index.to_line())?;
+            index.write_line(&mut self.index)?;
         }
         self.total += 1;
         self.current_rows += 1;
@@ -228,7 +228,7 @@ impl TokenDatasetWriter {
     /// known. Their coordinates are `name:start-end(strand)` within the record.
     pub fn end_record(&mut self, seq_length: u64) -> Result<()> {
         for row in std::mem::take(&mut self.pending) {
-            writeln!(self.index, "{}", row.ended(seq_length).to_line())?;
+            row.ended(seq_length).write_line(&mut self.index)?;
         }
         Ok(())
     }
