@@ -279,16 +279,7 @@ fn gated_max_is_the_gated_adapter_plus_a_max_pooled_head() {
     let (_, gated) = tiny(AdapterKind::Gated, PositionEncoding::Learned, DType::F32);
     let (varmap, gated_max) = tiny(AdapterKind::GatedMax, PositionEncoding::Learned, DType::F32);
     let logits = |m: &Classifier| m.forward(&ids, &mask, None).unwrap().logits;
-    let gap = |a: &Tensor, b: &Tensor| -> f32 {
-        (a - b)
-            .unwrap()
-            .abs()
-            .unwrap()
-            .max_all()
-            .unwrap()
-            .to_scalar()
-            .unwrap()
-    };
+    let gap = luminome_engine::testing::max_abs_diff;
     let with_head = logits(&gated_max);
     assert!(
         gap(&with_head, &logits(&gated)) > 1e-3,
