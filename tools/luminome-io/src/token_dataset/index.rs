@@ -39,7 +39,13 @@ pub struct Interval {
 impl Interval {
     /// `chrom:start-end` 1-based inclusive, as samtools, IGV and the UCSC browser read a region.
     pub fn region(&self) -> String {
-        format!("{}:{}-{}", self.chrom, self.start + 1, self.end)
+        self.region_text().to_string()
+    }
+
+    /// [`Interval::region`] as a `Display`, written without building a `String` (index lines
+    /// are written once per window).
+    pub fn region_text(&self) -> impl std::fmt::Display + '_ {
+        RegionText(self)
     }
 
     /// `chrom start end` columns: `Some(None)` for `. . .` (no coordinates), `None` when
@@ -69,6 +75,15 @@ impl Interval {
     }
 }
 
+struct RegionText<'a>(&'a Interval);
+
+impl std::fmt::Display for RegionText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let i = self.0;
+        write!(f, "{}:{}-{}", i.chrom, i.start + 1, i.end)
+    }
+}
+
 /// The index header since token dataset format version 2: BED-style `chrom start end` (0-based
 /// half-open, `.` when unknown) and `region` (1-based inclusive, pasteable into samtools/IGV).
 pub const INDEX_HEADER: &str = "record\tshard\tname\tchrom\tstart\tend\tregion\tseq_length\twindow_offset\twindow_length\tstrand";
@@ -95,12 +110,11 @@ impl IndexRow {
         match &self.interval {
             Some(i) => write!(
                 out,
-                "{c}\t{}\t{}\t{c}:{}-{}",
+                "{}\t{}\t{}\t{}",
+                i.chrom,
                 i.start,
                 i.end,
-                i.start + 1,
-                i.end,
-                c = i.chrom
+                i.region_text()
             )?,
             None => out.write_all(b".\t.\t.\t.")?,
         }
