@@ -111,6 +111,11 @@ CASES = [
          [[{"id": "ecoli_windows"}, td("ecoli/ecoli_50kb.fa.gz")], NONE_REF,
           [Out(f"ecoli_windows_part{i}", "part") for i in (3, 1, 2)]],
          args=ECOLI_WINDOWS, prefix="ecoli_windows"),
+    # The pipeline's default (--mlm false, empty --classify_args): classify's CNN recipe, no init.
+    Case("prom_default", "train",
+         [[{"id": "prom_default"}, Out("prom_train", "tokens"), Out("prom_train", "index"),
+           Out("prom_dev", "tokens"), Out("prom_dev", "index")], NO_INIT, "classify"],
+         args="--cnn-channels 16 --cnn-layers 2 --batch-size 16 --warmup 3 --steps 6 --eval-every 3 --seed 1"),
     # MLM -> classifier -> predict and importance, every dataset with its index.
     Case("prom_mlm", "train",
          [[{"id": "prom_mlm"}, Out("prom_train", "tokens"), Out("prom_train", "index"),

@@ -328,6 +328,7 @@ print("expression and tabular predict and importance: three shards gathered = on
 for command, run, steps in (
     ("mlm", "prom_mlm", 30),
     ("classify", "prom_gated", 30),
+    ("classify", "prom_default", 30),
     ("bistrand", "celegans_bistrand", 20),
     ("region_pretrain", "chr22_pretrain", 20),
     ("expression", "chr22_expression", 20),
@@ -341,6 +342,10 @@ for command, run, steps in (
     rows = read_tsv(folder / "metrics.tsv")
     assert rows and int(rows[-1]["step"]) == steps, (folder, rows[-1:])
     print(f"train {command} {run}: {len(checkpoint)} tensors, {len(rows)} metric rows")
+# A classify run without adapter or init trains classify's default recipe.
+default_model = json.loads(metadata_of(results / "train" / "classify" / "prom_default" / "best.safetensors")["luminome"])["model"]
+assert "cnn" in default_model and default_model["adapter"] == "gated-max", sorted(default_model)
+print("train classify prom_default: classify's default recipe (cnn, gated-max)")
 
 # luminome-predict: one row per test record, probabilities summing to 1.
 test_records = load_file(results / "tokenize" / "prom_test.safetensors")["input_ids"].shape[0]

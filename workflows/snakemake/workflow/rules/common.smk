@@ -212,7 +212,7 @@ def train_options(runs, command):
         parts = [TRAIN["extra"], run.get("args", ""), f"--device {TRAIN['device']}"]
         if "dev" in run:
             parts.append(f"--dev {input.dev}")
-        if command == "classify":
+        if command == "classify" and "adapter" in run:
             parts.append(f"--adapter {run['adapter']}")
         if command == "expression":
             parts.append(f"--head {run['head']}")
