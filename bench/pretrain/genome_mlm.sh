@@ -6,7 +6,8 @@
 # with `luminome-tokenize --like` that checkpoint, then trained with `classify --init` it.
 #
 #   bench/pretrain/genome_mlm.sh FASTA NAME            # from the repository root
-#   e.g. bench/pretrain/genome_mlm.sh ../shared/data/hg38_chr22/chr22.fa.gz chr22
+#   e.g. curl -fsSLo work/chr22.fa.gz https://hgdownload.soe.ucsc.edu/goldenPath/hg38/chromosomes/chr22.fa.gz
+#        bench/pretrain/genome_mlm.sh work/chr22.fa.gz chr22
 #
 # Environment: WORK (default work/genome_mlm), BIN (default target/release), STEPS (default 1500),
 # THREADS (default 1: on the 2-core VM a second thread bought nothing; run a fine-tuning job on

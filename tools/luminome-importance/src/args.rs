@@ -58,21 +58,23 @@ pub enum Reduce {
 }
 
 const EXAMPLES: &str = "\
-Example (GUE core promoters from test-data; a DynamicGated model from luminome-train classify --adapter gated):
-  luminome-tokenize test-data/gue_prom_core_all/test.csv --max-length 72 -o prom_test.safetensors
-  luminome-importance --checkpoint prom_gated/best.safetensors --dataset prom_test.safetensors \\
-      --method ig --only-label 1 --records 200 -o prom_test.ig.tsv --npz prom_test.ig.npz
+Example (GUE core promoters from test-data; a DynamicGated model from
+luminome-train classify --adapter gated -o work/prom_gated):
+  luminome-tokenize test-data/gue_prom_core_all/test.csv --max-length 72 -o work/prom_test.safetensors
+  luminome-importance --checkpoint work/prom_gated/best.safetensors --dataset work/prom_test.safetensors \\
+      --method ig --only-label 1 --records 200 -o work/prom_test.ig.tsv --npz work/prom_test.ig.npz
   # in-silico mutagenesis: every base to every other base (--positions BED to mutate only some)
-  luminome-importance --checkpoint prom_gated/best.safetensors --dataset prom_test.safetensors \\
-      --method ism --only-label 1 --records 50 -o prom_test.ism.tsv --npz prom_test.ism.npz
+  luminome-importance --checkpoint work/prom_gated/best.safetensors --dataset work/prom_test.safetensors \\
+      --method ism --only-label 1 --records 50 -o work/prom_test.ism.tsv --npz work/prom_test.ism.npz
   # DeepLIFT/SHAP against 20 dinucleotide shuffles per record
-  luminome-importance --checkpoint prom_gated/best.safetensors --dataset prom_test.safetensors \\
-      --method deepliftshap --only-label 1 --records 200 -o prom_test.dls.tsv --npz prom_test.dls.npz
+  luminome-importance --checkpoint work/prom_gated/best.safetensors --dataset work/prom_test.safetensors \\
+      --method deepliftshap --only-label 1 --records 200 -o work/prom_test.dls.tsv \\
+      --npz work/prom_test.dls.npz
   # genomic records (BED + reference): also a bedGraph track
   luminome-tokenize test-data/chr22_slice/intervals.bed --reference test-data/chr22_slice/chr22_slice.fa \\
-      --max-length 72 --overflow window -o tss.safetensors
-  luminome-importance --checkpoint prom_gated/best.safetensors --dataset tss.safetensors \\
-      --method gates -o tss.gates.tsv --bedgraph tss.gates.bedgraph
+      --max-length 72 --overflow window -o work/tss.safetensors
+  luminome-importance --checkpoint work/prom_gated/best.safetensors --dataset work/tss.safetensors \\
+      --method gates -o work/tss.gates.tsv --bedgraph work/tss.gates.bedgraph
 
 Outputs:
   TSV: record  name  position  token  start  end  score — one line per sequence token ([CLS],

@@ -8,11 +8,12 @@ use luminome_io::pair_dataset::Pairing;
 const EXAMPLES: &str = "\
 Examples:
   # a genome and its complementary strand, 512-base windows, 15 % of positions masked on both
-  luminome-mask-pairs --fasta test-data/ecoli/ecoli_50kb.fa.gz --window 512 -o ecoli_pairs.safetensors
+  # (outputs go to an existing folder: mkdir -p work)
+  luminome-mask-pairs --fasta test-data/ecoli/ecoli_50kb.fa.gz --window 512 -o work/ecoli_pairs.safetensors
 
   # one window per SNV of a VCF (or a CHROM POS ID REF ALT table), the variant site masked
   luminome-mask-pairs --reference test-data/celegans/celegans_small.fa \\
-      --variants test-data/celegans/celegans_small.snv.vcf --window 512 -o snv_pairs.safetensors
+      --variants test-data/celegans/celegans_small.snv.vcf --window 512 -o work/snv_pairs.safetensors
 
   # the same SNVs for a published model (its own vocabulary, read from its checkpoint), scored
   # zero-shot by luminome-predict --checkpoint hf:kuleshov-group/PlantCaduceus_l20
@@ -22,7 +23,7 @@ Examples:
   # in-silico saturation mutagenesis: every base of the BED intervals to each other base, one
   # window per base (index column line = the site's number), scored zero-shot by luminome-predict
   luminome-mask-pairs --reference test-data/celegans/celegans_small.fa --saturate regions.bed \\
-      --window 512 --like hf:kuleshov-group/PlantCaduceus_l20 -o saturated.safetensors
+      --window 512 --like hf:kuleshov-group/PlantCaduceus_l20 -o work/saturated.safetensors
 
   # two FASTA files whose records pair up in order (same names, same lengths)
   luminome-mask-pairs --fasta-a hap1.fa --fasta-b hap2.fa -o haps.safetensors
@@ -33,7 +34,7 @@ positions), mask_positions, attention_mask, all [N, window]) and OUTPUT minus .s
 window_region chr:start-end 1-based as samtools/IGV read it, site, variant_id, chrom, pos, ref,
 alt, ref_match, line, info_KEY...). Strand B is stored in A's orientation: index i of both
 strands is one base pair, which is why masking index i on both hides it from both.
-In Python: safetensors.numpy.load_file('ecoli_pairs.safetensors')['ids_a']";
+In Python: safetensors.numpy.load_file('work/ecoli_pairs.safetensors')['ids_a']";
 
 /// Where masked positions go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

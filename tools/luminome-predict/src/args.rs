@@ -5,13 +5,14 @@ use std::path::PathBuf;
 use clap::Parser;
 
 const EXAMPLES: &str = "\
-Example (GUE core promoters from test-data; train first with luminome-train classify):
-  luminome-tokenize test-data/gue_prom_core_all/test.csv --max-length 72 -o prom_test.safetensors
-  luminome-predict --checkpoint prom_model/best.safetensors --dataset prom_test.safetensors \\
-      -o prom_test.predictions.tsv --metrics prom_test.metrics.tsv
+Example (GUE core promoters from test-data; train first with luminome-train classify -o work/prom):
+  luminome-tokenize test-data/gue_prom_core_all/test.csv --max-length 72 -o work/prom_test.safetensors
+  luminome-predict --checkpoint work/prom/best.safetensors --dataset work/prom_test.safetensors \\
+      -o work/prom_test.predictions.tsv --metrics work/prom_test.metrics.tsv
   # an ensemble: three seeds of the same recipe, their class probabilities averaged
-  luminome-predict --checkpoint s1/best.safetensors s2/best.safetensors s3/best.safetensors \\
-      --dataset prom_test.safetensors -o prom_test.ensemble.tsv --metrics prom_test.ensemble.metrics.tsv
+  luminome-predict --checkpoint work/s1/best.safetensors work/s2/best.safetensors work/s3/best.safetensors \\
+      --dataset work/prom_test.safetensors -o work/prom_test.ensemble.tsv \\
+      --metrics work/prom_test.ensemble.metrics.tsv
 
 Output (TSV with a header, one line per record, in dataset order):
   record  name  [label]  prob_<label value> (one column per class)  predicted
@@ -19,7 +20,7 @@ record is the 0-based row of the dataset, name comes from its .index.tsv, label 
 label value (only when the dataset has labels), predicted is the label value with the highest
 probability. With labels, metrics (accuracy, AUROC, AUPRC, F1, MCC, sensitivity, specificity,
 confusion matrix) go to stderr and, with --metrics, to a TSV (metric, value).
-In Python: pandas.read_csv('prom_test.predictions.tsv', sep='\\t')
+In Python: pandas.read_csv('work/prom_test.predictions.tsv', sep='\\t')
 
 Variant effects (a bi-strand model; a luminome-mask-pairs --variants dataset):
   luminome-predict --checkpoint bistrand/best.safetensors --dataset snv_pairs.safetensors \\

@@ -23,7 +23,7 @@ use choices::{
 };
 
 const EXAMPLE: &str = "\
-Example (the repository's test data; coordinates are 0-based half-open):
+Example (the repository's test data; coordinates are 0-based half-open; mkdir -p work first):
 
   luminome-regions \\
     --reference test-data/chr22_slice/chr22_slice.fa \\
@@ -35,18 +35,18 @@ Example (the repository's test data; coordinates are 0-based half-open):
     --genes test-data/chr22_slice/genes_tss.bed --bed-tss center \\
     --expression K562=test-data/expression/k562_tpm_slice.tsv \\
     --expression GM12878=test-data/expression/gm12878_rampage_slice.tsv \\
-    --window 200000 --n-regions 50 -o regions.safetensors
+    --window 200000 --n-regions 50 -o work/regions.safetensors
 
-Writes regions.safetensors (features [samples, N, features + 1], region_mask [samples, N],
+Writes work/regions.safetensors (features [samples, N, features + 1], region_mask [samples, N],
 tss_index [samples], region_index [samples, N], tss_slot [samples], strand [samples], expression
-[samples]), regions.samples.tsv and regions.regions.tsv (per-region accessibility and motif
+[samples]), work/regions.samples.tsv and work/regions.regions.tsv (per-region accessibility and motif
 scores, reusable with --reuse-regions).
 
 Expression tables with a column per cell type: --expression K562=hpa.tsv:K-562 (that column), or
 --expression-matrix hpa.tsv (columns named as the --accessibility cell types).
 Windows for masked-region pretraining (no genes, no expression): --tile-step 100000 instead of
 --genes, one sample per tile and cell type.
-In Python: safetensors.numpy.load_file(\"regions.safetensors\").";
+In Python: safetensors.numpy.load_file(\"work/regions.safetensors\").";
 
 /// Region × motif / accessibility matrices per gene and cell type.
 #[derive(Debug, Parser)]

@@ -20,7 +20,8 @@ pub const MAX_ROW_LENGTH: usize = 1 << 20;
 const EXAMPLES: &str = "\
 Examples:
   # GUE-style CSV (sequence,label) → single-nucleotide ids with [CLS]/[SEP], padded to 72
-  luminome-tokenize test-data/gue_prom_core_all/train.csv --max-length 72 -o prom_train.safetensors
+  # (outputs go to an existing folder: mkdir -p work)
+  luminome-tokenize test-data/gue_prom_core_all/train.csv --max-length 72 -o work/prom_train.safetensors
 
   # a chromosome in 512-base windows every 256 bases, 6-mers, with soft-mask flags
   luminome-tokenize chr22.fa.gz --scheme kmer -k 6 --window 512 --stride 256 --overflow window \\
@@ -46,7 +47,7 @@ Outputs: OUTPUT (safetensors: input_ids, attention_mask, [labels], [soft_mask]) 
 OUTPUT minus .safetensors + .index.tsv (record, shard, name, chrom start end 0-based half-open as
 in BED, region chr:start-end 1-based as samtools/IGV read it, seq_length, window_offset,
 window_length, strand). In Python:
-  from safetensors.numpy import load_file; d = load_file('prom_train.safetensors')";
+  from safetensors.numpy import load_file; d = load_file('work/prom_train.safetensors')";
 
 /// DNA → token ids, written as a safetensors token dataset with a record index.
 #[derive(Debug, Parser)]
