@@ -4,7 +4,7 @@ over seeds) beside the k-mer floor the same runs fitted on the same split, the b
 checkpoint's step, where training stopped (early or at its default step count), wall and CPU
 time and peak memory of each run (its /usr/bin/time -v log).
 
-    python3 bench/cnn/defaults.py WORK        # WORK as given to defaults.sh
+    python3 bench/cnn/defaults.py WORK [TAG]  # WORK (and TAG) as given to defaults.sh
 """
 import glob
 import os
@@ -48,10 +48,11 @@ def run(d):
 
 def main():
     work = sys.argv[1]
+    tag = sys.argv[2] if len(sys.argv) > 2 else "default"
     print("| task | test MCC, defaults | k-mer floor (test) | DNABERT-2 | runs (best step / stopped at of max; wall, CPU s, peak RSS) |")
     print("|---|---|---|---|---|")
     for task in TASKS:
-        runs = [run(d) for d in sorted(glob.glob(os.path.join(work, task, "default_s*")))
+        runs = [run(d) for d in sorted(glob.glob(os.path.join(work, task, f"{tag}_s*")))
                 if os.path.isdir(d) and os.path.exists(os.path.join(d, "kmer_floor.tsv"))]
         if not runs:
             continue

@@ -8,9 +8,11 @@
 #
 # WORK/<task>/{train,dev,test}.safetensors as bench/kmer/run.sh makes them (single nucleotides);
 # the bundled set is tokenized here into WORK/bundled/. TASKS (environment) picks the tasks
-# (default "mouse_0 tf_0 prom_prom_core_all bundled"); BIN the luminome-train to run.
-# Results: WORK/<task>/default_s<seed>/{metrics,test_metrics,kmer_floor}.tsv and .log
-# (/usr/bin/time -v), summarised by bench/cnn/defaults.py.
+# (default "mouse_0 tf_0 prom_prom_core_all bundled"); BIN the luminome-train to run; EXTRA
+# options added to every run and TAG the run folders' name (docs/results.md, "The one choice by
+# task": EXTRA="--strands given" TAG=given).
+# Results: WORK/<task>/<TAG, default "default">_s<seed>/{metrics,test_metrics,kmer_floor}.tsv and
+# .log (/usr/bin/time -v), summarised by bench/cnn/defaults.py WORK [TAG].
 set -euo pipefail
 work=${1:-work/kmer}
 seeds=${2:-"1 2 3"}
@@ -37,12 +39,15 @@ for seed in $seeds; do
 done
 run_one() {
     local task=$1 seed=$2
-    local d="$work/$task" out="$work/$task/default_s$seed"
+    local d="$work/$task" out="$work/$task/${tag}_s$seed"
     [[ -f "$out/kmer_floor.tsv" ]] && return 0
     rm -rf "$out"
+    # shellcheck disable=SC2086  # EXTRA is several options
     /usr/bin/time -v "$bin" classify --train "$d/train.safetensors" --dev "$d/dev.safetensors" \
-        --test "$d/test.safetensors" -o "$out" --seed "$seed" --threads 1 2> "$out.log"
+        --test "$d/test.safetensors" -o "$out" --seed "$seed" --threads 1 $extra 2> "$out.log"
 }
+tag=${TAG:-default}
+extra=${EXTRA:-}
 export -f run_one
-export work bin
+export work bin tag extra
 printf '%s\n' "${jobs[@]}" | xargs -P "$parallel" -L 1 bash -c 'run_one "$@"' _

@@ -38,7 +38,7 @@ fn a_small_training_set_gets_the_small_data_defaults_unless_flags_say_otherwise(
     assert!(o.status.success(), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
-        e.contains("classifier defaults for 96 training records: --backbone cnn --rc-augment --rc-average --lr 1e-3 --patience 10 (give --backbone transformer for a transformer"),
+        e.contains("classifier defaults for 96 training records: --backbone cnn --rc-augment --rc-average --lr 1e-3 --patience 10 (give --strands given for rows with a direction, such as promoters; --backbone transformer for a transformer"),
         "{e}"
     );
     // The log ends with the run folder, what it holds, and the command that uses it.
@@ -126,6 +126,107 @@ fn a_small_training_set_gets_the_small_data_defaults_unless_flags_say_otherwise(
     )
     .unwrap();
     assert!(serde_json::to_value(&meta.model).unwrap()["rc_average"].is_null());
+}
+
+#[test]
+fn strands_given_keeps_the_default_cnn_on_the_rows_as_given() {
+    let d = data();
+    let base = [
+        "classify",
+        "--train",
+        &d.path("train.safetensors"),
+        "--dev",
+        &d.path("dev.safetensors"),
+        "--cnn-channels",
+        "8",
+        "--cnn-layers",
+        "1",
+        "--steps",
+        "2",
+        "--eval-every",
+        "2",
+        "--threads",
+        "1",
+        "--no-kmer-floor",
+    ];
+    let strands_of = |run: &str| {
+        let meta = luminome_engine::checkpoint::read_checkpoint_meta(
+            &d.root.join(run).join("last.safetensors"),
+        )
+        .unwrap();
+        let model = serde_json::to_value(&meta.model).unwrap();
+        assert!(model["cnn"].is_object(), "{model}");
+        !model["rc_average"].is_null()
+    };
+    // The default CNN, without the both-strand averaging; the log names the backbone only.
+    let o = run_s(&with(
+        &base,
+        &["--strands", "given", "-o", &d.path("given")],
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("classifier defaults for 96 training records: --backbone cnn --lr 1e-3"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!strands_of("given"));
+    // both = the default.
+    let o = run_s(&with(&base, &["--strands", "both", "-o", &d.path("both")]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(strands_of("both"));
+    // given with a both-strand flag is a contradiction, refused before anything is written.
+    let o = run_s(&with(
+        &base,
+        &[
+            "--strands",
+            "given",
+            "--rc-average",
+            "-o",
+            &d.path("contradiction"),
+        ],
+    ));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--rc-average"), "{}", stderr(&o));
+    assert!(!d.root.join("contradiction").exists());
+    // Resuming keeps the run's strands.
+    let last = d.path("given/last.safetensors");
+    let o = run_s(&with(
+        &base,
+        &[
+            "--strands",
+            "both",
+            "--resume",
+            &last,
+            "-o",
+            &d.path("given"),
+        ],
+    ));
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("must be those of the resumed run (its strands: given)"),
+        "{}",
+        stderr(&o)
+    );
+    // Averaging both strands needs the CNN's one-hot input.
+    let o = run_s(&with(
+        &[
+            "classify",
+            "--train",
+            &d.path("train.safetensors"),
+            "--no-kmer-floor",
+        ],
+        &[
+            "--strands",
+            "both",
+            "--backbone",
+            "transformer",
+            "-o",
+            &d.path("tr"),
+        ],
+    ));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--strands both and --rc-average need --backbone cnn"));
 }
 
 #[test]
