@@ -120,7 +120,7 @@ fn settings_the_cnn_cannot_honour_are_refused() {
     ));
     assert!(!o.status.success());
     assert!(
-        stderr(&o).contains("--rc-average needs --backbone cnn"),
+        stderr(&o).contains("--strands both and --rc-average need --backbone cnn"),
         "{}",
         stderr(&o)
     );

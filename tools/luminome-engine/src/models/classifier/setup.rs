@@ -84,8 +84,9 @@ pub struct ClassifyArgs {
     /// Strands the model learns from: given (each row as it is: sequences with a direction,
     /// such as promoters cut around a TSS or splice sites) or both (--rc-augment --rc-average:
     /// sequences without one, such as ChIP or ATAC peaks). Default: both for classify's default
-    /// CNN on single-nucleotide data, given otherwise (docs/engine.md, "Both strands"; on core
-    /// promoters the given strand is worth about +0.03 test MCC, on TF binding both are).
+    /// CNN on single-nucleotide data, given otherwise (docs/engine.md, "Both strands"; on GUE
+    /// core promoters the given strand is worth +0.03 test MCC, on TF binding both strands are
+    /// worth more).
     #[arg(long, value_enum, conflicts_with_all = ["rc_augment", "rc_average"])]
     pub strands: Option<Strands>,
     /// Reverse-complement augmentation: each training row is read as its reverse complement
