@@ -26,23 +26,27 @@ fn repo_root() -> PathBuf {
 /// The fenced shell blocks of a markdown file.
 fn shell_blocks(markdown: &str) -> Vec<String> {
     let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
+    // Inside a fence: whether it is a shell block, and its lines so far.
+    let mut open: Option<(bool, String)> = None;
     for line in markdown.lines() {
         let fence = line.trim_start().strip_prefix("```");
-        match (&mut current, fence) {
-            (None, Some(lang)) if ["", "sh", "bash", "shell", "console"].contains(&lang.trim()) => {
-                current = Some(String::new())
+        match (&mut open, fence) {
+            (None, Some(lang)) => {
+                let shell = ["", "sh", "bash", "shell", "console"].contains(&lang.trim());
+                open = Some((shell, String::new()));
             }
-            (None, Some(_)) => current = Some(String::from("#not-shell\n")),
-            (Some(_), Some(_)) => blocks.extend(current.take()),
-            (Some(block), None) => {
+            (Some(_), Some(_)) => {
+                if let Some((true, block)) = open.take() {
+                    blocks.push(block);
+                }
+            }
+            (Some((_, block)), None) => {
                 block.push_str(line);
                 block.push('\n');
             }
             (None, None) => {}
         }
     }
-    blocks.retain(|b| !b.starts_with("#not-shell"));
     blocks
 }
 

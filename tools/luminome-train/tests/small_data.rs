@@ -6,12 +6,15 @@ mod common;
 
 use common::*;
 
+/// The model config of a run folder's last checkpoint, as JSON.
+fn model_of(run: &std::path::Path) -> serde_json::Value {
+    let meta =
+        luminome_engine::checkpoint::read_checkpoint_meta(&run.join("last.safetensors")).unwrap();
+    serde_json::to_value(&meta.model).unwrap()
+}
+
 fn encoder(d: &Data, out: &str) -> serde_json::Value {
-    let meta = luminome_engine::checkpoint::read_checkpoint_meta(
-        &d.root.join(out).join("last.safetensors"),
-    )
-    .unwrap();
-    serde_json::to_value(&meta.model).unwrap()["encoder"].clone()
+    model_of(&d.root.join(out))["encoder"].clone()
 }
 
 #[test]
@@ -53,11 +56,7 @@ fn a_small_training_set_gets_the_small_data_defaults_unless_flags_say_otherwise(
             )),
         "{last}"
     );
-    let meta = luminome_engine::checkpoint::read_checkpoint_meta(
-        &d.root.join("auto").join("last.safetensors"),
-    )
-    .unwrap();
-    let model = serde_json::to_value(&meta.model).unwrap();
+    let model = model_of(&d.root.join("auto"));
     assert_eq!(model["cnn"]["channels"], 64, "{model}");
     assert!(model["rc_average"].is_object(), "{model}");
     // A transformer asked for: the small-data sizes and regularisation.
@@ -121,11 +120,7 @@ fn a_small_training_set_gets_the_small_data_defaults_unless_flags_say_otherwise(
         "{}",
         stderr(&o)
     );
-    let meta = luminome_engine::checkpoint::read_checkpoint_meta(
-        &d.root.join("cnn").join("last.safetensors"),
-    )
-    .unwrap();
-    assert!(serde_json::to_value(&meta.model).unwrap()["rc_average"].is_null());
+    assert!(model_of(&d.root.join("cnn"))["rc_average"].is_null());
 }
 
 #[test]
@@ -150,11 +145,7 @@ fn strands_given_keeps_the_default_cnn_on_the_rows_as_given() {
         "--no-kmer-floor",
     ];
     let strands_of = |run: &str| {
-        let meta = luminome_engine::checkpoint::read_checkpoint_meta(
-            &d.root.join(run).join("last.safetensors"),
-        )
-        .unwrap();
-        let model = serde_json::to_value(&meta.model).unwrap();
+        let model = model_of(&d.root.join(run));
         assert!(model["cnn"].is_object(), "{model}");
         !model["rc_average"].is_null()
     };
@@ -337,9 +328,7 @@ fn a_large_training_set_gets_the_cnn_recipe_too_with_its_steps_bounded() {
             && !e.contains("small training set"),
         "{e}"
     );
-    let meta =
-        luminome_engine::checkpoint::read_checkpoint_meta(&out.join("last.safetensors")).unwrap();
-    let model = serde_json::to_value(&meta.model).unwrap();
+    let model = model_of(&out);
     assert_eq!(model["cnn"]["channels"], 8, "{model}");
     assert!(model["rc_average"].is_object(), "{model}");
 }
