@@ -104,12 +104,12 @@ impl<R: BufRead> FastxReader<R> {
 
     /// The first byte of the next line, without consuming it.
     fn peek_byte(&mut self) -> Result<Option<u8>, InputError> {
-        let here = self.here();
-        let buf = self
-            .inner
-            .fill_buf()
-            .map_err(|e| read_error(&self.path, here, e))?;
-        Ok(buf.first().copied())
+        // The error's location (which clones the record's name) only when there is an error:
+        // this runs once per sequence line.
+        match self.inner.fill_buf() {
+            Ok(buf) => Ok(buf.first().copied()),
+            Err(e) => Err(read_error(&self.path, self.here(), e)),
+        }
     }
 
     /// Skips the rest of the current record, then reads the next header. `Ok(None)` at the end
@@ -236,14 +236,39 @@ impl<R: BufRead> FastxReader<R> {
                 None | Some(b'>') => return Ok(false),
                 _ => {}
             }
-            self.next_line()?;
-            if self.line.is_empty() {
-                continue;
+            let bases = match self.append_buffered_line(buf) {
+                Some(n) => n,
+                None => {
+                    // The line runs past the reader's buffer: read it through `self.line`.
+                    self.next_line()?;
+                    buf.extend_from_slice(&self.line);
+                    self.line.len()
+                }
+            };
+            // Blank lines are skipped.
+            if bases > 0 {
+                self.bases_in_record += bases as u64;
+                return Ok(true);
             }
-            self.bases_in_record += self.line.len() as u64;
-            buf.extend_from_slice(&self.line);
-            return Ok(true);
         }
+    }
+
+    /// Appends the next line (without its line ending) to `buf` straight from the reader's
+    /// buffer when the whole line is there, nearly always: copying it through `self.line` first
+    /// was a second copy of every base. Its length; `None`, consuming nothing, when the line
+    /// ends past the buffer.
+    fn append_buffered_line(&mut self, buf: &mut Vec<u8>) -> Option<usize> {
+        let avail = self.inner.fill_buf().ok()?;
+        let end = memchr::memchr(b'\n', avail)?;
+        let mut line = &avail[..end];
+        if line.last() == Some(&b'\r') {
+            line = &line[..line.len() - 1];
+        }
+        buf.extend_from_slice(line);
+        let bases = line.len();
+        self.inner.consume(end + 1);
+        self.line_no += 1;
+        Some(bases)
     }
 
     fn read_fastq_sequence(
@@ -346,6 +371,36 @@ mod tests {
                 ("b".into(), b"TT".to_vec())
             ]
         );
+    }
+
+    /// Lines are copied straight from the reader's buffer when they fit in it, and read
+    /// through a line buffer when they run past it: whatever the buffer's size, the same
+    /// records, blank lines skipped and CRLF trimmed, and errors on the same line.
+    #[test]
+    fn reads_the_same_records_whatever_the_buffer_size() {
+        let text: &[u8] = b">a x\r\nACGTACGTAC\r\n\r\nac\n\n>b\nTTTTTTTTTTTTTTTTTTTTTTT\nG\n>c\nCC";
+        let want = read_all(text).unwrap();
+        assert_eq!(want[0].1, b"ACGTACGTACac".to_vec());
+        for capacity in [1, 2, 3, 5, 8, 13, 64] {
+            let mut r = FastxReader::new(std::io::BufReader::with_capacity(capacity, text), "x");
+            let mut got = Vec::new();
+            let mut seq = Vec::new();
+            while let Some(h) = r.next_header().unwrap() {
+                r.read_sequence(&mut seq).unwrap();
+                got.push((h.name, seq.clone()));
+            }
+            assert_eq!(got, want, "buffer of {capacity} bytes");
+        }
+        let bad: &[u8] = b">a\nACGT\n\n>b\n>c\nAC\n";
+        for capacity in [2, 64] {
+            let mut r = FastxReader::new(std::io::BufReader::with_capacity(capacity, bad), "x");
+            let mut seq = Vec::new();
+            r.next_header().unwrap();
+            r.read_sequence(&mut seq).unwrap();
+            r.next_header().unwrap();
+            let err = r.read_sequence(&mut seq).unwrap_err().to_string();
+            assert!(err.contains("header on line 4"), "{err}");
+        }
     }
 
     /// A name with bytes that are not UTF-8 is refused naming its line (they were replaced by

@@ -8,6 +8,7 @@ pub mod bam;
 pub mod bed;
 pub mod bedgraph;
 pub mod bigwig;
+mod byte_loops;
 pub mod compress;
 pub mod error;
 pub mod esm_vocab;

@@ -214,7 +214,8 @@ pub struct Args {
     #[arg(help_heading = "Scale-out", long, value_name = "PARTS", num_args = 1..)]
     pub gather: Vec<PathBuf>,
 
-    /// Worker threads (BGZF decompression and tokenizing); default: all cores.
+    /// Worker threads (BGZF decompression and tokenizing); default: all cores. `--threads 1`
+    /// still reads on one thread while tokenizing on another: up to two cores' CPU time.
     #[arg(help_heading = "Runtime", long)]
     pub threads: Option<usize>,
 
@@ -304,6 +305,7 @@ impl Args {
                 reference: self.reference.clone(),
                 flank: self.flank,
                 width: self.width,
+                soft_mask: self.soft_mask,
             },
             shard_records: self.shard_records,
             split: self

@@ -96,6 +96,33 @@ fn is_acgtn_either_case(b: u8) -> bool {
     (u == b'A') | (u == b'C') | (u == b'G') | (u == b'T') | (u == b'N')
 }
 
+/// The fastest path's loops, with clones for AVX2 and AVX-512 beside the baseline (SSE2),
+/// chosen at run time; integer work, so every clone gives the same bytes.
+// multiversion's dispatcher calls a clone only after detecting its features at run time; the
+// unsafe it generates is that call.
+#[allow(unsafe_code)]
+mod vectorised {
+    #[multiversion::multiversion(targets(
+        "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+        "x86_64+avx2+fma"
+    ))]
+    pub(super) fn all_acgtn_either_case(raw: &[u8]) -> bool {
+        raw.iter()
+            .fold(true, |ok, &b| ok & super::is_acgtn_either_case(b))
+    }
+
+    #[multiversion::multiversion(targets(
+        "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+        "x86_64+avx2+fma"
+    ))]
+    pub(super) fn uppercase_and_flag(raw: &[u8], bases: &mut [u8], soft: &mut [u8]) {
+        for ((u, s), &b) in bases.iter_mut().zip(soft.iter_mut()).zip(raw) {
+            *u = b & !0x20;
+            *s = (b >> 5) & 1;
+        }
+    }
+}
+
 /// Cleans `raw`, appending to `bases` (uppercase ACGTN) and `soft` (1 = lowercase input).
 /// A refused byte's position is counted from the start of `raw`.
 pub fn clean(
@@ -109,9 +136,11 @@ pub fn clean(
     // bit 5 uppercases a letter, bit 5 itself is the soft-mask flag, and a byte is one of
     // ACGTNacgtn exactly when its bit-5-cleared value is one of ACGTN. Plain arithmetic, so the
     // compiler vectorises the three loops (the table lookups below do not).
-    if raw.iter().fold(true, |ok, &b| ok & is_acgtn_either_case(b)) {
-        bases.extend(raw.iter().map(|&b| b & !0x20));
-        soft.extend(raw.iter().map(|&b| (b >> 5) & 1));
+    if vectorised::all_acgtn_either_case(raw) {
+        let (b0, s0) = (bases.len(), soft.len());
+        bases.resize(b0 + raw.len(), 0);
+        soft.resize(s0 + raw.len(), 0);
+        vectorised::uppercase_and_flag(raw, &mut bases[b0..], &mut soft[s0..]);
         return Ok(());
     }
     // Fast path: one pass that also notes whether anything needs a closer look.

@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use luminome_io::token_dataset::{IndexRow, Interval, TokenRow};
+use luminome_io::token_dataset::{IndexRow, Interval, TokenRow, UNKNOWN_LENGTH};
 use rayon::prelude::*;
 
 use crate::bases::{self, ChangeCounts};
@@ -255,7 +255,7 @@ fn tokenize_unit(
     // record's first bases): counted as truncated, as rows whose tokens were cut are.
     let bases_cut = job.overflow == Overflow::Truncate
         && unit.window_offset == 0
-        && unit.seq_length != luminome_io::token_dataset::UNKNOWN_LENGTH
+        && unit.seq_length != UNKNOWN_LENGTH
         && (unit.bases.len() as u64) < unit.seq_length;
     if job.rc != RcMode::Only {
         let (ids, soft, truncated) =
@@ -488,11 +488,17 @@ fn write_units(
                     record: 0,
                     shard: 0,
                     name: u.name.to_string(),
-                    interval: u.coords.as_ref().map(|(c, s, e)| Interval {
-                        chrom: c.to_string(),
-                        start: *s,
-                        end: *e,
-                    }),
+                    // A streamed row's interval is its window in the record, which the writer
+                    // makes once the record ends; a string per window here would be dropped.
+                    interval: u
+                        .coords
+                        .as_ref()
+                        .filter(|_| u.seq_length != UNKNOWN_LENGTH)
+                        .map(|(c, s, e)| Interval {
+                            chrom: c.to_string(),
+                            start: *s,
+                            end: *e,
+                        }),
                     seq_length: u.seq_length,
                     window_offset: u.window_offset,
                     window_length: u.bases.len() as u64,

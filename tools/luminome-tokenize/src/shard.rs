@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use luminome_cli::shard::{fingerprint, PartCheck, ShardSpec};
 use luminome_io::tensorfile::{ColumnSpec, ElemType, StreamingTensorWriter, TensorFile, TensorRef};
-use luminome_io::token_dataset::{IndexRow, TokenRow, UNKNOWN_LENGTH};
+use luminome_io::token_dataset::{IndexRow, PendingRows, TokenRow, UNKNOWN_LENGTH};
 
 use crate::args::Args;
 use crate::pipeline::TokenizeJob;
@@ -93,7 +93,7 @@ pub(crate) struct PartWriter {
     soft_mask: Option<usize>,
     labels: Option<usize>,
     /// Index rows of a streamed record, held until its length is known.
-    pending: Vec<IndexRow>,
+    pending: PendingRows,
     rows: u64,
 }
 
@@ -137,7 +137,7 @@ impl PartWriter {
             tensors: StreamingTensorWriter::new(dest, cols)?,
             soft_mask,
             labels,
-            pending: Vec::new(),
+            pending: PendingRows::default(),
             rows: 0,
         })
     }
@@ -158,7 +158,7 @@ impl PartWriter {
             t.push_i64(c, &[row.label.context("internal: label missing")?])?;
         }
         if row.index.seq_length == UNKNOWN_LENGTH {
-            self.pending.push(row.index);
+            self.pending.push(&row.index)?;
         } else {
             t.push_bytes(INDEX, row.index.to_line().as_bytes())?;
         }
@@ -168,11 +168,11 @@ impl PartWriter {
 
     /// Ends a streamed record: its held index rows get its length.
     pub(crate) fn end_record(&mut self, seq_length: u64) -> Result<()> {
-        for row in std::mem::take(&mut self.pending) {
-            let line = row.ended(seq_length).to_line();
-            self.tensors.push_bytes(INDEX, line.as_bytes())?;
-        }
-        Ok(())
+        let tensors = &mut self.tensors;
+        // A part stores each line without its newline (as `IndexRow::to_line` gives it).
+        self.pending.end_record(seq_length, |line| {
+            tensors.push_bytes(INDEX, &line[..line.len() - 1])
+        })
     }
 
     /// Commits the part; `units` and `records` are the run's totals, which every part saw.

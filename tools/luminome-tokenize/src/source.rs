@@ -73,6 +73,9 @@ pub struct SourceOptions {
     pub flank: u64,
     /// Resize BED intervals to this width around their centre (narrowPeak: the summit).
     pub width: Option<u64>,
+    /// Units carry their bases' soft-mask flags (`--soft-mask`). Without it a FASTA/FASTQ
+    /// unit carries none: a chromosome's windows would copy a flag per base for nothing.
+    pub soft_mask: bool,
 }
 
 pub type Sink<'a> = dyn FnMut(Message) -> Result<()> + 'a;
@@ -378,10 +381,14 @@ pub fn read_fastx(
             format!("{}: record {} ({})", path.display(), h.number, h.name).into();
         let number = h.number;
         let err = |m: String| InputError::record(path, number, Some(&h.name), m);
-        let unit = |offset: u64, bases: Vec<u8>, soft: Vec<u8>, seq_length: u64| Unit {
+        let unit = |offset: u64, bases: &[u8], soft: &[u8], seq_length: u64| Unit {
             coords: Some((name.clone(), offset, offset + bases.len() as u64)),
-            bases,
-            soft,
+            bases: bases.to_vec(),
+            soft: if opts.soft_mask {
+                soft.to_vec()
+            } else {
+                Vec::new()
+            },
             label: opts.constant_label,
             name: name.clone(),
             strand: '+',
@@ -405,7 +412,7 @@ pub fn read_fastx(
             }
             Cut::Truncate(limit) => {
                 let read = record.read_truncated(limit)?;
-                batch.push(unit(0, bufs.bases.clone(), bufs.soft.clone(), read))?;
+                batch.push(unit(0, &bufs.bases, &bufs.soft, read))?;
             }
             Cut::Whole | Cut::Limit(_) => {
                 let limit = match opts.cut {
@@ -414,7 +421,7 @@ pub fn read_fastx(
                 };
                 record.read_whole(limit)?;
                 let len = bufs.bases.len() as u64;
-                batch.push(unit(0, bufs.bases.clone(), bufs.soft.clone(), len))?;
+                batch.push(unit(0, &bufs.bases, &bufs.soft, len))?;
             }
         }
     }
@@ -424,6 +431,9 @@ pub fn read_fastx(
     }
     Ok(n)
 }
+
+/// Makes a record's unit from its offset, bases, soft-mask flags and the record's length.
+type MakeUnit<'a> = dyn Fn(u64, &[u8], &[u8], u64) -> Unit + 'a;
 
 /// The buffers a FASTA/FASTQ record is read into, kept across records: the raw line, and the
 /// cleaned bases and soft mask.
@@ -451,7 +461,7 @@ impl Record<'_, '_> {
         &mut self,
         size: usize,
         stride: usize,
-        unit: &dyn Fn(u64, Vec<u8>, Vec<u8>, u64) -> Unit,
+        unit: &MakeUnit,
         batch: &mut Batcher,
     ) -> Result<u64> {
         let Buffers {
@@ -488,12 +498,7 @@ impl Record<'_, '_> {
             }
             let lo = (next - buf_start) as usize;
             let hi = ((next + size as u64).min(buf_end) - buf_start) as usize;
-            batch.push(unit(
-                next,
-                b[lo..hi].to_vec(),
-                s[lo..hi].to_vec(),
-                UNKNOWN_LENGTH,
-            ))?;
+            batch.push(unit(next, &b[lo..hi], &s[lo..hi], UNKNOWN_LENGTH))?;
             if finished && next + size as u64 >= buf_end {
                 break;
             }

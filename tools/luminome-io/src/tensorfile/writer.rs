@@ -212,7 +212,7 @@ impl StreamingTensorWriter {
         let elem = self.columns[column].spec.elem;
         // The common id widths get their own loops (the generic one matches the type per value).
         match elem {
-            ElemType::U8 => scratch.extend(values.iter().map(|&v| v as u8)),
+            ElemType::U8 => crate::byte_loops::extend_narrowed_u8(values, &mut scratch),
             ElemType::U16 => scratch.extend(values.iter().flat_map(|&v| (v as u16).to_le_bytes())),
             ElemType::U32 => scratch.extend(values.iter().flat_map(|&v| v.to_le_bytes())),
             _ => encode_into(elem, values.iter().map(|&v| v as u64), &mut scratch),

@@ -96,33 +96,27 @@ impl IndexRow {
     /// The row's index line (format version 2), without the newline.
     pub fn to_line(&self) -> String {
         let mut line = Vec::new();
-        self.write_line(&mut line)
-            .expect("writing to a Vec cannot fail");
+        self.append_line(&mut line);
         line.pop(); // the newline
         String::from_utf8(line).expect("the fields are text")
     }
 
-    /// Writes [`IndexRow::to_line`]'s line and a newline to `out`, field by field: a streamed
-    /// chromosome has a row per window, and building the line's strings first (four of them
-    /// per row) was a tenth of the tokenizer's CPU time.
-    pub fn write_line(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
-        write!(out, "{}\t{}\t{}\t", self.record, self.shard, self.name)?;
-        match &self.interval {
-            Some(i) => write!(
-                out,
-                "{}\t{}\t{}\t{}",
-                i.chrom,
-                i.start,
-                i.end,
-                i.region_text()
-            )?,
-            None => out.write_all(b".\t.\t.\t.")?,
+    /// Appends [`IndexRow::to_line`]'s line and a newline to `line`.
+    pub fn append_line(&self, line: &mut Vec<u8>) {
+        LineFields {
+            record: self.record,
+            shard: self.shard,
+            name: &self.name,
+            interval: self
+                .interval
+                .as_ref()
+                .map(|i| (i.chrom.as_str(), i.start, i.end)),
+            seq_length: self.seq_length,
+            window_offset: self.window_offset,
+            window_length: self.window_length,
+            strand: self.strand,
         }
-        writeln!(
-            out,
-            "\t{}\t{}\t{}\t{}",
-            self.seq_length, self.window_offset, self.window_length, self.strand
-        )
+        .append_to(line);
     }
 
     /// Parses an index line of format version 2 (as [`IndexRow::to_line`] writes it).
@@ -155,19 +149,128 @@ impl IndexRow {
             strand: rest[3].chars().next()?,
         })
     }
+}
 
-    /// A row of a streamed record once the record has ended with `seq_length` bases: its
-    /// interval is its window within the record, named by the record.
-    pub fn ended(self, seq_length: u64) -> IndexRow {
-        IndexRow {
-            interval: Some(Interval {
-                chrom: self.name.clone(),
-                start: self.window_offset,
-                end: self.window_offset + self.window_length,
-            }),
-            seq_length,
-            ..self
+/// An index line's fields, written out by hand: a streamed chromosome has a line per window, and
+/// `write!`'s formatting of its eight numbers was most of the index's cost.
+struct LineFields<'a> {
+    record: u64,
+    shard: usize,
+    name: &'a str,
+    /// `chrom`, 0-based `start`, `end`.
+    interval: Option<(&'a str, u64, u64)>,
+    seq_length: u64,
+    window_offset: u64,
+    window_length: u64,
+    strand: char,
+}
+
+impl LineFields<'_> {
+    fn append_to(&self, line: &mut Vec<u8>) {
+        let mut digits = itoa::Buffer::new();
+        let mut number = |line: &mut Vec<u8>, v: u64| {
+            line.extend_from_slice(digits.format(v).as_bytes());
+            line.push(b'\t');
+        };
+        number(line, self.record);
+        number(line, self.shard as u64);
+        line.extend_from_slice(self.name.as_bytes());
+        line.push(b'\t');
+        match self.interval {
+            Some((chrom, start, end)) => {
+                line.extend_from_slice(chrom.as_bytes());
+                line.push(b'\t');
+                number(line, start);
+                number(line, end);
+                // The region column: chrom:start-end, 1-based inclusive (Interval::region).
+                line.extend_from_slice(chrom.as_bytes());
+                line.push(b':');
+                number(line, start + 1);
+                *line.last_mut().expect("a digit was written") = b'-';
+                number(line, end);
+            }
+            None => line.extend_from_slice(b".\t.\t.\t.\t"),
         }
+        number(line, self.seq_length);
+        number(line, self.window_offset);
+        number(line, self.window_length);
+        let mut strand = [0u8; 4];
+        line.extend_from_slice(self.strand.encode_utf8(&mut strand).as_bytes());
+        line.push(b'\n');
+    }
+}
+
+/// The index rows of a streamed record, held until the record ends and its length is known:
+/// the record's name once and five numbers a row. (Held whole, as [`IndexRow`]s with their
+/// strings, and formatted with `write!`, they were a sixth of the tokenizer's CPU time on a
+/// chromosome.)
+#[derive(Debug, Default)]
+pub struct PendingRows {
+    name: String,
+    rows: Vec<PendingRow>,
+}
+
+#[derive(Debug)]
+struct PendingRow {
+    record: u64,
+    shard: usize,
+    window_offset: u64,
+    window_length: u64,
+    strand: char,
+}
+
+impl PendingRows {
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Holds a row of the record being streamed; a row of another record before this one ended
+    /// is an internal error.
+    pub fn push(&mut self, row: &IndexRow) -> Result<()> {
+        if self.rows.is_empty() {
+            self.name.clear();
+            self.name.push_str(&row.name);
+        } else if self.name != row.name {
+            bail!("internal: rows of two streamed records interleaved");
+        }
+        self.rows.push(PendingRow {
+            record: row.record,
+            shard: row.shard,
+            window_offset: row.window_offset,
+            window_length: row.window_length,
+            strand: row.strand,
+        });
+        Ok(())
+    }
+
+    /// Ends the record with `seq_length` bases: each held row's line (as [`IndexRow::ended`]
+    /// gives it) goes to `emit`, in order; none are held after.
+    pub fn end_record(
+        &mut self,
+        seq_length: u64,
+        mut emit: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let mut line = Vec::with_capacity(128);
+        for row in self.rows.drain(..) {
+            line.clear();
+            LineFields {
+                record: row.record,
+                shard: row.shard,
+                name: &self.name,
+                interval: Some((
+                    &self.name,
+                    row.window_offset,
+                    row.window_offset + row.window_length,
+                )),
+                seq_length,
+                window_offset: row.window_offset,
+                window_length: row.window_length,
+                strand: row.strand,
+            }
+            .append_to(&mut line);
+            emit(&line)?;
+        }
+        Ok(())
     }
 }
 
@@ -261,5 +364,50 @@ mod tests {
             "0\t0\tp1\tchr1\t99\t200\tchr1:100-200\t101\t0\t101\t-"
         );
         assert_eq!(text[1], "1\t0\trow2\t.\t.\t.\t.\t70\t0\t70\t+");
+    }
+
+    /// A streamed record's held rows come out, once the record ends, as the rows of its windows
+    /// named by the record: its length, and each window as the interval (region 1-based).
+    #[test]
+    fn held_rows_of_a_streamed_record_end_as_its_windows() {
+        let row = |record: u64, offset: u64, length: u64, strand: char| IndexRow {
+            record,
+            shard: 2,
+            name: "chr22".into(),
+            interval: None,
+            seq_length: UNKNOWN_LENGTH,
+            window_offset: offset,
+            window_length: length,
+            strand,
+        };
+        let mut pending = PendingRows::default();
+        pending.push(&row(7, 0, 512, '+')).unwrap();
+        pending.push(&row(8, 512, 100, '-')).unwrap();
+        let other = IndexRow {
+            name: "chr21".into(),
+            ..row(9, 0, 1, '+')
+        };
+        assert!(pending.push(&other).is_err());
+        let mut lines = Vec::new();
+        pending
+            .end_record(612, |l| {
+                lines.push(String::from_utf8(l.to_vec()).unwrap());
+                Ok(())
+            })
+            .unwrap();
+        assert!(pending.is_empty());
+        assert_eq!(
+            lines,
+            [
+                "7\t2\tchr22\tchr22\t0\t512\tchr22:1-512\t612\t0\t512\t+\n",
+                "8\t2\tchr22\tchr22\t512\t612\tchr22:513-612\t612\t512\t100\t-\n",
+            ]
+        );
+        let line = lines[1].trim_end();
+        assert_eq!(
+            IndexRow::from_line(line).unwrap().to_line(),
+            line,
+            "read back and written again"
+        );
     }
 }

@@ -27,8 +27,8 @@ pub mod reader;
 pub mod writer;
 
 pub use index::{
-    index_path_for, read_index, shard_path, side_path_for, IndexRow, Interval, INDEX_HEADER,
-    INDEX_HEADER_V1, UNKNOWN_LENGTH,
+    index_path_for, read_index, shard_path, side_path_for, IndexRow, Interval, PendingRows,
+    INDEX_HEADER, INDEX_HEADER_V1, UNKNOWN_LENGTH,
 };
 pub use meta::{
     special, tokenizer_of, TokenDatasetMeta, TokenizerInfo, TokenizerScheme, TOKEN_DATASET_KIND,

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use super::index::{index_path_for, shard_path, IndexRow, INDEX_HEADER, UNKNOWN_LENGTH};
+use super::index::{
+    index_path_for, shard_path, IndexRow, PendingRows, INDEX_HEADER, UNKNOWN_LENGTH,
+};
 use super::meta::{TokenDatasetMeta, TokenizerInfo, TOKEN_DATASET_KIND, TOKEN_DATASET_VERSION};
 use crate::atomic::{AtomicFile, AtomicWriter};
 use crate::tensorfile::{ColumnSpec, ElemType, StreamingTensorWriter};
@@ -47,7 +49,9 @@ pub struct TokenDatasetWriter {
     mask_row: Vec<u8>,
     all_labels: std::collections::BTreeSet<i64>,
     /// Index rows of a streamed record, held until its length is known.
-    pending: Vec<IndexRow>,
+    pending: PendingRows,
+    /// An index line, reused.
+    line: Vec<u8>,
 }
 
 impl TokenDatasetWriter {
@@ -64,7 +68,8 @@ impl TokenDatasetWriter {
             total: 0,
             mask_row: Vec::new(),
             all_labels: Default::default(),
-            pending: Vec::new(),
+            pending: PendingRows::default(),
+            line: Vec::new(),
         };
         w.start_shard()?;
         Ok(w)
@@ -188,8 +193,7 @@ impl TokenDatasetWriter {
         w.push_u32(0, row.ids)?;
         self.mask_row.clear();
         let pad = self.opts.tokenizer.pad_id;
-        self.mask_row
-            .extend(row.ids.iter().map(|&id| u8::from(id != pad)));
+        crate::byte_loops::extend_not_pad_mask(row.ids, pad, &mut self.mask_row);
         w.push_bytes(1, &self.mask_row)?;
         let mut col = 2;
         if self.opts.has_soft_mask {
@@ -209,15 +213,14 @@ impl TokenDatasetWriter {
             ..row.index
         };
         if index.seq_length == UNKNOWN_LENGTH {
-            if self.pending.first().is_some_and(|p| p.name != index.name) {
-                bail!("internal: rows of two streamed records interleaved");
-            }
-            self.pending.push(index);
+            self.pending.push(&index)?;
         } else {
             if !self.pending.is_empty() {
                 bail!("internal: a streamed record was not ended");
             }
-            index.write_line(&mut self.index)?;
+            self.line.clear();
+            index.append_line(&mut self.line);
+            self.index.write_all(&self.line)?;
         }
         self.total += 1;
         self.current_rows += 1;
@@ -227,10 +230,9 @@ impl TokenDatasetWriter {
     /// Ends a streamed record: writes the held index lines of its rows, now that its length is
     /// known. Their coordinates are `name:start-end(strand)` within the record.
     pub fn end_record(&mut self, seq_length: u64) -> Result<()> {
-        for row in std::mem::take(&mut self.pending) {
-            row.ended(seq_length).write_line(&mut self.index)?;
-        }
-        Ok(())
+        let index = &mut self.index;
+        self.pending
+            .end_record(seq_length, |line| Ok(index.write_all(line)?))
     }
 
     /// Finishes every shard and the index and moves them to their final names.
