@@ -243,8 +243,9 @@ impl PendingRows {
         Ok(())
     }
 
-    /// Ends the record with `seq_length` bases: each held row's line (as [`IndexRow::ended`]
-    /// gives it) goes to `emit`, in order; none are held after.
+    /// Ends the record with `seq_length` bases: each held row's line, its interval the row's
+    /// window within the record (named by the record), goes to `emit` in order; none are held
+    /// after.
     pub fn end_record(
         &mut self,
         seq_length: u64,

@@ -228,7 +228,7 @@ impl TokenDatasetWriter {
     }
 
     /// Ends a streamed record: writes the held index lines of its rows, now that its length is
-    /// known. Their coordinates are `name:start-end(strand)` within the record.
+    /// known. Their interval is their window within the record, named by the record.
     pub fn end_record(&mut self, seq_length: u64) -> Result<()> {
         let index = &mut self.index;
         self.pending
