@@ -256,7 +256,8 @@ impl<R: BufRead> FastxReader<R> {
     /// Appends the next line (without its line ending) to `buf` straight from the reader's
     /// buffer when the whole line is there, nearly always: copying it through `self.line` first
     /// was a second copy of every base. Its length; `None`, consuming nothing, when the line
-    /// ends past the buffer.
+    /// ends past the buffer or the read fails (the line-buffer path then reports the error
+    /// with its location).
     fn append_buffered_line(&mut self, buf: &mut Vec<u8>) -> Option<usize> {
         let avail = self.inner.fill_buf().ok()?;
         let end = memchr::memchr(b'\n', avail)?;

@@ -39,13 +39,9 @@ pub struct Interval {
 impl Interval {
     /// `chrom:start-end` 1-based inclusive, as samtools, IGV and the UCSC browser read a region.
     pub fn region(&self) -> String {
-        self.region_text().to_string()
-    }
-
-    /// [`Interval::region`] as a `Display`, written without building a `String` (index lines
-    /// are written once per window).
-    pub fn region_text(&self) -> impl std::fmt::Display + '_ {
-        RegionText(self)
+        let mut text = Vec::new();
+        append_region(&mut text, &self.chrom, self.start, self.end);
+        String::from_utf8(text).expect("the fields are text")
     }
 
     /// `chrom start end` columns: `Some(None)` for `. . .` (no coordinates), `None` when
@@ -75,13 +71,15 @@ impl Interval {
     }
 }
 
-struct RegionText<'a>(&'a Interval);
-
-impl std::fmt::Display for RegionText<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let i = self.0;
-        write!(f, "{}:{}-{}", i.chrom, i.start + 1, i.end)
-    }
+/// Appends [`Interval::region`]'s text for `chrom` from 0-based `start` to `end`: the one
+/// writer of the region column.
+fn append_region(text: &mut Vec<u8>, chrom: &str, start: u64, end: u64) {
+    let mut digits = itoa::Buffer::new();
+    text.extend_from_slice(chrom.as_bytes());
+    text.push(b':');
+    text.extend_from_slice(digits.format(start + 1).as_bytes());
+    text.push(b'-');
+    text.extend_from_slice(digits.format(end).as_bytes());
 }
 
 /// The index header since token dataset format version 2: BED-style `chrom start end` (0-based
@@ -182,12 +180,8 @@ impl LineFields<'_> {
                 line.push(b'\t');
                 number(line, start);
                 number(line, end);
-                // The region column: chrom:start-end, 1-based inclusive (Interval::region).
-                line.extend_from_slice(chrom.as_bytes());
-                line.push(b':');
-                number(line, start + 1);
-                *line.last_mut().expect("a digit was written") = b'-';
-                number(line, end);
+                append_region(line, chrom, start, end);
+                line.push(b'\t');
             }
             None => line.extend_from_slice(b".\t.\t.\t.\t"),
         }
