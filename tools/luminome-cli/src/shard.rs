@@ -229,7 +229,7 @@ mod tests {
                 for index in 1..=count {
                     let r = ShardSpec { index, count }.records(n, 16);
                     assert_eq!(r.start, next, "n {n} shard {index}/{count}");
-                    assert!(r.start % 16 == 0 || r.start == n);
+                    assert!(r.start.is_multiple_of(16) || r.start == n);
                     next = r.end;
                 }
                 assert_eq!(next, n);

@@ -190,7 +190,7 @@ chr22\tsrc\tgene\t2001\t3000\t.\t-\t.\tID=gene:G2;Name=B%3B\n";
 fn safetensors_seed() -> Vec<u8> {
     let header = br#"{"__metadata__":{"kind":"tokens","vocab":"ACGT"},"input_ids":{"dtype":"U32","shape":[2,3],"data_offsets":[0,24]},"labels":{"dtype":"F32","shape":[2],"data_offsets":[24,32]}}"#;
     let mut h = header.to_vec();
-    while h.len() % 8 != 0 {
+    while !h.len().is_multiple_of(8) {
         h.push(b' ');
     }
     let mut out = (h.len() as u64).to_le_bytes().to_vec();

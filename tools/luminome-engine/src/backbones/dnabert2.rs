@@ -99,7 +99,7 @@ impl Dnabert2Config {
             ),
             [self.hidden_dropout_prob, self.attention_probs_dropout_prob],
         )?;
-        if self.hidden_size % self.num_attention_heads != 0 {
+        if !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             bail!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
                 self.hidden_size,

@@ -149,7 +149,9 @@ impl NtV2Config {
             ),
             [self.hidden_dropout_prob, self.attention_probs_dropout_prob],
         )?;
-        if self.hidden_size % self.num_attention_heads != 0 || self.head_dim() % 2 != 0 {
+        if !self.hidden_size.is_multiple_of(self.num_attention_heads)
+            || !self.head_dim().is_multiple_of(2)
+        {
             bail!(
                 "hidden_size {} must split into num_attention_heads {} heads of an even width (rotary positions)",
                 self.hidden_size,

@@ -326,7 +326,9 @@ impl Tallied for EnsemblePredictor {
 
     fn replay(&mut self, tally: &Tally) -> Result<()> {
         let groups = 1 + self.member_outputs.len();
-        if tally.width % groups != 0 || tally.values.len() != tally.width * tally.records.len() {
+        if !tally.width.is_multiple_of(groups)
+            || tally.values.len() != tally.width * tally.records.len()
+        {
             bail!(
                 "a shard's tally holds {} values per record, not {groups} rows of a label and probabilities",
                 tally.width

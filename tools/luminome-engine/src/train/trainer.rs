@@ -221,7 +221,7 @@ impl Trainer<'_> {
             state.step += 1;
             state.optimizer_steps = opt.steps();
             let rate = examples as f64 / t0.elapsed().as_secs_f64().max(1e-9);
-            let evaluate = state.step % cfg.eval_every == 0 || state.step == cfg.max_steps;
+            let evaluate = state.step.is_multiple_of(cfg.eval_every) || state.step == cfg.max_steps;
             let metrics = if evaluate {
                 task.evaluate()?
             } else {
@@ -237,7 +237,7 @@ impl Trainer<'_> {
             log.push(LogRow { text: row });
             bar.set_position(state.step);
             bar.set_message(format!("loss {loss:.4}"));
-            if self.verbose && (evaluate || state.step % 50 == 0) {
+            if self.verbose && (evaluate || state.step.is_multiple_of(50)) {
                 let shown: Vec<String> =
                     metrics.iter().map(|(k, v)| format!("{k} {v:.4}")).collect();
                 let line = format!(

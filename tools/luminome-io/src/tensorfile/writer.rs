@@ -175,7 +175,7 @@ impl StreamingTensorWriter {
     pub fn push_bytes(&mut self, column: usize, bytes: &[u8]) -> Result<()> {
         let col = &mut self.columns[column];
         let size = col.spec.elem.size();
-        if bytes.len() % size != 0 {
+        if !bytes.len().is_multiple_of(size) {
             bail!(
                 "internal: row of {} bytes for a {}-byte type",
                 bytes.len(),

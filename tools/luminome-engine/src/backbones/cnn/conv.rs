@@ -31,7 +31,7 @@ impl DilatedConv1d {
         dilation: usize,
         vb: VarBuilder,
     ) -> Result<Self> {
-        if kernel % 2 == 0 || dilation == 0 {
+        if kernel.is_multiple_of(2) || dilation == 0 {
             candle_core::bail!("a centred convolution needs an odd kernel and a positive dilation (kernel {kernel}, dilation {dilation})");
         }
         Ok(Self {

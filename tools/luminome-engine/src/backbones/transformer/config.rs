@@ -92,14 +92,16 @@ impl EncoderConfig {
         if self.vocab_size == 0 || self.d_model == 0 || self.num_layers == 0 || self.ffn_dim == 0 {
             bail!("vocab size, d_model, layers and FFN width must be positive");
         }
-        if self.num_heads == 0 || self.d_model % self.num_heads != 0 {
+        if self.num_heads == 0 || !self.d_model.is_multiple_of(self.num_heads) {
             bail!(
                 "d_model ({}) must be a multiple of the number of heads ({})",
                 self.d_model,
                 self.num_heads
             );
         }
-        if self.position == PositionEncoding::Rotary && (self.d_model / self.num_heads) % 2 != 0 {
+        if self.position == PositionEncoding::Rotary
+            && !(self.d_model / self.num_heads).is_multiple_of(2)
+        {
             bail!(
                 "rotary positions need an even head width (d_model / heads = {})",
                 self.d_model / self.num_heads

@@ -135,7 +135,7 @@ impl FamilyConfig for BiStrandConfig {
                 self.max_length
             );
         }
-        if self.d_model % self.cross_heads != 0 {
+        if !self.d_model.is_multiple_of(self.cross_heads) {
             bail!(
                 "d_model ({}) must be a multiple of the cross-attention heads (cross heads: {})",
                 self.d_model,

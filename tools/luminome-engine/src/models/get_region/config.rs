@@ -116,7 +116,7 @@ impl GetRegionConfig {
                 bail!("{what}: {name} = {value} is outside {lo}..={hi}");
             }
         }
-        if self.embed_dim % self.num_heads != 0 {
+        if !self.embed_dim.is_multiple_of(self.num_heads) {
             bail!(
                 "{what}: embed_dim {} is not a multiple of num_heads {} (GET splits the width evenly over the heads)",
                 self.embed_dim,

@@ -84,7 +84,7 @@ impl RegionEncoderConfig {
         {
             bail!("features, d_model, layers, FFN width and max regions must be positive");
         }
-        if self.num_heads == 0 || self.d_model % self.num_heads != 0 {
+        if self.num_heads == 0 || !self.d_model.is_multiple_of(self.num_heads) {
             bail!(
                 "d_model ({}) must be a multiple of the number of heads ({})",
                 self.d_model,

@@ -197,7 +197,7 @@ fn score_rows_per_bias_row(scores: &Layout, bias: &Layout) -> Result<usize> {
     let n = scores.dims().last().copied().unwrap_or(1).max(1);
     let blocks = bias.shape().elem_count() / n;
     let rows = scores.shape().elem_count() / n;
-    if blocks == 0 || rows % blocks != 0 {
+    if blocks == 0 || !rows.is_multiple_of(blocks) {
         candle_core::bail!(
             "biased softmax: bias {:?} does not tile scores {:?}",
             bias.dims(),
