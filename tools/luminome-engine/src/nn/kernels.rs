@@ -126,10 +126,11 @@ pub(crate) mod num_traits_float {
         + std::ops::Div<Output = Self>
     {
         fn zero() -> Self;
-        /// exp for the hot loops: f32 uses a branch-free polynomial the compiler vectorises
-        /// with fused multiply-adds (relative error below 3e-7, about 2 ulp; see
-        /// `exp_f32_fma`: meant for kernels compiled with FMA); f64 is the exact one.
-        fn fast_exp(self) -> Self;
+        /// 2^self for the selective scan's decays: f32 uses a branch-free polynomial the
+        /// compiler vectorises with fused multiply-adds, giving the bits of the AVX-512 scan
+        /// kernel's `vrndscaleps`/`vscalefps` sequence (`exp2_f32_fma`: relative error below
+        /// 2e-7; meant for kernels compiled with FMA); f64 is the exact one.
+        fn fast_exp2(self) -> Self;
         /// self · a + b rounded once (a fused multiply-add where the code is compiled with FMA;
         /// libm's `fma` elsewhere, the same bits, slowly).
         fn mul_add(self, a: Self, b: Self) -> Self;
@@ -146,8 +147,8 @@ pub(crate) mod num_traits_float {
                     0.0
                 }
                 #[inline(always)]
-                fn fast_exp(self) -> Self {
-                    FastExp::fast_exp_impl(self)
+                fn fast_exp2(self) -> Self {
+                    FastExp::fast_exp2_impl(self)
                 }
                 #[inline(always)]
                 fn mul_add(self, a: Self, b: Self) -> Self {
@@ -173,20 +174,68 @@ pub(crate) mod num_traits_float {
 
     impl FastExp for f32 {
         #[inline(always)]
-        fn fast_exp_impl(self) -> Self {
-            exp_f32_fma(self)
+        fn fast_exp2_impl(self) -> Self {
+            exp2_f32_fma(self)
         }
     }
 
     impl FastExp for f64 {
-        fn fast_exp_impl(self) -> Self {
-            self.exp()
+        fn fast_exp2_impl(self) -> Self {
+            self.exp2()
         }
     }
 
-    /// Dispatches `fast_exp` per type.
+    /// Dispatches `fast_exp2` per type.
     pub trait FastExp {
-        fn fast_exp_impl(self) -> Self;
+        fn fast_exp2_impl(self) -> Self;
+    }
+
+    /// The coefficients of 2^f on [0, 1), c₁..c₅ (c₀ = 1, so 2^0 is exactly 1): a least-maximum
+    /// relative error fit (Lawson's iteration), 1.4e-7 at most evaluated in f32 with fused
+    /// multiply-adds.
+    pub const EXP2_POLY: [f32; 5] = [
+        0.693_151_3,
+        0.240_164_46,
+        0.055_799_89,
+        0.009_017_064,
+        0.001_867_114,
+    ];
+
+    /// 2^f for f in [0, 1) by `EXP2_POLY` (Horner's scheme, each step one fused multiply-add).
+    #[inline(always)]
+    pub fn exp2_poly(f: f32) -> f32 {
+        let [c1, c2, c3, c4, c5] = EXP2_POLY;
+        let p = c5.mul_add(f, c4);
+        let p = p.mul_add(f, c3);
+        let p = p.mul_add(f, c2);
+        let p = p.mul_add(f, c1);
+        p.mul_add(f, 1.0)
+    }
+
+    /// 2^t as 2^⌊t⌋ · 2^(t − ⌊t⌋): the bits of AVX-512's `vrndscaleps` (⌊t⌋), a subtraction,
+    /// `exp2_poly`, and `vscalefps` (p · 2^⌊t⌋ rounded once, denormals and overflow included),
+    /// computed with the instructions every x86-64 FMA machine has, so that the AVX2 clone of
+    /// the scan gives the AVX-512 kernel's bits. t is clamped to [−151, 128], where the result
+    /// is already 0 or ∞; 2^⌊t⌋ is applied as two factors, each a normal float, so that the
+    /// first product is exact and only the second rounds, as `vscalefps` does. A NaN gives 0
+    /// here and NaN in the AVX-512 kernel (the scan's state is NaN either way: Δ enters it
+    /// directly). Relative error below 2e-7 for results above 2^−126.
+    #[inline(always)]
+    pub fn exp2_f32_fma(t: f32) -> f32 {
+        #[allow(clippy::manual_clamp)]
+        let t = t.max(-151.0).min(128.0);
+        let k = t.floor();
+        let p = exp2_poly(t - k);
+        let half = (k * 0.5).floor();
+        p * pow2_f32(half) * pow2_f32(k - half)
+    }
+
+    /// 2^k for an integer-valued k in [−126, 127], by writing k + 127 into the exponent field
+    /// (the `BIAS` trick of `exp_f32_fma`).
+    #[inline(always)]
+    fn pow2_f32(k: f32) -> f32 {
+        const BIAS: f32 = 8_388_735.0;
+        f32::from_bits((k + BIAS).to_bits() << 23)
     }
 
     /// e^x as 2^k · e^f: k = round(x / ln 2), f = x − k·ln 2 in two steps (Cody–Waite: ln 2

@@ -5,6 +5,9 @@ use candle_core::{Layout, Result};
 
 use crate::nn::kernels::num_traits_float::Float;
 
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+
 /// Channels per parallel block.
 const BLOCK: usize = 64;
 
@@ -35,6 +38,17 @@ impl Dims {
             n: n2 / 2,
             reverse,
         })
+    }
+
+    /// The sizes of a scan over x `[b, l, e]` with `n` states.
+    pub(super) fn new((b, l, e): (usize, usize, usize), n: usize, reverse: bool) -> Self {
+        Self {
+            b,
+            l,
+            e,
+            n,
+            reverse,
+        }
     }
 
     /// Whether the scan runs from the last position to the first.
@@ -117,17 +131,12 @@ fn lane_sum<T: Float>(v: &Lanes<T>) -> T {
     half.iter().fold(T::zero(), |s, &v| s + v)
 }
 
-/// Adds `terms` lane by lane into `acc`.
-#[inline(always)]
-fn add_lanes<T: Float>(acc: &mut Lanes<T>, terms: &Lanes<T>) {
-    for k in 0..LANES {
-        acc[k] = acc[k] + terms[k];
-    }
-}
-
-/// The columns `c0..c1` of A (per state) and D of one chunk, padded.
+/// The columns `c0..c1` of A (per state) and D of one chunk, padded; A·log₂e per state, the
+/// exponent of the decays taken as powers of 2 (`fast_exp2`: the AVX-512 kernel's instructions
+/// compute 2^t, not e^x).
 struct ChunkParams<T> {
     a: Vec<Lanes<T>>,
+    a_log2e: Vec<Lanes<T>>,
     d: Lanes<T>,
 }
 
@@ -140,8 +149,12 @@ impl<T: Float> ChunkParams<T> {
             }
             v
         };
+        let log2e = T::from(std::f64::consts::LOG2_E).expect("a float");
+        let a: Vec<Lanes<T>> = (0..n).map(col).collect();
+        let a_log2e = a.iter().map(|v| v.map(|a| a * log2e)).collect();
         Self {
-            a: (0..n).map(col).collect(),
+            a,
+            a_log2e,
             d: col(n),
         }
     }
@@ -177,17 +190,19 @@ fn chunk_inputs<T: Float>(
     (xr, dr, dvx)
 }
 
-/// h ← exp(Δ·A)·h + Δx·B;  y += C·h  (one state, every channel of the chunk); returns exp(Δ·A).
+/// h ← exp(Δ·A)·h + Δx·B;  y += C·h  (one state, every channel of the chunk); returns exp(Δ·A),
+/// computed as 2^(Δ · A·log₂e). The AVX-512 kernel (`avx512.rs`) does these operations in this
+/// order.
 #[inline(always)]
 fn state_step<T: Float>(
     h: &mut Lanes<T>,
     y: &mut Lanes<T>,
-    (dr, a, dvx): (&Lanes<T>, &Lanes<T>, &Lanes<T>),
+    (dr, a_log2e, dvx): (&Lanes<T>, &Lanes<T>, &Lanes<T>),
     (b, c): (T, T),
 ) -> Lanes<T> {
     let mut decay = [T::zero(); LANES];
     for k in 0..LANES {
-        decay[k] = (dr[k] * a[k]).fast_exp();
+        decay[k] = (dr[k] * a_log2e[k]).fast_exp2();
         h[k] = decay[k].mul_add(h[k], dvx[k] * b);
         y[k] = c.mul_add(h[k], y[k]);
     }
@@ -220,7 +235,12 @@ fn forward_chunk<T: Float>(
             yt[k] = p.d[k] * xr[k];
         }
         for j in 0..n {
-            state_step(&mut h[j], &mut yt, (&dr, &p.a[j], &dvx), (bt[j], ct[j]));
+            state_step(
+                &mut h[j],
+                &mut yt,
+                (&dr, &p.a_log2e[j], &dvx),
+                (bt[j], ct[j]),
+            );
         }
         store_lanes(&mut y[t * w + col..][..c1 - c0], &yt);
     }
@@ -253,6 +273,25 @@ pub(super) struct BlockGrads<T> {
     pub(super) dad: Vec<T>,
 }
 
+impl<T: Float> BlockGrads<T> {
+    fn zeros(dims: &Dims, w: usize) -> Self {
+        let Dims { l, n, .. } = *dims;
+        Self {
+            dx: vec![T::zero(); l * w],
+            ddelta: vec![T::zero(); l * w],
+            dbc: vec![T::zero(); l * 2 * n],
+            dad: vec![T::zero(); w * (n + 1)],
+        }
+    }
+
+    /// dB‖dC from the block's lane sums.
+    fn sum_dbc_lanes(&mut self, scratch: &Scratch<T>) {
+        for (o, v) in self.dbc.iter_mut().zip(&scratch.dbc_lanes) {
+            *o = lane_sum(v);
+        }
+    }
+}
+
 /// The backward pass's working memory, allocated once per parallel job and reused by every
 /// block and chunk it runs (zero-filling it per block was most of the memset that took a tenth
 /// of the scan's profile).
@@ -278,13 +317,15 @@ impl<T: Float> Scratch<T> {
     }
 }
 
-/// `acc` ← `terms` for a block's first chunk, `acc` + `terms` lane by lane after.
+/// `acc` ← u·v for a block's first chunk, u·v + `acc` (fused) lane by lane after.
 #[inline(always)]
-fn accumulate_lanes<T: Float>(acc: &mut Lanes<T>, terms: &Lanes<T>, first: bool) {
-    if first {
-        *acc = *terms;
-    } else {
-        add_lanes(acc, terms);
+fn accumulate_products<T: Float>(acc: &mut Lanes<T>, (u, v): (&Lanes<T>, &Lanes<T>), first: bool) {
+    for k in 0..LANES {
+        acc[k] = if first {
+            u[k] * v[k]
+        } else {
+            u[k].mul_add(v[k], acc[k])
+        };
     }
 }
 
@@ -318,52 +359,54 @@ fn recompute_states<T: Float>(
         // without the output, C·h added in a loop of its own, made the forward 10–15 % slower.
         let mut unused = [T::zero(); LANES];
         for j in 0..n {
-            decays[step * n + j] =
-                state_step(&mut h[j], &mut unused, (&dr, &p.a[j], &dvx), (bt[j], ct[j]));
+            decays[step * n + j] = state_step(
+                &mut h[j],
+                &mut unused,
+                (&dr, &p.a_log2e[j], &dvx),
+                (bt[j], ct[j]),
+            );
             hs[step * n + j] = h[j];
-            let mut terms = [T::zero(); LANES];
-            for k in 0..LANES {
-                terms[k] = dyr[k] * h[j][k];
-            }
-            accumulate_lanes(&mut dct[j], &terms, first);
+            accumulate_products(&mut dct[j], (&dyr, &h[j]), first);
         }
     }
 }
 
 /// One chunk's adjoint sums that one state's step updates: the adjoint carried to t − 1, dA,
-/// and the position's dΔ_t and dx_t.
+/// and the position's Σ_n dh·B (which gives dx_t and dΔ_t's B·x part after the states) and
+/// Σ_n dh·A·exp(Δ_t A)·h_{t−1} (dΔ_t's decay part).
 #[derive(Clone, Copy)]
 struct AdjointSums<T> {
     next: Lanes<T>,
     da: Lanes<T>,
+    dh_b: Lanes<T>,
     ddt: Lanes<T>,
-    dxt: Lanes<T>,
 }
 
 /// One state's backward step at one position, every channel of the chunk: the adjoint dh_t
-/// and its shares of the sums; returns the new sums and dB_t's terms. Values in and out, not
-/// references: through `&mut` lanes the compiler kept a scalar copy of the loop for overlapping
-/// slices and the running sums in memory.
+/// and its shares of the sums; adds dB_t's terms into `db` (sets them, for a block's `first`
+/// chunk). Values in and out, not references: through `&mut` lanes the compiler kept a scalar
+/// copy of the loop for overlapping slices and the running sums in memory. The AVX-512 kernel
+/// does these operations in this order.
 #[inline(always)]
 fn adjoint_step<T: Float>(
     s: AdjointSums<T>,
-    (dyr, xr, dr, dvx): (&Lanes<T>, &Lanes<T>, &Lanes<T>, &Lanes<T>),
+    (dyr, dr, dvx): (&Lanes<T>, &Lanes<T>, &Lanes<T>),
     (a, decay, h_prev): (&Lanes<T>, &Lanes<T>, &Lanes<T>),
     (b, c): (T, T),
-) -> (AdjointSums<T>, Lanes<T>) {
+    (db, first): (&mut Lanes<T>, bool),
+) -> AdjointSums<T> {
     let mut o = s;
-    let mut terms = [T::zero(); LANES];
+    let mut dh = [T::zero(); LANES];
     for k in 0..LANES {
-        let dh = dyr[k].mul_add(c, s.next[k]);
-        let g_prev = dh * decay[k] * h_prev[k];
-        let dh_b = dh * b;
-        o.ddt[k] = g_prev.mul_add(a[k], dh_b.mul_add(xr[k], s.ddt[k]));
+        dh[k] = dyr[k].mul_add(c, s.next[k]);
+        o.next[k] = dh[k] * decay[k];
+        let g_prev = o.next[k] * h_prev[k];
+        o.dh_b[k] = dh[k].mul_add(b, s.dh_b[k]);
+        o.ddt[k] = g_prev.mul_add(a[k], s.ddt[k]);
         o.da[k] = g_prev.mul_add(dr[k], s.da[k]);
-        o.dxt[k] = dh_b.mul_add(dr[k], s.dxt[k]);
-        o.next[k] = dh * decay[k];
-        terms[k] = dh * dvx[k];
     }
-    (o, terms)
+    accumulate_products(db, (&dh, dvx), first);
+    o
 }
 
 /// One chunk's running sums of the backward pass.
@@ -411,10 +454,7 @@ fn backward_chunk<T: Float>(
         let dyr = lanes_at(&dims, (row, t), (c0, c1), dy);
         let bt = &bc[(row * l + t) * 2 * n..][..n];
         let ct = &bc[(row * l + t) * 2 * n + n..][..n];
-        let mut dxt = [T::zero(); LANES];
-        let mut ddt = [T::zero(); LANES];
         for k in 0..LANES {
-            dxt[k] = dyr[k] * p.d[k];
             run.dd[k] = dyr[k].mul_add(xr[k], run.dd[k]);
         }
         let prev = if step > 0 {
@@ -423,21 +463,29 @@ fn backward_chunk<T: Float>(
             &zeros[..]
         };
         let db = &mut dbc_lanes[t * 2 * n..][..n];
+        let mut dh_b = [T::zero(); LANES];
+        let mut ddt = [T::zero(); LANES];
         for j in 0..n {
             let sums = AdjointSums {
                 next: run.next[j],
                 da: run.da[j],
+                dh_b,
                 ddt,
-                dxt,
             };
-            let (sums, terms) = adjoint_step(
+            let sums = adjoint_step(
                 sums,
-                (&dyr, &xr, &dr, &dvx),
+                (&dyr, &dr, &dvx),
                 (&p.a[j], &decays[step * n + j], &prev[j]),
                 (bt[j], ct[j]),
+                (&mut db[j], first),
             );
-            (run.next[j], run.da[j], ddt, dxt) = (sums.next, sums.da, sums.ddt, sums.dxt);
-            accumulate_lanes(&mut db[j], &terms, first);
+            (run.next[j], run.da[j], dh_b, ddt) = (sums.next, sums.da, sums.dh_b, sums.ddt);
+        }
+        // dΔ_t = Σ dh·A·exp(Δ_t A)·h_{t−1} + x_t·Σ dh·B;  dx_t = dy_t·D + Δ_t·Σ dh·B.
+        let mut dxt = [T::zero(); LANES];
+        for k in 0..LANES {
+            ddt[k] = dh_b[k].mul_add(xr[k], ddt[k]);
+            dxt[k] = dh_b[k].mul_add(dr[k], dyr[k] * p.d[k]);
         }
         store_lanes(&mut g.dx[t * w + col..][..cw], &dxt);
         store_lanes(&mut g.ddelta[t * w + col..][..cw], &ddt);
@@ -457,28 +505,22 @@ fn backward_block<T: Float>(
     inp: Inputs<T>,
     scratch: &mut Scratch<T>,
 ) -> BlockGrads<T> {
-    let Dims { l, n, .. } = dims;
     let w = e1 - e0;
-    let mut g = BlockGrads {
-        dx: vec![T::zero(); l * w],
-        ddelta: vec![T::zero(); l * w],
-        dbc: vec![T::zero(); l * 2 * n],
-        dad: vec![T::zero(); w * (n + 1)],
-    };
+    let mut g = BlockGrads::zeros(&dims, w);
     for c0 in (e0..e1).step_by(LANES) {
         let c1 = (c0 + LANES).min(e1);
         let out = (&mut g, &mut *scratch, w, c0 - e0);
         backward_chunk(dims, (row, c0, c1), inp, out);
     }
-    for (o, v) in g.dbc.iter_mut().zip(&scratch.dbc_lanes) {
-        *o = lane_sum(v);
-    }
+    g.sum_dbc_lanes(scratch);
     g
 }
 
-/// The block kernels per element type: f32 runs an AVX-512 or AVX2+FMA build where the CPU has
-/// it (chosen at run time; the generic code vectorises its lane loops there, and every clone gives
-/// the same bits: each multiply-add is fused in all of them), f64 (tests) the baseline one.
+/// The block kernels per element type: f32 runs the AVX-512 intrinsics (`avx512.rs`) where the
+/// CPU has AVX-512F and DQ, else the generic code's AVX2+FMA build where it has that (chosen at
+/// run time; the generic code vectorises its lane loops there), else its baseline build; all give
+/// the same bits (each multiply-add is fused in all of them, and the generic decay reproduces
+/// `vrndscaleps`/`vscalefps`). f64 (tests) runs the baseline build.
 pub(super) trait ScanKernels: Float {
     fn forward(dims: Dims, blk: (usize, usize, usize), inp: Inputs<Self>) -> Vec<Self>;
     fn backward(
@@ -495,10 +537,7 @@ pub(super) trait ScanKernels: Float {
 mod dispatch {
     use super::*;
 
-    #[multiversion::multiversion(targets(
-        "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
-        "x86_64+avx2+fma"
-    ))]
+    #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
     pub(super) fn forward_f32(
         dims: Dims,
         blk: (usize, usize, usize),
@@ -507,10 +546,7 @@ mod dispatch {
         forward_block(dims, blk, inp)
     }
 
-    #[multiversion::multiversion(targets(
-        "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
-        "x86_64+avx2+fma"
-    ))]
+    #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
     pub(super) fn backward_f32(
         dims: Dims,
         blk: (usize, usize, usize),
@@ -523,6 +559,12 @@ mod dispatch {
 
 impl ScanKernels for f32 {
     fn forward(dims: Dims, blk: (usize, usize, usize), inp: Inputs<f32>) -> Vec<f32> {
+        #[cfg(target_arch = "x86_64")]
+        if avx512::available() {
+            // SAFETY: the CPU has the kernel's target features.
+            #[allow(unsafe_code)]
+            return unsafe { avx512::forward_block(dims, blk, inp) };
+        }
         dispatch::forward_f32(dims, blk, inp)
     }
     fn backward(
@@ -531,6 +573,12 @@ impl ScanKernels for f32 {
         inp: Inputs<f32>,
         scratch: &mut Scratch<f32>,
     ) -> BlockGrads<f32> {
+        #[cfg(target_arch = "x86_64")]
+        if avx512::available() {
+            // SAFETY: the CPU has the kernel's target features.
+            #[allow(unsafe_code)]
+            return unsafe { avx512::backward_block(dims, blk, inp, scratch) };
+        }
         dispatch::backward_f32(dims, blk, inp, scratch)
     }
 }

@@ -26,7 +26,7 @@
 use candle_core::{backend::BackendStorage, CpuStorage, Layout, Result, Shape, Tensor, D};
 use rayon::prelude::*;
 
-use crate::nn::kernels::contiguous_slice;
+use crate::nn::kernels::{contiguous_slice, written_by};
 
 #[cfg(feature = "cuda")]
 mod cuda;
@@ -48,7 +48,16 @@ pub fn selective_scan(
     d: &Tensor,
     reverse: bool,
 ) -> Result<Tensor> {
-    if crate::nn::kernels::cpu_fused(x) || crate::nn::kernels::cuda_fused(x) {
+    if crate::nn::kernels::cpu_fused(x) {
+        // x and Δ as they are (a copy of both was a sixth of the op's time); B‖C and A‖D, small,
+        // packed into one input.
+        let bc = Tensor::cat(&[b, c], D::Minus1)?.flatten_all()?;
+        let ad = Tensor::cat(&[a, &d.unsqueeze(1)?], 1)?.flatten_all()?;
+        let bcad = Tensor::cat(&[bc, ad], 0)?;
+        let n = a.dim(1)?;
+        x.contiguous()?
+            .apply_op3(&delta.contiguous()?, &bcad, SelectiveScanCpu { reverse, n })
+    } else if crate::nn::kernels::cuda_fused(x) {
         let xd = Tensor::stack(&[x, delta], 0)?.contiguous()?;
         let bc = Tensor::cat(&[b, c], D::Minus1)?.contiguous()?;
         let ad = Tensor::cat(&[a, &d.unsqueeze(1)?], 1)?.contiguous()?;
@@ -89,35 +98,55 @@ pub fn selective_scan_primitive(
     y + x.broadcast_mul(&d.unsqueeze(0)?.unsqueeze(0)?)?
 }
 
+/// The op CUDA runs (`cuda.rs`): inputs x‖Δ `[2, B, L, E]`, B‖C `[B, L, 2N]`, A‖D `[E, N+1]`.
+/// On the CPU it computes what [`SelectiveScanCpu`] does.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 struct SelectiveScan {
     reverse: bool,
 }
 
-fn scan_forward<T: ScanKernels>(s1: &[T], s2: &[T], s3: &[T], dims: Dims) -> Vec<T> {
-    let Dims { b, l, e, .. } = dims;
-    let size = b * l * e;
-    let (x, delta) = s1.split_at(size);
-    let inputs = Inputs {
+/// The inputs of a packed op: x‖Δ(‖dy) in `s1`, B‖C, A‖D.
+fn packed_inputs<'a, T>(s1: &'a [T], bc: &'a [T], ad: &'a [T], dims: &Dims) -> Inputs<'a, T> {
+    let size = dims.b * dims.l * dims.e;
+    let (x, rest) = s1.split_at(size);
+    let (delta, dy) = rest.split_at(size);
+    Inputs {
         x,
         delta,
-        dy: &[],
-        bc: s2,
-        ad: s3,
-    };
+        dy,
+        bc,
+        ad,
+    }
+}
+
+fn scan_forward<T: ScanKernels>(inputs: Inputs<T>, dims: Dims) -> Vec<T> {
+    let Dims { b, l, e, .. } = dims;
+    let size = b * l * e;
     let blocks = dims.blocks();
     let parts: Vec<Vec<T>> = blocks
         .par_iter()
         .map(|&blk| T::forward(dims, blk, inputs))
         .collect();
-    let mut y = vec![T::zero(); size];
-    for (&(row, e0, e1), part) in blocks.iter().zip(&parts) {
-        let w = e1 - e0;
-        for t in 0..l {
-            let at = (row * l + t) * e + e0;
-            y[at..at + w].copy_from_slice(&part[t * w..(t + 1) * w]);
+    // Every element is written: the blocks cover every row and channel.
+    written_by(size, |y: &mut [T]| {
+        for (&(row, e0, e1), part) in blocks.iter().zip(&parts) {
+            copy_block_rows(y, part, (row, e0, e1), &dims);
         }
+    })
+}
+
+/// Copies a block's `[L, w]` values into their rows and channels of a `[B, L, E]` output.
+fn copy_block_rows<T: Copy>(
+    out: &mut [T],
+    part: &[T],
+    (row, e0, e1): (usize, usize, usize),
+    dims: &Dims,
+) {
+    let (l, e, w) = (dims.l, dims.e, e1 - e0);
+    for t in 0..l {
+        let at = (row * l + t) * e + e0;
+        out[at..at + w].copy_from_slice(&part[t * w..(t + 1) * w]);
     }
-    y
 }
 
 impl candle_core::CustomOp3 for SelectiveScan {
@@ -139,17 +168,23 @@ impl candle_core::CustomOp3 for SelectiveScan {
         let out = match (s1, s2, s3) {
             (CpuStorage::F32(a), CpuStorage::F32(b), CpuStorage::F32(c)) => {
                 CpuStorage::F32(scan_forward(
-                    contiguous_slice(a, l1, "scan")?,
-                    contiguous_slice(b, l2, "scan")?,
-                    contiguous_slice(c, l3, "scan")?,
+                    packed_inputs(
+                        contiguous_slice(a, l1, "scan")?,
+                        contiguous_slice(b, l2, "scan")?,
+                        contiguous_slice(c, l3, "scan")?,
+                        &dims,
+                    ),
                     dims,
                 ))
             }
             (CpuStorage::F64(a), CpuStorage::F64(b), CpuStorage::F64(c)) => {
                 CpuStorage::F64(scan_forward(
-                    contiguous_slice(a, l1, "scan")?,
-                    contiguous_slice(b, l2, "scan")?,
-                    contiguous_slice(c, l3, "scan")?,
+                    packed_inputs(
+                        contiguous_slice(a, l1, "scan")?,
+                        contiguous_slice(b, l2, "scan")?,
+                        contiguous_slice(c, l3, "scan")?,
+                        &dims,
+                    ),
                     dims,
                 ))
             }
@@ -202,22 +237,14 @@ impl candle_core::CustomOp3 for SelectiveScan {
 
 /// Inputs: `[3, B, L, E]` (x, Δ, dy), `[B, L, 2N]`, `[E, N+1]`; output: the flat gradients of
 /// (x, Δ), (B, C), (A, D), in that order.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 struct SelectiveScanBackward {
     reverse: bool,
 }
 
-fn scan_backward<T: ScanKernels>(s1: &[T], s2: &[T], s3: &[T], dims: Dims) -> Vec<T> {
+fn scan_backward<T: ScanKernels>(inputs: Inputs<T>, dims: Dims) -> Vec<T> {
     let Dims { b, l, e, n, .. } = dims;
     let size = b * l * e;
-    let (x, rest) = s1.split_at(size);
-    let (delta, dy) = rest.split_at(size);
-    let inputs = Inputs {
-        x,
-        delta,
-        dy,
-        bc: s2,
-        ad: s3,
-    };
     let blocks = dims.blocks();
     let parts: Vec<BlockGrads<T>> = blocks
         .par_iter()
@@ -226,27 +253,26 @@ fn scan_backward<T: ScanKernels>(s1: &[T], s2: &[T], s3: &[T], dims: Dims) -> Ve
             |scratch, &blk| T::backward(dims, blk, inputs, scratch),
         )
         .collect();
-    let mut out = vec![T::zero(); 2 * size + b * l * 2 * n + e * (n + 1)];
-    let (dxd, rest) = out.split_at_mut(2 * size);
-    let (dbc, dad) = rest.split_at_mut(b * l * 2 * n);
-    let (dx, ddelta) = dxd.split_at_mut(size);
-    for (&(row, e0, e1), g) in blocks.iter().zip(&parts) {
-        let w = e1 - e0;
-        for t in 0..l {
-            let at = (row * l + t) * e + e0;
-            dx[at..at + w].copy_from_slice(&g.dx[t * w..(t + 1) * w]);
-            ddelta[at..at + w].copy_from_slice(&g.ddelta[t * w..(t + 1) * w]);
+    // dx and dΔ are written whole by the blocks' rows; dB‖dC and dA‖dD are sums from zero.
+    written_by(2 * size + b * l * 2 * n + e * (n + 1), |out: &mut [T]| {
+        let (dxd, rest) = out.split_at_mut(2 * size);
+        let (dbc, dad) = rest.split_at_mut(b * l * 2 * n);
+        let (dx, ddelta) = dxd.split_at_mut(size);
+        dbc.fill(T::zero());
+        dad.fill(T::zero());
+        for (&(row, e0, e1), g) in blocks.iter().zip(&parts) {
+            copy_block_rows(dx, &g.dx, (row, e0, e1), &dims);
+            copy_block_rows(ddelta, &g.ddelta, (row, e0, e1), &dims);
+            let rows = &mut dbc[row * l * 2 * n..(row + 1) * l * 2 * n];
+            for (o, &v) in rows.iter_mut().zip(&g.dbc) {
+                *o = *o + v;
+            }
+            let chans = &mut dad[e0 * (n + 1)..e1 * (n + 1)];
+            for (o, &v) in chans.iter_mut().zip(&g.dad) {
+                *o = *o + v;
+            }
         }
-        let rows = &mut dbc[row * l * 2 * n..(row + 1) * l * 2 * n];
-        for (o, &v) in rows.iter_mut().zip(&g.dbc) {
-            *o = *o + v;
-        }
-        let chans = &mut dad[e0 * (n + 1)..e1 * (n + 1)];
-        for (o, &v) in chans.iter_mut().zip(&g.dad) {
-            *o = *o + v;
-        }
-    }
-    out
+    })
 }
 
 impl candle_core::CustomOp3 for SelectiveScanBackward {
@@ -269,17 +295,23 @@ impl candle_core::CustomOp3 for SelectiveScanBackward {
         let out = match (s1, s2, s3) {
             (CpuStorage::F32(a), CpuStorage::F32(bb), CpuStorage::F32(c)) => {
                 CpuStorage::F32(scan_backward(
-                    contiguous_slice(a, l1, "scan bwd")?,
-                    contiguous_slice(bb, l2, "scan bwd")?,
-                    contiguous_slice(c, l3, "scan bwd")?,
+                    packed_inputs(
+                        contiguous_slice(a, l1, "scan bwd")?,
+                        contiguous_slice(bb, l2, "scan bwd")?,
+                        contiguous_slice(c, l3, "scan bwd")?,
+                        &dims,
+                    ),
                     dims,
                 ))
             }
             (CpuStorage::F64(a), CpuStorage::F64(bb), CpuStorage::F64(c)) => {
                 CpuStorage::F64(scan_backward(
-                    contiguous_slice(a, l1, "scan bwd")?,
-                    contiguous_slice(bb, l2, "scan bwd")?,
-                    contiguous_slice(c, l3, "scan bwd")?,
+                    packed_inputs(
+                        contiguous_slice(a, l1, "scan bwd")?,
+                        contiguous_slice(bb, l2, "scan bwd")?,
+                        contiguous_slice(c, l3, "scan bwd")?,
+                        &dims,
+                    ),
                     dims,
                 ))
             }
@@ -300,5 +332,173 @@ impl candle_core::CustomOp3 for SelectiveScanBackward {
     ) -> Result<(candle_core::CudaStorage, Shape)> {
         let dims = Dims::of(l1, l2, self.reverse)?;
         cuda::backward(dims, (s1, l1), (s2, l2), (s3, l3))
+    }
+}
+
+/// The CPU's op: inputs x, Δ `[B, L, E]` and B‖C‖A‖D flattened into one (`[B, L, 2N]` then
+/// `[E, N+1]`), so that x and Δ are read where they are.
+struct SelectiveScanCpu {
+    reverse: bool,
+    n: usize,
+}
+
+/// The inputs of the CPU ops: x, Δ, dy (empty in the forward pass) and the packed B‖C‖A‖D.
+fn cpu_inputs<'a, T>(
+    (x, delta, dy): (&'a [T], &'a [T], &'a [T]),
+    bcad: &'a [T],
+    dims: &Dims,
+) -> Result<Inputs<'a, T>> {
+    let size = dims.b * dims.l * dims.e;
+    let bc_len = dims.b * dims.l * 2 * dims.n;
+    if x.len() != size
+        || delta.len() != size
+        || !(dy.is_empty() || dy.len() == size)
+        || bcad.len() != bc_len + dims.e * (dims.n + 1)
+    {
+        candle_core::bail!("selective scan: inputs of unexpected sizes")
+    }
+    let (bc, ad) = bcad.split_at(bc_len);
+    Ok(Inputs {
+        x,
+        delta,
+        dy,
+        bc,
+        ad,
+    })
+}
+
+/// The f32 or f64 slices of three CPU inputs of one dtype.
+fn cpu_slices<'a, T: candle_core::WithDType>(
+    ins: [(&'a CpuStorage, &Layout); 3],
+    what: &str,
+) -> Result<[&'a [T]; 3]> {
+    let mut out: [&[T]; 3] = [&[]; 3];
+    for (o, (s, l)) in out.iter_mut().zip(ins) {
+        *o = contiguous_slice(s.as_slice::<T>()?, l, what)?;
+    }
+    Ok(out)
+}
+
+impl SelectiveScanCpu {
+    fn dims(&self, x: &Layout) -> Result<Dims> {
+        let &[b, l, e] = x.dims() else {
+            candle_core::bail!("selective scan: x of shape {:?}", x.dims())
+        };
+        Ok(Dims::new((b, l, e), self.n, self.reverse))
+    }
+}
+
+impl candle_core::CustomOp3 for SelectiveScanCpu {
+    fn name(&self) -> &'static str {
+        "luminome-selective-scan-cpu"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let dims = self.dims(l1)?;
+        let ins = [(s1, l1), (s2, l2), (s3, l3)];
+        let out = match s1 {
+            CpuStorage::F32(_) => {
+                let [x, delta, bcad] = cpu_slices::<f32>(ins, "scan")?;
+                let inputs = cpu_inputs((x, delta, &[]), bcad, &dims)?;
+                CpuStorage::F32(scan_forward(inputs, dims))
+            }
+            CpuStorage::F64(_) => {
+                let [x, delta, bcad] = cpu_slices::<f64>(ins, "scan")?;
+                let inputs = cpu_inputs((x, delta, &[]), bcad, &dims)?;
+                CpuStorage::F64(scan_forward(inputs, dims))
+            }
+            _ => candle_core::bail!("selective scan: f32 or f64, got {:?}", s1.dtype()),
+        };
+        Ok((out, Shape::from_dims(l1.dims())))
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        delta: &Tensor,
+        bcad: &Tensor,
+        _y: &Tensor,
+        dy: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let (b, l, e) = x.dims3()?;
+        let size = b * l * e;
+        let flat = x.apply_op3_no_bwd(
+            delta,
+            &dy.contiguous()?,
+            &SelectiveScanCpuBackward {
+                reverse: self.reverse,
+                n: self.n,
+                bcad: bcad.clone(),
+            },
+        )?;
+        let dx = flat.narrow(0, 0, size)?.reshape((b, l, e))?;
+        let ddelta = flat.narrow(0, size, size)?.reshape((b, l, e))?;
+        let dbcad = flat.narrow(0, 2 * size, bcad.elem_count())?;
+        Ok((Some(dx), Some(ddelta), Some(dbcad)))
+    }
+}
+
+/// Inputs: x, Δ, dy `[B, L, E]`, with the forward's packed B‖C‖A‖D held here; output: the flat
+/// gradients of x, Δ, (B, C), (A, D), in that order.
+struct SelectiveScanCpuBackward {
+    reverse: bool,
+    n: usize,
+    bcad: Tensor,
+}
+
+impl candle_core::CustomOp3 for SelectiveScanCpuBackward {
+    fn name(&self) -> &'static str {
+        "luminome-selective-scan-cpu-backward"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let dims = SelectiveScanCpu {
+            reverse: self.reverse,
+            n: self.n,
+        }
+        .dims(l1)?;
+        let (storage, layout) = self.bcad.storage_and_layout();
+        let candle_core::Storage::Cpu(bcad) = &*storage else {
+            candle_core::bail!("selective scan backward: B, C, A, D not on the CPU")
+        };
+        let ins = [(s1, l1), (s2, l2), (s3, l3)];
+        let out = match s1 {
+            CpuStorage::F32(_) => {
+                let [x, delta, dy] = cpu_slices::<f32>(ins, "scan bwd")?;
+                let bcad = contiguous_slice(bcad.as_slice::<f32>()?, layout, "scan bwd")?;
+                CpuStorage::F32(scan_backward(
+                    cpu_inputs((x, delta, dy), bcad, &dims)?,
+                    dims,
+                ))
+            }
+            CpuStorage::F64(_) => {
+                let [x, delta, dy] = cpu_slices::<f64>(ins, "scan bwd")?;
+                let bcad = contiguous_slice(bcad.as_slice::<f64>()?, layout, "scan bwd")?;
+                CpuStorage::F64(scan_backward(
+                    cpu_inputs((x, delta, dy), bcad, &dims)?,
+                    dims,
+                ))
+            }
+            _ => candle_core::bail!("selective scan backward: f32 or f64"),
+        };
+        let Dims { b, l, e, n, .. } = dims;
+        let len = 2 * b * l * e + b * l * 2 * n + e * (n + 1);
+        Ok((out, Shape::from_dims(&[len])))
     }
 }
