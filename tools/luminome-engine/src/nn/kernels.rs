@@ -216,14 +216,15 @@ pub(crate) mod num_traits_float {
     /// `exp2_poly`, and `vscalefps` (p · 2^⌊t⌋ rounded once, denormals and overflow included),
     /// computed with the instructions every x86-64 FMA machine has, so that the AVX2 clone of
     /// the scan gives the AVX-512 kernel's bits. t is clamped to [−151, 128], where the result
-    /// is already 0 or ∞; 2^⌊t⌋ is applied as two factors, each a normal float, so that the
-    /// first product is exact and only the second rounds, as `vscalefps` does. A NaN gives 0
-    /// here and NaN in the AVX-512 kernel (the scan's state is NaN either way: Δ enters it
-    /// directly). Relative error below 2e-7 for results above 2^−126.
+    /// is already 0 or ∞ (by comparisons, which keep a NaN: it gives NaN, as in the AVX-512
+    /// kernel); 2^⌊t⌋ is applied as two factors, each a normal float, so that the first product
+    /// is exact and only the second rounds, as `vscalefps` does. Relative error below 2e-7 for
+    /// results above 2^−126.
     #[inline(always)]
     pub fn exp2_f32_fma(t: f32) -> f32 {
-        #[allow(clippy::manual_clamp)]
-        let t = t.max(-151.0).min(128.0);
+        // Not max/min: f32::max(NaN, x) is x.
+        let t = if t < -151.0 { -151.0 } else { t };
+        let t = if t > 128.0 { 128.0 } else { t };
         let k = t.floor();
         let p = exp2_poly(t - k);
         let half = (k * 0.5).floor();

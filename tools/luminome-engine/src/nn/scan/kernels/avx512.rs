@@ -365,6 +365,14 @@ mod tests {
             let portable: Vec<f32> = v.iter().map(|&t| exp2_f32_fma(t)).collect();
             assert_eq!(bits(&out), bits(&portable), "t = {v:?}");
         }
+        // A NaN exponent (a NaN parameter) stays NaN in both.
+        let mut out = [0f32; 16];
+        // SAFETY: `available()`.
+        #[allow(unsafe_code)]
+        unsafe {
+            store(&mut out, exp2(load(&[f32::NAN; 16])))
+        };
+        assert!(out[0].is_nan() && exp2_f32_fma(f32::NAN).is_nan());
     }
 
     /// A small scan's inputs (x, Δ > 0, dy, B‖C, A‖D with A < 0), 37 channels: two full chunks
