@@ -337,6 +337,7 @@ impl candle_core::CustomOp3 for SelectiveScanBackward {
 
 /// The CPU's op: inputs x, Δ `[B, L, E]` and B‖C‖A‖D flattened into one (`[B, L, 2N]` then
 /// `[E, N+1]`), so that x and Δ are read where they are.
+#[derive(Clone, Copy)]
 struct SelectiveScanCpu {
     reverse: bool,
     n: usize,
@@ -434,8 +435,7 @@ impl candle_core::CustomOp3 for SelectiveScanCpu {
             delta,
             &dy.contiguous()?,
             &SelectiveScanCpuBackward {
-                reverse: self.reverse,
-                n: self.n,
+                scan: *self,
                 bcad: bcad.clone(),
             },
         )?;
@@ -449,8 +449,7 @@ impl candle_core::CustomOp3 for SelectiveScanCpu {
 /// Inputs: x, Δ, dy `[B, L, E]`, with the forward's packed B‖C‖A‖D held here; output: the flat
 /// gradients of x, Δ, (B, C), (A, D), in that order.
 struct SelectiveScanCpuBackward {
-    reverse: bool,
-    n: usize,
+    scan: SelectiveScanCpu,
     bcad: Tensor,
 }
 
@@ -468,11 +467,7 @@ impl candle_core::CustomOp3 for SelectiveScanCpuBackward {
         s3: &CpuStorage,
         l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let dims = SelectiveScanCpu {
-            reverse: self.reverse,
-            n: self.n,
-        }
-        .dims(l1)?;
+        let dims = self.scan.dims(l1)?;
         let (storage, layout) = self.bcad.storage_and_layout();
         let candle_core::Storage::Cpu(bcad) = &*storage else {
             candle_core::bail!("selective scan backward: B, C, A, D not on the CPU")
