@@ -152,6 +152,59 @@ fn store(dst: &mut [f32; LANES], v: __m512) {
     }
 }
 
+/// The backward pass's running per-state vectors (the states it recomputes, the adjoints it
+/// carries back): in registers for the usual 16 states (a fixed-size array, over which `each`
+/// is unrolled so that every index is a constant), on the heap for any other count, where each
+/// went through a store and a reload at every position (0.92x the time of forward + backward
+/// on Zen 5, docs/benchmarks.md). The forward kernel keeps its loop: bound by its exps, it ran
+/// no faster this way.
+trait StateVectors: AsRef<[__m512]> {
+    /// `n` copies of `v`.
+    fn filled(n: usize, v: __m512) -> Self;
+
+    /// `f(j, state j)` for every state in order; unrolled for a fixed count, so that every
+    /// index is a constant and the states stay in registers.
+    fn each(&mut self, f: impl FnMut(usize, &mut __m512));
+}
+
+impl StateVectors for Vec<__m512> {
+    #[inline(always)]
+    fn filled(n: usize, v: __m512) -> Self {
+        vec![v; n]
+    }
+
+    #[inline(always)]
+    fn each(&mut self, mut f: impl FnMut(usize, &mut __m512)) {
+        for (j, h) in self.iter_mut().enumerate() {
+            f(j, h);
+        }
+    }
+}
+
+/// `$f(k, &mut $h[k])` for k = each literal, in order.
+macro_rules! unrolled {
+    ($h:ident, $f:ident, $($k:literal)*) => {
+        $( $f($k, &mut $h[$k]); )*
+    };
+}
+
+impl StateVectors for [__m512; REGISTER_STATES] {
+    #[inline(always)]
+    fn filled(n: usize, v: __m512) -> Self {
+        debug_assert_eq!(n, REGISTER_STATES);
+        [v; REGISTER_STATES]
+    }
+
+    #[inline(always)]
+    fn each(&mut self, mut f: impl FnMut(usize, &mut __m512)) {
+        let h = self;
+        unrolled!(h, f, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+    }
+}
+
+/// The state count the kernels keep in registers (Mamba's and Caduceus's `d_state`).
+const REGISTER_STATES: usize = 16;
+
 /// `forward_chunk`.
 #[target_feature(enable = "avx512f,avx512dq")]
 fn forward_chunk(
@@ -212,7 +265,7 @@ fn accumulate_products(acc: &mut [f32; LANES], u: __m512, v: __m512, first: bool
 
 /// `recompute_states`.
 #[target_feature(enable = "avx512f,avx512dq")]
-fn recompute_states(
+fn recompute_states<S: StateVectors>(
     rd: ChunkReader,
     inp: Inputs<f32>,
     (p, first): (&ChunkVectors, bool),
@@ -224,27 +277,31 @@ fn recompute_states(
         decays,
         dbc_lanes,
     } = scratch;
-    let mut h = vec![_mm512_setzero_ps(); n];
+    let mut h = S::filled(n, _mm512_setzero_ps());
     for step in 0..l {
         let t = rd.dims.position(step);
         let (xr, dr, dyr) = (rd.at(inp.x, t), rd.at(inp.delta, t), rd.at(inp.dy, t));
         let dvx = _mm512_mul_ps(dr, xr);
         let (bt, _) = rd.bc_at(inp.bc, t);
         let dct = &mut dbc_lanes[t * 2 * n + n..][..n];
-        for j in 0..n {
-            let decay = exp2(_mm512_mul_ps(dr, p.a_log2e[j]));
-            let u = _mm512_mul_ps(dvx, _mm512_set1_ps(bt[j]));
-            h[j] = _mm512_fmadd_ps(decay, h[j], u);
-            store(&mut decays[step * n + j], decay);
-            store(&mut hs[step * n + j], h[j]);
-            accumulate_products(&mut dct[j], dyr, h[j], first);
-        }
+        let (decays, hs) = (&mut decays[step * n..][..n], &mut hs[step * n..][..n]);
+        h.each(
+            #[inline(always)]
+            |j, h| {
+                let decay = exp2(_mm512_mul_ps(dr, p.a_log2e[j]));
+                let u = _mm512_mul_ps(dvx, _mm512_set1_ps(bt[j]));
+                *h = _mm512_fmadd_ps(decay, *h, u);
+                store(&mut decays[j], decay);
+                store(&mut hs[j], *h);
+                accumulate_products(&mut dct[j], dyr, *h, first);
+            },
+        );
     }
 }
 
 /// `backward_chunk`.
 #[target_feature(enable = "avx512f,avx512dq")]
-fn backward_chunk(
+fn backward_chunk<S: StateVectors>(
     dims: Dims,
     (row, c0, c1): (usize, usize, usize),
     inp: Inputs<f32>,
@@ -254,14 +311,14 @@ fn backward_chunk(
     let rd = ChunkReader::new(dims, (row, c0, c1), &inp);
     let p = ChunkVectors::of(&ChunkParams::of(inp.ad, (c0, c1), n));
     let first = col == 0;
-    recompute_states(rd, inp, (&p, first), scratch);
+    recompute_states::<S>(rd, inp, (&p, first), scratch);
     let Scratch {
         hs,
         decays,
         dbc_lanes,
     } = scratch;
     let zero = _mm512_setzero_ps();
-    let mut next = vec![zero; n];
+    let mut next = S::filled(n, zero);
     let mut da = vec![zero; n];
     let mut dd = zero;
     for step in (0..l).rev() {
@@ -272,20 +329,24 @@ fn backward_chunk(
         let (bt, ct) = rd.bc_at(inp.bc, t);
         let db = &mut dbc_lanes[t * 2 * n..][..n];
         let (mut dh_b, mut ddt) = (zero, zero);
-        for j in 0..n {
-            let dh = _mm512_fmadd_ps(dyr, _mm512_set1_ps(ct[j]), next[j]);
-            next[j] = _mm512_mul_ps(dh, load(&decays[step * n + j]));
-            let h_prev = if step > 0 {
-                load(&hs[(step - 1) * n + j])
-            } else {
-                zero
-            };
-            let g_prev = _mm512_mul_ps(next[j], h_prev);
-            dh_b = _mm512_fmadd_ps(dh, _mm512_set1_ps(bt[j]), dh_b);
-            ddt = _mm512_fmadd_ps(g_prev, p.a[j], ddt);
-            da[j] = _mm512_fmadd_ps(g_prev, dr, da[j]);
-            accumulate_products(&mut db[j], dh, dvx, first);
-        }
+        let (hs_prev, dec) = (
+            (step > 0).then(|| &hs[(step - 1) * n..][..n]),
+            &decays[step * n..][..n],
+        );
+        let (da, db) = (&mut da[..n], &mut db[..n]);
+        next.each(
+            #[inline(always)]
+            |j, next| {
+                let dh = _mm512_fmadd_ps(dyr, _mm512_set1_ps(ct[j]), *next);
+                *next = _mm512_mul_ps(dh, load(&dec[j]));
+                let h_prev = hs_prev.map_or(zero, |hs| load(&hs[j]));
+                let g_prev = _mm512_mul_ps(*next, h_prev);
+                dh_b = _mm512_fmadd_ps(dh, _mm512_set1_ps(bt[j]), dh_b);
+                ddt = _mm512_fmadd_ps(g_prev, p.a[j], ddt);
+                da[j] = _mm512_fmadd_ps(g_prev, dr, da[j]);
+                accumulate_products(&mut db[j], dh, dvx, first);
+            },
+        );
         let ddt = _mm512_fmadd_ps(dh_b, xr, ddt);
         let dxt = _mm512_fmadd_ps(dh_b, dr, _mm512_mul_ps(dyr, p.d));
         store_masked(&mut g.dx, t * w + col, rd.mask, dxt);
@@ -313,12 +374,12 @@ pub(super) fn backward_block(
     let w = e1 - e0;
     for c0 in (e0..e1).step_by(LANES) {
         let c1 = (c0 + LANES).min(e1);
-        backward_chunk(
-            dims,
-            (row, c0, c1),
-            inp,
-            (&mut g, &mut *scratch, w, c0 - e0),
-        );
+        let at = (&mut g, &mut *scratch, w, c0 - e0);
+        if dims.n == REGISTER_STATES {
+            backward_chunk::<[__m512; REGISTER_STATES]>(dims, (row, c0, c1), inp, at);
+        } else {
+            backward_chunk::<Vec<__m512>>(dims, (row, c0, c1), inp, at);
+        }
     }
     lane_sums(&mut g.dbc, &scratch.dbc_lanes);
     g
@@ -507,12 +568,13 @@ mod tests {
         if !available() {
             return;
         }
-        for reverse in [false, true] {
+        // 16 states: the register path; 5: the heap one.
+        for (reverse, n) in [(false, 5), (true, 5), (false, 16), (true, 16)] {
             let dims = Dims {
                 b: 2,
                 l: 23,
                 e: 37,
-                n: 5,
+                n,
                 reverse,
             };
             let [x, delta, dy, bc, ad] = inputs(&dims);
