@@ -246,23 +246,21 @@ fn forward_chunk<T: Float>(
     }
 }
 
-/// Forward of one block of channels `e0..e1` of batch row `row`: y `[L, w]`, w = e1 − e0.
+/// Forward of one block of channels `e0..e1` of batch row `row` into `y` `[L, w]`, w = e1 − e0
+/// (every value written).
 #[inline(always)]
 fn forward_block<T: Float>(
     dims: Dims,
     (row, e0, e1): (usize, usize, usize),
     inp: Inputs<T>,
-) -> Vec<T> {
+    y: &mut [T],
+) {
     let w = e1 - e0;
-    // Zero-filled, though every value is then written: `written_by` would skip the fill, but the
-    // closure it takes is compiled outside this clone's target features (tried: ~100× slower,
-    // every multiply-add a call to libm's `fmaf`).
-    let mut y = vec![T::zero(); dims.l * w];
+    assert_eq!(y.len(), dims.l * w, "scan kernel: output of another size");
     for c0 in (e0..e1).step_by(LANES) {
         let c1 = (c0 + LANES).min(e1);
-        forward_chunk(dims, (row, c0, c1), inp, (&mut y, w, c0 - e0));
+        forward_chunk(dims, (row, c0, c1), inp, (&mut *y, w, c0 - e0));
     }
-    y
 }
 
 /// Gradients of one block: dx, dΔ `[L, w]`, dB‖dC `[L, 2N]` (this block's share), dA‖dD `[w, N+1]`.
@@ -522,7 +520,8 @@ fn backward_block<T: Float>(
 /// the same bits (each multiply-add is fused in all of them, and the generic decay reproduces
 /// `vrndscaleps`/`vscalefps`). f64 (tests) runs the baseline build.
 pub(super) trait ScanKernels: Float {
-    fn forward(dims: Dims, blk: (usize, usize, usize), inp: Inputs<Self>) -> Vec<Self>;
+    /// Writes block `blk`'s output `[L, w]` into `y`.
+    fn forward(dims: Dims, blk: (usize, usize, usize), inp: Inputs<Self>, y: &mut [Self]);
     fn backward(
         dims: Dims,
         blk: (usize, usize, usize),
@@ -542,8 +541,9 @@ mod dispatch {
         dims: Dims,
         blk: (usize, usize, usize),
         inp: Inputs<f32>,
-    ) -> Vec<f32> {
-        forward_block(dims, blk, inp)
+        y: &mut [f32],
+    ) {
+        forward_block(dims, blk, inp, y)
     }
 
     #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
@@ -558,14 +558,14 @@ mod dispatch {
 }
 
 impl ScanKernels for f32 {
-    fn forward(dims: Dims, blk: (usize, usize, usize), inp: Inputs<f32>) -> Vec<f32> {
+    fn forward(dims: Dims, blk: (usize, usize, usize), inp: Inputs<f32>, y: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         if avx512::available() {
             // SAFETY: the CPU has the kernel's target features.
             #[allow(unsafe_code)]
-            return unsafe { avx512::forward_block(dims, blk, inp) };
+            return unsafe { avx512::forward_block(dims, blk, inp, y) };
         }
-        dispatch::forward_f32(dims, blk, inp)
+        dispatch::forward_f32(dims, blk, inp, y)
     }
     fn backward(
         dims: Dims,
@@ -584,8 +584,8 @@ impl ScanKernels for f32 {
 }
 
 impl ScanKernels for f64 {
-    fn forward(dims: Dims, blk: (usize, usize, usize), inp: Inputs<f64>) -> Vec<f64> {
-        forward_block(dims, blk, inp)
+    fn forward(dims: Dims, blk: (usize, usize, usize), inp: Inputs<f64>, y: &mut [f64]) {
+        forward_block(dims, blk, inp, y)
     }
     fn backward(
         dims: Dims,

@@ -122,10 +122,24 @@ fn packed_inputs<'a, T>(s1: &'a [T], bc: &'a [T], ad: &'a [T], dims: &Dims) -> I
 fn scan_forward<T: ScanKernels>(inputs: Inputs<T>, dims: Dims) -> Vec<T> {
     let Dims { b, l, e, .. } = dims;
     let size = b * l * e;
+    if rows_fill_the_pool(b) {
+        // Each row's channels are one block, computed into its place in the output (the blocks
+        // of channels below cost a copy of the whole output, ~8 % of the forward on Zen 5). A
+        // channel's output does not depend on the blocks it is computed in: the same bits.
+        return written_by(size, |y: &mut [T]| {
+            y.par_chunks_mut(l * e)
+                .enumerate()
+                .for_each(|(row, slab)| T::forward(dims, (row, 0, e), inputs, slab));
+        });
+    }
     let blocks = dims.blocks();
     let parts: Vec<Vec<T>> = blocks
         .par_iter()
-        .map(|&blk| T::forward(dims, blk, inputs))
+        .map(|&(row, e0, e1)| {
+            written_by(l * (e1 - e0), |y| {
+                T::forward(dims, (row, e0, e1), inputs, y)
+            })
+        })
         .collect();
     // Every element is written: the blocks cover every row and channel.
     written_by(size, |y: &mut [T]| {
@@ -133,6 +147,17 @@ fn scan_forward<T: ScanKernels>(inputs: Inputs<T>, dims: Dims) -> Vec<T> {
             copy_block_rows(y, part, (row, e0, e1), &dims);
         }
     })
+}
+
+/// Whether `rows` batch rows, one job each, keep the thread pool evenly busy: as many rows as
+/// threads or a multiple, or at least four per thread. Otherwise the rows are cut into blocks of
+/// channels.
+fn rows_fill_the_pool(rows: usize) -> bool {
+    rows_fill_the_pool_with(rows, rayon::current_num_threads())
+}
+
+fn rows_fill_the_pool_with(rows: usize, threads: usize) -> bool {
+    rows >= threads && (rows.is_multiple_of(threads) || rows >= 4 * threads)
 }
 
 /// Copies a block's `[L, w]` values into their rows and channels of a `[B, L, E]` output.

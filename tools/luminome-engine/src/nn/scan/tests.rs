@@ -152,3 +152,30 @@ fn the_cpu_op_is_the_packed_op_bit_for_bit() {
         );
     }
 }
+
+#[test]
+fn the_forward_gives_the_same_bits_by_rows_and_by_blocks_of_channels() {
+    // 3 rows: one job per row with 3 threads, blocks of channels with 2 (3 is not a multiple);
+    // 77 channels: a full block of 64 and a partial one.
+    let f32 = |t: &Tensor| t.to_dtype(DType::F32).unwrap();
+    let [x, dl, a, bm, cm, d] = inputs(3, 9, 77, 16).map(|t| f32(&t));
+    assert!(!(rows_fill_the_pool_with(3, 2)) && rows_fill_the_pool_with(3, 3));
+    let with_threads = |threads: usize, reverse: bool| -> Vec<u32> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| selective_scan(&x, &dl, &a, &bm, &cm, &d, reverse))
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect()
+    };
+    for reverse in [false, true] {
+        assert_eq!(with_threads(3, reverse), with_threads(2, reverse));
+    }
+}

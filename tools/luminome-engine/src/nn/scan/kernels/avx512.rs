@@ -14,7 +14,6 @@ use std::arch::x86_64::*;
 
 use super::{lane_sum, BlockGrads, ChunkParams, Dims, Inputs, Scratch, LANES};
 use crate::nn::kernels::num_traits_float::EXP2_POLY;
-use crate::nn::kernels::written_by;
 
 /// Whether this CPU runs these kernels.
 pub(super) fn available() -> bool {
@@ -239,16 +238,14 @@ pub(super) fn forward_block(
     dims: Dims,
     (row, e0, e1): (usize, usize, usize),
     inp: Inputs<f32>,
-) -> Vec<f32> {
+    y: &mut [f32],
+) {
     let w = e1 - e0;
-    // Every value is written: each chunk stores its lanes at every position.
-    written_by(dims.l * w, |y: &mut [f32]| {
-        for c0 in (e0..e1).step_by(LANES) {
-            let c1 = (c0 + LANES).min(e1);
-            // The closure inherits this function's target features.
-            forward_chunk(dims, (row, c0, c1), inp, (y, w, c0 - e0));
-        }
-    })
+    assert_eq!(y.len(), dims.l * w, "scan kernel: output of another size");
+    for c0 in (e0..e1).step_by(LANES) {
+        let c1 = (c0 + LANES).min(e1);
+        forward_chunk(dims, (row, c0, c1), inp, (&mut *y, w, c0 - e0));
+    }
 }
 
 /// `acc` ← u·v for a block's first chunk, u·v + `acc` after (`accumulate_products`).
@@ -542,6 +539,19 @@ mod tests {
         }
     }
 
+    /// A block's forward output `[L, w]`, every value written (the buffer starts as NaNs, and
+    /// the inputs are finite).
+    fn block_output(
+        dims: &Dims,
+        (_, e0, e1): (usize, usize, usize),
+        forward: impl FnOnce(&mut [f32]),
+    ) -> Vec<f32> {
+        let mut y = vec![f32::NAN; dims.l * (e1 - e0)];
+        forward(&mut y);
+        assert!(y.iter().all(|v| v.is_finite()), "a value left unwritten");
+        y
+    }
+
     /// A small scan's inputs (x, Δ > 0, dy, B‖C, A‖D with A < 0), 37 channels: two full chunks
     /// and a partial one.
     fn inputs(dims: &Dims) -> [Vec<f32>; 5] {
@@ -590,17 +600,17 @@ mod tests {
                 #[allow(unsafe_code)]
                 let (y, g) = unsafe {
                     (
-                        forward_block(dims, blk, inp),
+                        block_output(&dims, blk, |y| forward_block(dims, blk, inp, y)),
                         backward_block(dims, blk, inp, &mut Scratch::new(&dims)),
                     )
                 };
                 let others = [
                     (
-                        generic_forward(dims, blk, inp),
+                        block_output(&dims, blk, |y| generic_forward(dims, blk, inp, y)),
                         generic_backward(dims, blk, inp, &mut Scratch::new(&dims)),
                     ),
                     (
-                        dispatch::forward_f32(dims, blk, inp),
+                        block_output(&dims, blk, |y| dispatch::forward_f32(dims, blk, inp, y)),
                         dispatch::backward_f32(dims, blk, inp, &mut Scratch::new(&dims)),
                     ),
                 ];
