@@ -369,42 +369,36 @@ fn recompute_states<T: Float>(
     }
 }
 
-/// One chunk's adjoint sums that one state's step updates: the adjoint carried to t − 1, dA,
-/// and the position's Σ_n dh·B (which gives dx_t and dΔ_t's B·x part after the states) and
-/// Σ_n dh·A·exp(Δ_t A)·h_{t−1} (dΔ_t's decay part).
-#[derive(Clone, Copy)]
-struct AdjointSums<T> {
-    next: Lanes<T>,
-    da: Lanes<T>,
-    dh_b: Lanes<T>,
-    ddt: Lanes<T>,
-}
-
-/// One state's backward step at one position, every channel of the chunk: the adjoint dh_t
-/// and its shares of the sums; adds dB_t's terms into `db` (sets them, for a block's `first`
-/// chunk). Values in and out, not references: through `&mut` lanes the compiler kept a scalar
-/// copy of the loop for overlapping slices and the running sums in memory. The AVX-512 kernel
-/// does these operations in this order.
+/// One state's backward step at one position, every channel of the chunk: the adjoint dh_t,
+/// and its shares of the sums it updates: the adjoint carried to t − 1 (`next`), dA, and the
+/// position's Σ_n dh·B (which gives dx_t and dΔ_t's B·x part after the states) and
+/// Σ_n dh·A·exp(Δ_t A)·h_{t−1} (dΔ_t's decay part); adds dB_t's terms into `db` (sets them, for
+/// a block's `first` chunk). The caller passes local copies of the running sums: through
+/// references into its vectors the compiler kept a scalar copy of the loop for overlapping
+/// slices, and through a struct of them taken and returned by value it kept them on the stack
+/// and read them back lane by lane (the AVX2 build, Zen 5). The AVX-512 kernel does these
+/// operations in this order.
 #[inline(always)]
 fn adjoint_step<T: Float>(
-    s: AdjointSums<T>,
+    (next, da, dh_b, ddt): (&mut Lanes<T>, &mut Lanes<T>, &mut Lanes<T>, &mut Lanes<T>),
     (dyr, dr, dvx): (&Lanes<T>, &Lanes<T>, &Lanes<T>),
     (a, decay, h_prev): (&Lanes<T>, &Lanes<T>, &Lanes<T>),
     (b, c): (T, T),
     (db, first): (&mut Lanes<T>, bool),
-) -> AdjointSums<T> {
-    let mut o = s;
-    let mut dh = [T::zero(); LANES];
+) {
     for k in 0..LANES {
-        dh[k] = dyr[k].mul_add(c, s.next[k]);
-        o.next[k] = dh[k] * decay[k];
-        let g_prev = o.next[k] * h_prev[k];
-        o.dh_b[k] = dh[k].mul_add(b, s.dh_b[k]);
-        o.ddt[k] = g_prev.mul_add(a[k], s.ddt[k]);
-        o.da[k] = g_prev.mul_add(dr[k], s.da[k]);
+        let dh = dyr[k].mul_add(c, next[k]);
+        next[k] = dh * decay[k];
+        let g_prev = next[k] * h_prev[k];
+        dh_b[k] = dh.mul_add(b, dh_b[k]);
+        ddt[k] = g_prev.mul_add(a[k], ddt[k]);
+        da[k] = g_prev.mul_add(dr[k], da[k]);
+        db[k] = if first {
+            dh * dvx[k]
+        } else {
+            dh.mul_add(dvx[k], db[k])
+        };
     }
-    accumulate_products(db, (&dh, dvx), first);
-    o
 }
 
 /// One chunk's running sums of the backward pass.
@@ -464,20 +458,15 @@ fn backward_chunk<T: Float>(
         let mut dh_b = [T::zero(); LANES];
         let mut ddt = [T::zero(); LANES];
         for j in 0..n {
-            let sums = AdjointSums {
-                next: run.next[j],
-                da: run.da[j],
-                dh_b,
-                ddt,
-            };
-            let sums = adjoint_step(
-                sums,
+            let (mut next, mut da) = (run.next[j], run.da[j]);
+            adjoint_step(
+                (&mut next, &mut da, &mut dh_b, &mut ddt),
                 (&dyr, &dr, &dvx),
                 (&p.a[j], &decays[step * n + j], &prev[j]),
                 (bt[j], ct[j]),
                 (&mut db[j], first),
             );
-            (run.next[j], run.da[j], dh_b, ddt) = (sums.next, sums.da, sums.dh_b, sums.ddt);
+            (run.next[j], run.da[j]) = (next, da);
         }
         // dΔ_t = Σ dh·A·exp(Δ_t A)·h_{t−1} + x_t·Σ dh·B;  dx_t = dy_t·D + Δ_t·Σ dh·B.
         let mut dxt = [T::zero(); LANES];

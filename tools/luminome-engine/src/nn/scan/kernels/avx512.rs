@@ -15,10 +15,16 @@ use std::arch::x86_64::*;
 use super::{lane_sum, BlockGrads, ChunkParams, Dims, Inputs, Scratch, LANES};
 use crate::nn::kernels::num_traits_float::EXP2_POLY;
 
-/// Whether this CPU runs these kernels.
+/// Whether this CPU runs these kernels: it has AVX-512F and DQ, and `LUMINOME_SCAN_AVX512` is
+/// not `0` (which runs the generic kernels, AVX2 where the CPU has it: the same bits, and the
+/// way to measure the AVX2 build on an AVX-512 machine; docs/engine.md). Read once.
 pub(super) fn available() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512dq")
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        std::env::var_os("LUMINOME_SCAN_AVX512").is_none_or(|v| v != "0")
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+    })
 }
 
 /// The mask of a chunk's first `len` (≤ 16) lanes.
