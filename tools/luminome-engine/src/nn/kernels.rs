@@ -316,6 +316,17 @@ pub(crate) mod test_support {
             .unwrap()
     }
 
+    /// The bits of every value of an f32 tensor, flattened: what bit-identity is checked by.
+    pub fn f32_bits(t: &Tensor) -> Vec<u32> {
+        t.flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect()
+    }
+
     /// A weighting that makes the scalar loss depend on every output element differently.
     pub fn weights(shape: &[usize]) -> Tensor {
         randn(shape, 99)

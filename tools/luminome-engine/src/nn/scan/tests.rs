@@ -1,6 +1,6 @@
 use super::*;
 use crate::nn::gradcheck::max_grad_error;
-use crate::nn::kernels::test_support::randn;
+use crate::nn::kernels::test_support::{f32_bits, randn};
 use candle_core::DType;
 
 /// Inputs of a small scan in f64: x, Δ > 0, A < 0, B, C, D.
@@ -165,15 +165,11 @@ fn the_forward_gives_the_same_bits_by_rows_and_by_blocks_of_channels() {
             .num_threads(threads)
             .build()
             .unwrap();
-        pool.install(|| selective_scan(&x, &dl, &a, &bm, &cm, &d, reverse))
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits())
-            .collect()
+        f32_bits(
+            &pool
+                .install(|| selective_scan(&x, &dl, &a, &bm, &cm, &d, reverse))
+                .unwrap(),
+        )
     };
     for reverse in [false, true] {
         assert_eq!(with_threads(3, reverse), with_threads(2, reverse));

@@ -178,6 +178,7 @@ impl candle_core::InplaceOp3 for AdamWWeights {
 mod tests {
     use super::super::{update_composed, AdamW, AdamWConfig};
     use super::*;
+    use crate::nn::kernels::test_support::f32_bits as bits;
     use candle_core::{Device, Var};
 
     /// Pseudo-random f32 values with zeros, negative zeros and tiny and large magnitudes.
@@ -195,16 +196,6 @@ mod tests {
                     _ => ((x % 20001) as f32 - 10000.0) * 10f32.powi((x % 7) as i32 - 4),
                 }
             })
-            .collect()
-    }
-
-    fn bits(t: &Tensor) -> Vec<u32> {
-        t.flatten_all()
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits())
             .collect()
     }
 
