@@ -30,6 +30,50 @@ pub(super) fn available() -> bool {
     })
 }
 
+/// How many scan steps ahead the kernels ask for the lines they will read (and the forward for
+/// those it will write): a step of 16 states takes 100–200 cycles, so 8 cover a latency of
+/// 1,000 cycles or more. A chunk's lines at successive positions are a row of E floats apart,
+/// and on a loaded Zen 5 VM the hardware's prefetchers did not keep up with these kernels: the
+/// first load of each position was half of the forward's time, and its output's write misses a
+/// third (docs/benchmarks.md). The generic kernels, 3x slower here, ran no faster with it.
+const PREFETCH_STEPS: usize = 8;
+
+/// The position `PREFETCH_STEPS` scan steps on from `step` in a loop that counts its steps up
+/// (or down), if the loop gets there.
+#[inline(always)]
+fn position_ahead(dims: &Dims, step: usize, up: bool) -> Option<usize> {
+    let ahead = if up {
+        step + PREFETCH_STEPS
+    } else {
+        step.checked_sub(PREFETCH_STEPS)?
+    };
+    (ahead < dims.l).then(|| dims.position(ahead))
+}
+
+/// Asks the CPU to bring the lines holding the first and the last of `src[start..start + len]`
+/// (a chunk: ≤ 16 floats, one or two lines) into L1, for writing if `write`, before they are
+/// used. Nothing past the slice's end.
+#[inline(always)]
+fn prefetch(src: &[f32], (start, len): (usize, usize), write: bool) {
+    let end = (start + len).min(src.len());
+    let Some(values) = src.get(start..end).filter(|s| !s.is_empty()) else {
+        return;
+    };
+    for value in [&values[0], &values[values.len() - 1]] {
+        let at = std::ptr::from_ref(value).cast::<i8>();
+        // SAFETY: the address of a value in the slice; a prefetch changes nothing the program
+        // can see.
+        #[allow(unsafe_code)]
+        unsafe {
+            if write {
+                _mm_prefetch::<_MM_HINT_ET0>(at)
+            } else {
+                _mm_prefetch::<_MM_HINT_T0>(at)
+            }
+        }
+    }
+}
+
 /// The mask of a chunk's first `len` (≤ 16) lanes.
 fn lane_mask(len: usize) -> __mmask16 {
     ((1u32 << len) - 1) as __mmask16
@@ -119,6 +163,20 @@ impl ChunkReader {
         unsafe {
             _mm512_maskz_loadu_ps(self.mask, src.as_ptr().add(at))
         }
+    }
+
+    /// [`prefetch`] of the chunk's lanes of every `src` at position `t`.
+    #[inline(always)]
+    fn prefetch(&self, srcs: &[&[f32]], t: usize) {
+        let at = (self.row * self.dims.l + t) * self.dims.e + self.c0;
+        for src in srcs {
+            prefetch(src, (at, self.lanes()), false);
+        }
+    }
+
+    /// How many of the chunk's lanes are channels.
+    fn lanes(&self) -> usize {
+        self.mask.count_ones() as usize
     }
 
     /// B_t and C_t of this row (N values each).
@@ -226,6 +284,10 @@ fn forward_chunk(
     let p = ChunkVectors::of(&ChunkParams::of(inp.ad, (chunk.1, chunk.2), n));
     let mut h = vec![_mm512_setzero_ps(); n];
     for step in 0..dims.l {
+        if let Some(ahead) = position_ahead(&dims, step, true) {
+            rd.prefetch(&[inp.x, inp.delta], ahead);
+            prefetch(y, (ahead * w + col, rd.lanes()), true);
+        }
         let t = dims.position(step);
         let (xr, dr) = (rd.at(inp.x, t), rd.at(inp.delta, t));
         let dvx = _mm512_mul_ps(dr, xr);
@@ -285,6 +347,9 @@ fn recompute_states<S: StateVectors>(
     } = scratch;
     let mut h = S::filled(n, _mm512_setzero_ps());
     for step in 0..l {
+        if let Some(ahead) = position_ahead(&rd.dims, step, true) {
+            rd.prefetch(&[inp.x, inp.delta, inp.dy], ahead);
+        }
         let t = rd.dims.position(step);
         let (xr, dr, dyr) = (rd.at(inp.x, t), rd.at(inp.delta, t), rd.at(inp.dy, t));
         let dvx = _mm512_mul_ps(dr, xr);
@@ -328,6 +393,9 @@ fn backward_chunk<S: StateVectors>(
     let mut da = vec![zero; n];
     let mut dd = zero;
     for step in (0..l).rev() {
+        if let Some(ahead) = position_ahead(&dims, step, false) {
+            rd.prefetch(&[inp.x, inp.delta, inp.dy], ahead);
+        }
         let t = dims.position(step);
         let (xr, dr, dyr) = (rd.at(inp.x, t), rd.at(inp.delta, t), rd.at(inp.dy, t));
         let dvx = _mm512_mul_ps(dr, xr);
