@@ -972,7 +972,37 @@ fn copy2d_<T: Copy>(
     }
 }
 
+/// Luminome patch (vendor/README.md): a source whose innermost dimensions are broadcast (stride
+/// 0, as a reduction's gradient is) is written as runs of one value, one `fill` per run, instead
+/// of an index computed for every element (`MultipleBlocks { block_len: 1 }` below). Same values.
+fn copy_broadcast_runs_<T: Copy>(
+    src: &[T],
+    dst: &mut [T],
+    dst_offset: usize,
+    src_l: &Layout,
+) -> bool {
+    let (dims, stride) = (src_l.dims(), src_l.stride());
+    let outer = stride.iter().rposition(|&s| s != 0).map_or(0, |i| i + 1);
+    let run: usize = dims[outer..].iter().product();
+    if run < 2 {
+        return false;
+    }
+    let outer_l = Layout::new(
+        Shape::from(dims[..outer].to_vec()),
+        stride[..outer].to_vec(),
+        src_l.start_offset(),
+    );
+    let dst = &mut dst[dst_offset..dst_offset + outer_l.shape().elem_count() * run];
+    for (chunk, src_index) in dst.chunks_exact_mut(run).zip(outer_l.strided_index()) {
+        chunk.fill(src[src_index])
+    }
+    true
+}
+
 fn copy_strided_src_<T: Copy>(src: &[T], dst: &mut [T], dst_offset: usize, src_l: &Layout) {
+    if copy_broadcast_runs_(src, dst, dst_offset, src_l) {
+        return;
+    }
     match src_l.strided_blocks() {
         crate::StridedBlocks::SingleBlock { start_offset, len } => dst
             [dst_offset..dst_offset + len]
