@@ -67,14 +67,20 @@ impl Dims {
         }
     }
 
+    /// The parallel blocks of channels, row by row: every batch row's channels in blocks of
+    /// `BLOCK` (the last one shorter).
     pub(super) fn blocks(&self) -> Vec<(usize, usize, usize)> {
-        let mut v = Vec::new();
-        for row in 0..self.b {
-            for e0 in (0..self.e).step_by(BLOCK) {
-                v.push((row, e0, (e0 + BLOCK).min(self.e)));
-            }
-        }
-        v
+        (0..self.b)
+            .flat_map(|row| self.blocks_of_row(row))
+            .collect()
+    }
+
+    /// Batch row `row`'s blocks, in `blocks`' order.
+    pub(super) fn blocks_of_row(&self, row: usize) -> Vec<(usize, usize, usize)> {
+        (0..self.e)
+            .step_by(BLOCK)
+            .map(|e0| (row, e0, (e0 + BLOCK).min(self.e)))
+            .collect()
     }
 }
 
@@ -263,10 +269,37 @@ fn forward_block<T: Float>(
     }
 }
 
-/// Gradients of one block: dx, dΔ `[L, w]`, dB‖dC `[L, 2N]` (this block's share), dA‖dD `[w, N+1]`.
+/// Where a block writes its dx and dΔ, every value of its channels at every position: rows of
+/// `stride` values, one per position, its first channel at column `col` — a block's own `[L, w]`
+/// (`stride` w, `col` 0), or its batch row of the op's `[B, L, E]` output (`stride` E, `col` e0),
+/// which saves a copy of both (`scan_backward`).
+pub(super) struct ChannelRows<'a, T> {
+    pub(super) dx: &'a mut [T],
+    pub(super) ddelta: &'a mut [T],
+    pub(super) stride: usize,
+    pub(super) col: usize,
+}
+
+impl<T> ChannelRows<'_, T> {
+    /// The index of position `t`, column `col` of the block.
+    #[inline(always)]
+    pub(super) fn at(&self, t: usize, col: usize) -> usize {
+        t * self.stride + self.col + col
+    }
+
+    /// Panics unless every row has room for the block's `w` channels.
+    pub(super) fn check(&self, l: usize, w: usize) {
+        let need = (l.max(1) - 1) * self.stride + self.col + w;
+        assert!(
+            self.stride >= self.col + w && self.dx.len() >= need && self.ddelta.len() >= need,
+            "scan kernel: dx/dΔ rows shorter than the block"
+        );
+    }
+}
+
+/// Gradients of one block besides dx and dΔ (written into [`ChannelRows`]): dB‖dC `[L, 2N]`
+/// (this block's share), dA‖dD `[w, N+1]`.
 pub(super) struct BlockGrads<T> {
-    pub(super) dx: Vec<T>,
-    pub(super) ddelta: Vec<T>,
     pub(super) dbc: Vec<T>,
     pub(super) dad: Vec<T>,
 }
@@ -275,8 +308,6 @@ impl<T: Float> BlockGrads<T> {
     fn zeros(dims: &Dims, w: usize) -> Self {
         let Dims { l, n, .. } = *dims;
         Self {
-            dx: vec![T::zero(); l * w],
-            ddelta: vec![T::zero(); l * w],
             dbc: vec![T::zero(); l * 2 * n],
             dad: vec![T::zero(); w * (n + 1)],
         }
@@ -413,13 +444,19 @@ struct ChunkGrads<T> {
     dd: Lanes<T>,
 }
 
-/// The backward pass of the channels `c0..c1`, added into `g` (column `col` is channel c0).
+/// The backward pass of the channels `c0..c1`, added into `g` and written into `out` (column
+/// `col` of the block is channel c0).
 #[inline(always)]
 fn backward_chunk<T: Float>(
     dims: Dims,
     (row, c0, c1): (usize, usize, usize),
     inp: Inputs<T>,
-    (g, scratch, w, col): (&mut BlockGrads<T>, &mut Scratch<T>, usize, usize),
+    (g, out, scratch, col): (
+        &mut BlockGrads<T>,
+        &mut ChannelRows<T>,
+        &mut Scratch<T>,
+        usize,
+    ),
 ) {
     let Dims { l, n, .. } = dims;
     let Inputs {
@@ -478,8 +515,9 @@ fn backward_chunk<T: Float>(
             ddt[k] = dh_b[k].mul_add(xr[k], ddt[k]);
             dxt[k] = dh_b[k].mul_add(dr[k], dyr[k] * p.d[k]);
         }
-        store_lanes(&mut g.dx[t * w + col..][..cw], &dxt);
-        store_lanes(&mut g.ddelta[t * w + col..][..cw], &ddt);
+        let at = out.at(t, col);
+        store_lanes(&mut out.dx[at..][..cw], &dxt);
+        store_lanes(&mut out.ddelta[at..][..cw], &ddt);
     }
     for k in 0..cw {
         for j in 0..n {
@@ -495,13 +533,15 @@ fn backward_block<T: Float>(
     (row, e0, e1): (usize, usize, usize),
     inp: Inputs<T>,
     scratch: &mut Scratch<T>,
+    mut out: ChannelRows<T>,
 ) -> BlockGrads<T> {
     let w = e1 - e0;
+    out.check(dims.l, w);
     let mut g = BlockGrads::zeros(&dims, w);
     for c0 in (e0..e1).step_by(LANES) {
         let c1 = (c0 + LANES).min(e1);
-        let out = (&mut g, &mut *scratch, w, c0 - e0);
-        backward_chunk(dims, (row, c0, c1), inp, out);
+        let at = (&mut g, &mut out, &mut *scratch, c0 - e0);
+        backward_chunk(dims, (row, c0, c1), inp, at);
     }
     g.sum_dbc_lanes(scratch);
     g
@@ -515,11 +555,13 @@ fn backward_block<T: Float>(
 pub(super) trait ScanKernels: Float {
     /// Writes block `blk`'s output `[L, w]` into `y`.
     fn forward(dims: Dims, blk: (usize, usize, usize), inp: Inputs<Self>, y: &mut [Self]);
+    /// Writes block `blk`'s dx and dΔ into `out`; returns its other gradients.
     fn backward(
         dims: Dims,
         blk: (usize, usize, usize),
         inp: Inputs<Self>,
         scratch: &mut Scratch<Self>,
+        out: ChannelRows<Self>,
     ) -> BlockGrads<Self>;
 }
 
@@ -545,8 +587,9 @@ mod dispatch {
         blk: (usize, usize, usize),
         inp: Inputs<f32>,
         scratch: &mut Scratch<f32>,
+        out: ChannelRows<f32>,
     ) -> BlockGrads<f32> {
-        backward_block(dims, blk, inp, scratch)
+        backward_block(dims, blk, inp, scratch, out)
     }
 }
 
@@ -565,14 +608,15 @@ impl ScanKernels for f32 {
         blk: (usize, usize, usize),
         inp: Inputs<f32>,
         scratch: &mut Scratch<f32>,
+        out: ChannelRows<f32>,
     ) -> BlockGrads<f32> {
         #[cfg(target_arch = "x86_64")]
         if avx512::available() {
             // SAFETY: the CPU has the kernel's target features.
             #[allow(unsafe_code)]
-            return unsafe { avx512::backward_block(dims, blk, inp, scratch) };
+            return unsafe { avx512::backward_block(dims, blk, inp, scratch, out) };
         }
-        dispatch::backward_f32(dims, blk, inp, scratch)
+        dispatch::backward_f32(dims, blk, inp, scratch, out)
     }
 }
 
@@ -585,7 +629,8 @@ impl ScanKernels for f64 {
         blk: (usize, usize, usize),
         inp: Inputs<f64>,
         scratch: &mut Scratch<f64>,
+        out: ChannelRows<f64>,
     ) -> BlockGrads<f64> {
-        backward_block(dims, blk, inp, scratch)
+        backward_block(dims, blk, inp, scratch, out)
     }
 }

@@ -1,6 +1,6 @@
 use super::*;
 use crate::nn::gradcheck::max_grad_error;
-use crate::nn::kernels::test_support::{f32_bits, randn};
+use crate::nn::kernels::test_support::randn;
 use candle_core::DType;
 
 /// Inputs of a small scan in f64: x, Δ > 0, A < 0, B, C, D.
@@ -154,22 +154,29 @@ fn the_cpu_op_is_the_packed_op_bit_for_bit() {
 }
 
 #[test]
-fn the_forward_gives_the_same_bits_by_rows_and_by_blocks_of_channels() {
-    // 3 rows: one job per row with 3 threads, blocks of channels with 2 (3 is not a multiple);
-    // 77 channels: a full block of 64 and a partial one.
-    let f32 = |t: &Tensor| t.to_dtype(DType::F32).unwrap();
-    let [x, dl, a, bm, cm, d] = inputs(3, 9, 77, 16).map(|t| f32(&t));
+fn the_op_and_its_gradients_have_the_same_bits_by_rows_and_by_blocks_of_channels() {
+    // 3 rows: one job per row with 3 threads (each block writing its dx and dΔ into the
+    // output), blocks of channels with 2 (3 is not a multiple; each block into its own buffer,
+    // copied); 77 channels: a full block of 64 and a partial one.
+    use crate::nn::kernels::test_support::{value_and_grad_bits, weights};
+    use candle_core::Var;
+    let vars: Vec<Var> = inputs(3, 9, 77, 16)
+        .iter()
+        .map(|t| Var::from_tensor(&t.to_dtype(DType::F32).unwrap()).unwrap())
+        .collect();
+    let [x, dl, a, bm, cm, d] = [0, 1, 2, 3, 4, 5].map(|i| vars[i].as_tensor());
+    let w = weights(&[3, 9, 77]).to_dtype(DType::F32).unwrap();
+    let refs: Vec<&Var> = vars.iter().collect();
     assert!(!(rows_fill_the_pool_with(3, 2)) && rows_fill_the_pool_with(3, 3));
-    let with_threads = |threads: usize, reverse: bool| -> Vec<u32> {
+    let with_threads = |threads: usize, reverse: bool| {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .unwrap();
-        f32_bits(
-            &pool
-                .install(|| selective_scan(&x, &dl, &a, &bm, &cm, &d, reverse))
-                .unwrap(),
-        )
+        pool.install(|| {
+            let y = selective_scan(x, dl, a, bm, cm, d, reverse).unwrap();
+            value_and_grad_bits(&y, &w, &refs)
+        })
     };
     for reverse in [false, true] {
         assert_eq!(with_threads(3, reverse), with_threads(2, reverse));

@@ -12,7 +12,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{BlockGrads, ChunkParams, Dims, Inputs, Scratch, LANES};
+use super::{BlockGrads, ChannelRows, ChunkParams, Dims, Inputs, Scratch, LANES};
 use crate::nn::kernels::num_traits_float::EXP2_POLY;
 
 mod lane_sums;
@@ -236,6 +236,9 @@ trait StateVectors {
     /// `n` copies of `v`.
     fn filled(n: usize, v: __m512) -> Self;
 
+    /// How many (a constant for a fixed-size array).
+    fn len(&self) -> usize;
+
     /// `f(j, state j)` for every state in order; unrolled for a fixed count, so that every
     /// index is a constant and the states stay in registers.
     fn each(&mut self, f: impl FnMut(usize, &mut __m512));
@@ -245,6 +248,11 @@ impl StateVectors for Vec<__m512> {
     #[inline(always)]
     fn filled(n: usize, v: __m512) -> Self {
         vec![v; n]
+    }
+
+    #[inline(always)]
+    fn len(&self) -> usize {
+        Vec::len(self)
     }
 
     #[inline(always)]
@@ -267,6 +275,11 @@ impl StateVectors for [__m512; REGISTER_STATES] {
     fn filled(n: usize, v: __m512) -> Self {
         debug_assert_eq!(n, REGISTER_STATES);
         [v; REGISTER_STATES]
+    }
+
+    #[inline(always)]
+    fn len(&self) -> usize {
+        REGISTER_STATES
     }
 
     #[inline(always)]
@@ -327,16 +340,26 @@ pub(super) fn forward_block(
     }
 }
 
-/// `acc` ← u·v for a block's first chunk, u·v + `acc` after (`accumulate_products`).
+/// `acc` ← u·v for a block's first chunk, u·v + `acc` after (`accumulate_products`), without a
+/// branch: the addend is `acc` loaded through `keep` (all lanes after the first chunk, none in
+/// it), −0 in the lanes not loaded, and u·v + (−0) is u·v rounded, with its sign when it is 0.
 #[inline]
 #[target_feature(enable = "avx512f,avx512dq")]
-fn accumulate_products(acc: &mut [f32; LANES], u: __m512, v: __m512, first: bool) {
-    let r = if first {
-        _mm512_mul_ps(u, v)
+fn accumulate_products(acc: &mut [f32; LANES], u: __m512, v: __m512, keep: __mmask16) {
+    // SAFETY: 16 values behind the reference; the lanes outside `keep` are not read.
+    #[allow(unsafe_code)]
+    let addend = unsafe { _mm512_mask_loadu_ps(_mm512_set1_ps(-0.0), keep, acc.as_ptr()) };
+    store(acc, _mm512_fmadd_ps(u, v, addend))
+}
+
+/// The mask `accumulate_products` loads its accumulator through: none for a block's first
+/// chunk, every lane after.
+fn accumulator_lanes(first: bool) -> __mmask16 {
+    if first {
+        0
     } else {
-        _mm512_fmadd_ps(u, v, load(acc))
-    };
-    store(acc, r)
+        0xffff
+    }
 }
 
 /// `recompute_states`.
@@ -344,12 +367,16 @@ fn accumulate_products(acc: &mut [f32; LANES], u: __m512, v: __m512, first: bool
 fn recompute_states<S: StateVectors>(
     rd: ChunkReader,
     inp: Inputs<f32>,
-    (p, first): (&ChunkVectors, bool),
+    (p, keep): (&ChunkVectors, __mmask16),
     scratch: &mut Scratch<f32>,
 ) {
     let Dims { l, n, .. } = rd.dims;
     let Scratch { hs, dbc_lanes, .. } = scratch;
     let mut h = S::filled(n, _mm512_setzero_ps());
+    // The per-state slices cut to the vectors' count: a constant for the register path, where
+    // every index is then checked at compile time (`StateVectors::len`).
+    let k = h.len();
+    let a_log2e = &p.a_log2e[..k];
     for step in 0..l {
         if let Some(ahead) = position_ahead(&rd.dims, step, true) {
             rd.prefetch(&[inp.x, inp.delta, inp.dy], ahead);
@@ -357,17 +384,17 @@ fn recompute_states<S: StateVectors>(
         let t = rd.dims.position(step);
         let (xr, dr, dyr) = (rd.at(inp.x, t), rd.at(inp.delta, t), rd.at(inp.dy, t));
         let dvx = _mm512_mul_ps(dr, xr);
-        let (bt, _) = rd.bc_at(inp.bc, t);
-        let dct = &mut dbc_lanes[t * 2 * n + n..][..n];
-        let hs = &mut hs[step * n..][..n];
+        let bt = &rd.bc_at(inp.bc, t).0[..k];
+        let dct = &mut dbc_lanes[t * 2 * n + n..][..k];
+        let hs = &mut hs[step * n..][..k];
         h.each(
             #[inline(always)]
             |j, h| {
-                let decay = decay(dr, p.a_log2e[j]);
+                let decay = decay(dr, a_log2e[j]);
                 let u = _mm512_mul_ps(dvx, _mm512_set1_ps(bt[j]));
                 *h = _mm512_fmadd_ps(decay, *h, u);
                 store(&mut hs[j], *h);
-                accumulate_products(&mut dct[j], dyr, *h, first);
+                accumulate_products(&mut dct[j], dyr, *h, keep);
             },
         );
     }
@@ -379,49 +406,67 @@ fn backward_chunk<S: StateVectors>(
     dims: Dims,
     (row, c0, c1): (usize, usize, usize),
     inp: Inputs<f32>,
-    (g, scratch, w, col): (&mut BlockGrads<f32>, &mut Scratch<f32>, usize, usize),
+    (g, out, scratch, col): (
+        &mut BlockGrads<f32>,
+        &mut ChannelRows<f32>,
+        &mut Scratch<f32>,
+        usize,
+    ),
 ) {
     let Dims { l, n, .. } = dims;
     let rd = ChunkReader::new(dims, (row, c0, c1), &inp);
     let p = ChunkVectors::of(&ChunkParams::of(inp.ad, (c0, c1), n));
-    let first = col == 0;
-    recompute_states::<S>(rd, inp, (&p, first), scratch);
+    let keep = accumulator_lanes(col == 0);
+    recompute_states::<S>(rd, inp, (&p, keep), scratch);
     let Scratch { hs, dbc_lanes, .. } = scratch;
     let zero = _mm512_setzero_ps();
     let mut next = S::filled(n, zero);
+    let k = next.len();
+    let (a, a_log2e) = (&p.a[..k], &p.a_log2e[..k]);
     let mut da = vec![zero; n];
     let mut dd = zero;
+    // h before the first position: 0 (a slice, so that the loop has no branch on the step).
+    let no_state = vec![[0f32; LANES]; n];
     for step in (0..l).rev() {
         if let Some(ahead) = position_ahead(&dims, step, false) {
             rd.prefetch(&[inp.x, inp.delta, inp.dy], ahead);
+            // The outputs' lines for writing, as the forward's (a batch row of the op's new
+            // output is not in any cache: 1.6x the backward's time without).
+            let at = (out.at(ahead, col), rd.lanes());
+            prefetch(out.dx, at, true);
+            prefetch(out.ddelta, at, true);
         }
         let t = dims.position(step);
         let (xr, dr, dyr) = (rd.at(inp.x, t), rd.at(inp.delta, t), rd.at(inp.dy, t));
         let dvx = _mm512_mul_ps(dr, xr);
         dd = _mm512_fmadd_ps(dyr, xr, dd);
         let (bt, ct) = rd.bc_at(inp.bc, t);
-        let db = &mut dbc_lanes[t * 2 * n..][..n];
+        let (bt, ct) = (&bt[..k], &ct[..k]);
+        let db = &mut dbc_lanes[t * 2 * n..][..k];
         let (mut dh_b, mut ddt) = (zero, zero);
-        let hs_prev = (step > 0).then(|| &hs[(step - 1) * n..][..n]);
-        let (da, db) = (&mut da[..n], &mut db[..n]);
+        let hs_prev = match step {
+            0 => &no_state[..k],
+            _ => &hs[(step - 1) * n..][..k],
+        };
+        let da = &mut da[..k];
         next.each(
             #[inline(always)]
             |j, next| {
                 let dh = _mm512_fmadd_ps(dyr, _mm512_set1_ps(ct[j]), *next);
                 // The decay again (storing it in the recomputing pass cost more: 0.93x without).
-                *next = _mm512_mul_ps(dh, decay(dr, p.a_log2e[j]));
-                let h_prev = hs_prev.map_or(zero, |hs| load(&hs[j]));
-                let g_prev = _mm512_mul_ps(*next, h_prev);
+                *next = _mm512_mul_ps(dh, decay(dr, a_log2e[j]));
+                let g_prev = _mm512_mul_ps(*next, load(&hs_prev[j]));
                 dh_b = _mm512_fmadd_ps(dh, _mm512_set1_ps(bt[j]), dh_b);
-                ddt = _mm512_fmadd_ps(g_prev, p.a[j], ddt);
+                ddt = _mm512_fmadd_ps(g_prev, a[j], ddt);
                 da[j] = _mm512_fmadd_ps(g_prev, dr, da[j]);
-                accumulate_products(&mut db[j], dh, dvx, first);
+                accumulate_products(&mut db[j], dh, dvx, keep);
             },
         );
         let ddt = _mm512_fmadd_ps(dh_b, xr, ddt);
         let dxt = _mm512_fmadd_ps(dh_b, dr, _mm512_mul_ps(dyr, p.d));
-        store_masked(&mut g.dx, t * w + col, rd.mask, dxt);
-        store_masked(&mut g.ddelta, t * w + col, rd.mask, ddt);
+        let at = out.at(t, col);
+        store_masked(out.dx, at, rd.mask, dxt);
+        store_masked(out.ddelta, at, rd.mask, ddt);
     }
     // dA per state, then dD, into each channel's row of `[w, N+1]`.
     let mut lanes = [0f32; LANES];
@@ -440,12 +485,14 @@ pub(super) fn backward_block(
     (row, e0, e1): (usize, usize, usize),
     inp: Inputs<f32>,
     scratch: &mut Scratch<f32>,
+    mut out: ChannelRows<f32>,
 ) -> BlockGrads<f32> {
-    let mut g = BlockGrads::zeros(&dims, e1 - e0);
     let w = e1 - e0;
+    out.check(dims.l, w);
+    let mut g = BlockGrads::zeros(&dims, w);
     for c0 in (e0..e1).step_by(LANES) {
         let c1 = (c0 + LANES).min(e1);
-        let at = (&mut g, &mut *scratch, w, c0 - e0);
+        let at = (&mut g, &mut out, &mut *scratch, c0 - e0);
         if dims.n == REGISTER_STATES {
             backward_chunk::<[__m512; REGISTER_STATES]>(dims, (row, c0, c1), inp, at);
         } else {

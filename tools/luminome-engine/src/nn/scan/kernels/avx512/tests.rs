@@ -107,22 +107,28 @@ fn the_kernels_give_the_bits_of_the_generic_code_and_its_avx2_build() {
             ad: &ad,
         };
         for blk in [(0, 0, 37), (1, 5, 26)] {
+            // The AVX-512 kernel writes dx and dΔ into a batch row of the op's output (stride
+            // E, as `scan_backward` runs it for enough rows), the others into the block's own.
             // SAFETY: `available()`.
             #[allow(unsafe_code)]
             let (y, g) = unsafe {
                 (
                     block_output(&dims, blk, |y| forward_block(dims, blk, inp, y)),
-                    backward_block(dims, blk, inp, &mut Scratch::new(&dims)),
+                    in_row(&dims, blk, |s, out| backward_block(dims, blk, inp, s, out)),
                 )
             };
             let others = [
                 (
                     block_output(&dims, blk, |y| generic_forward(dims, blk, inp, y)),
-                    generic_backward(dims, blk, inp, &mut Scratch::new(&dims)),
+                    in_block(&dims, blk, |s, out| {
+                        generic_backward(dims, blk, inp, s, out)
+                    }),
                 ),
                 (
                     block_output(&dims, blk, |y| dispatch::forward_f32(dims, blk, inp, y)),
-                    dispatch::backward_f32(dims, blk, inp, &mut Scratch::new(&dims)),
+                    in_block(&dims, blk, |s, out| {
+                        dispatch::backward_f32(dims, blk, inp, s, out)
+                    }),
                 ),
             ];
             for (which, (y2, g2)) in others.into_iter().enumerate() {
@@ -136,12 +142,72 @@ fn the_kernels_give_the_bits_of_the_generic_code_and_its_avx2_build() {
                 for (a, b) in [
                     (&g.dx, &g2.dx),
                     (&g.ddelta, &g2.ddelta),
-                    (&g.dbc, &g2.dbc),
-                    (&g.dad, &g2.dad),
+                    (&g.grads.dbc, &g2.grads.dbc),
+                    (&g.grads.dad, &g2.grads.dad),
                 ] {
                     assert_eq!(bits(a), bits(b));
                 }
             }
         }
+    }
+}
+
+/// A block's backward gradients, dx and dΔ as its own `[L, w]`.
+struct Grads {
+    dx: Vec<f32>,
+    ddelta: Vec<f32>,
+    grads: BlockGrads<f32>,
+}
+
+/// `run` writing dx and dΔ into the block's own `[L, w]` (stride w).
+fn in_block(
+    dims: &Dims,
+    (_, e0, e1): (usize, usize, usize),
+    run: impl FnOnce(&mut Scratch<f32>, ChannelRows<f32>) -> BlockGrads<f32>,
+) -> Grads {
+    let w = e1 - e0;
+    let (mut dx, mut ddelta) = (vec![f32::NAN; dims.l * w], vec![f32::NAN; dims.l * w]);
+    let out = ChannelRows {
+        dx: &mut dx,
+        ddelta: &mut ddelta,
+        stride: w,
+        col: 0,
+    };
+    let grads = run(&mut Scratch::new(dims), out);
+    Grads { dx, ddelta, grads }
+}
+
+/// `run` writing dx and dΔ into a `[L, E]` batch row at the block's channels, which are then
+/// taken out as `[L, w]`; every other value of the row must be left as it was.
+fn in_row(
+    dims: &Dims,
+    (_, e0, e1): (usize, usize, usize),
+    run: impl FnOnce(&mut Scratch<f32>, ChannelRows<f32>) -> BlockGrads<f32>,
+) -> Grads {
+    let (l, e) = (dims.l, dims.e);
+    let (mut dx, mut ddelta) = (vec![f32::NAN; l * e], vec![f32::NAN; l * e]);
+    let out = ChannelRows {
+        dx: &mut dx,
+        ddelta: &mut ddelta,
+        stride: e,
+        col: e0,
+    };
+    let grads = run(&mut Scratch::new(dims), out);
+    let columns = |row: &[f32]| -> Vec<f32> {
+        let outside = (0..l).flat_map(|t| (0..e).map(move |c| (t, c)));
+        for (t, c) in outside.filter(|&(_, c)| c < e0 || c >= e1) {
+            assert!(
+                row[t * e + c].is_nan(),
+                "wrote outside the block at {t}, {c}"
+            );
+        }
+        (0..l)
+            .flat_map(|t| row[t * e + e0..t * e + e1].to_vec())
+            .collect()
+    };
+    Grads {
+        dx: columns(&dx),
+        ddelta: columns(&ddelta),
+        grads,
     }
 }
