@@ -445,9 +445,9 @@ struct ChunkGrads<T> {
 }
 
 /// How many scan steps ahead the backward asks for the lines of dx and dΔ it will write: in a
-/// batch row of the op's new output they are in no cache, and without it the backward took
-/// 1.26x its time with the copy of zero-filled block buffers on the AVX2 path (0.87x with it,
-/// Zen 5, `LUMINOME_SCAN_AVX512=0`). The forward's output, written the same way, ran no faster
+/// batch row of the op's new output they are in no cache: without it, forward + backward took
+/// 1.26x the time it took with zero-filled block buffers copied afterwards, on the AVX2 path
+/// (0.90x with it; Zen 5, `LUMINOME_SCAN_AVX512=0`). The forward's output, written the same way, ran no faster
 /// with it there (unlike the AVX-512 kernel's).
 const WRITE_AHEAD: usize = 8;
 
