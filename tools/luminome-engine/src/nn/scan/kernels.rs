@@ -451,25 +451,32 @@ struct ChunkGrads<T> {
 /// with it there (unlike the AVX-512 kernel's).
 const WRITE_AHEAD: usize = 8;
 
-/// Asks the CPU to bring the lines of `dst[at]` and `dst[at + len − 1]` into L1 for writing
-/// (x86-64; nothing elsewhere). Nothing past the slice's end.
+/// Asks the CPU to bring the lines holding the first and the last of `src[start..start + len]`
+/// (a chunk: ≤ 16 values, one or two lines) into L1, for writing if `write`, before they are
+/// used (x86-64; nothing elsewhere). Nothing past the slice's end.
 #[inline(always)]
-fn prefetch_for_writing<T>(dst: &[T], at: usize, len: usize) {
+fn prefetch<T>(src: &[T], (start, len): (usize, usize), write: bool) {
+    let end = (start + len).min(src.len());
+    let Some(values) = src.get(start..end).filter(|s| !s.is_empty()) else {
+        return;
+    };
     #[cfg(target_arch = "x86_64")]
-    for value in [dst.get(at), dst.get(at + len.max(1) - 1)]
-        .into_iter()
-        .flatten()
-    {
-        let ptr = std::ptr::from_ref(value).cast::<i8>();
+    for value in [&values[0], &values[values.len() - 1]] {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0, _MM_HINT_T0};
+        let at = std::ptr::from_ref(value).cast::<i8>();
         // SAFETY: the address of a value in the slice; a prefetch changes nothing the program
         // can see, and SSE is in every x86-64 CPU.
         #[allow(unsafe_code)]
         unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_ET0 }>(ptr)
+            if write {
+                _mm_prefetch::<_MM_HINT_ET0>(at)
+            } else {
+                _mm_prefetch::<_MM_HINT_T0>(at)
+            }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (dst, at, len);
+    let _ = (values, write);
 }
 
 /// The backward pass of the channels `c0..c1`, added into `g` and written into `out` (column
@@ -512,8 +519,8 @@ fn backward_chunk<T: Float>(
     for step in (0..l).rev() {
         if step >= WRITE_AHEAD {
             let at = out.at(dims.position(step - WRITE_AHEAD), col);
-            prefetch_for_writing(out.dx, at, cw);
-            prefetch_for_writing(out.ddelta, at, cw);
+            prefetch(out.dx, (at, cw), true);
+            prefetch(out.ddelta, (at, cw), true);
         }
         let t = dims.position(step);
         let (xr, dr, dvx) = chunk_inputs(&dims, (row, t), (c0, c1), x, delta);

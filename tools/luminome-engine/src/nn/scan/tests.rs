@@ -1,7 +1,8 @@
 use super::*;
 use crate::nn::gradcheck::max_grad_error;
-use crate::nn::kernels::test_support::randn;
+use crate::nn::kernels::test_support::{randn, value_and_grad_bits, weights};
 use candle_core::DType;
+use candle_core::Var;
 
 /// Inputs of a small scan in f64: x, Δ > 0, A < 0, B, C, D.
 fn inputs(b: usize, l: usize, e: usize, n: usize) -> [Tensor; 6] {
@@ -127,18 +128,22 @@ fn the_f32_kernels_give_the_f64_gradients() {
     }
 }
 
+/// `inputs(b, l, e, n)` as f32 variables, and f32 weights for a loss Σ w·y over `[b, l, e]`.
+fn f32_variables((b, l, e, n): (usize, usize, usize, usize)) -> (Vec<Var>, Tensor) {
+    let vars = inputs(b, l, e, n)
+        .iter()
+        .map(|t| Var::from_tensor(&t.to_dtype(DType::F32).unwrap()).unwrap())
+        .collect();
+    (vars, weights(&[b, l, e]).to_dtype(DType::F32).unwrap())
+}
+
 #[test]
 fn the_cpu_op_is_the_packed_op_bit_for_bit() {
     // The CPU's op (x and Δ read in place) and the op CUDA runs (x‖Δ stacked), both on the CPU:
     // the same output and gradients, bit for bit, in f32 (77 channels, both directions).
-    use crate::nn::kernels::test_support::{value_and_grad_bits, weights};
-    use candle_core::{Var, D};
-    let vars: Vec<Var> = inputs(2, 9, 77, 5)
-        .iter()
-        .map(|t| Var::from_tensor(&t.to_dtype(DType::F32).unwrap()).unwrap())
-        .collect();
+    use candle_core::D;
+    let (vars, w) = f32_variables((2, 9, 77, 5));
     let [x, dl, a, bm, cm, d] = [0, 1, 2, 3, 4, 5].map(|i| vars[i].as_tensor());
-    let w = weights(&[2, 9, 77]).to_dtype(DType::F32).unwrap();
     let refs: Vec<&Var> = vars.iter().collect();
     for reverse in [false, true] {
         let cpu = selective_scan(x, dl, a, bm, cm, d, reverse).unwrap();
@@ -158,14 +163,8 @@ fn the_op_and_its_gradients_have_the_same_bits_by_rows_and_by_blocks_of_channels
     // 3 rows: one job per row with 3 threads (each block writing its dx and dΔ into the
     // output), blocks of channels with 2 (3 is not a multiple; each block into its own buffer,
     // copied); 77 channels: a full block of 64 and a partial one.
-    use crate::nn::kernels::test_support::{value_and_grad_bits, weights};
-    use candle_core::Var;
-    let vars: Vec<Var> = inputs(3, 9, 77, 16)
-        .iter()
-        .map(|t| Var::from_tensor(&t.to_dtype(DType::F32).unwrap()).unwrap())
-        .collect();
+    let (vars, w) = f32_variables((3, 9, 77, 16));
     let [x, dl, a, bm, cm, d] = [0, 1, 2, 3, 4, 5].map(|i| vars[i].as_tensor());
-    let w = weights(&[3, 9, 77]).to_dtype(DType::F32).unwrap();
     let refs: Vec<&Var> = vars.iter().collect();
     assert!(!(rows_fill_the_pool_with(3, 2)) && rows_fill_the_pool_with(3, 3));
     let with_threads = |threads: usize, reverse: bool| {

@@ -12,7 +12,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{BlockGrads, ChannelRows, ChunkParams, Dims, Inputs, Scratch, LANES};
+use super::{prefetch, BlockGrads, ChannelRows, ChunkParams, Dims, Inputs, Scratch, LANES};
 use crate::nn::kernels::num_traits_float::EXP2_POLY;
 
 mod lane_sums;
@@ -48,30 +48,6 @@ fn position_ahead(dims: &Dims, step: usize, up: bool) -> Option<usize> {
         step.checked_sub(PREFETCH_STEPS)?
     };
     (ahead < dims.l).then(|| dims.position(ahead))
-}
-
-/// Asks the CPU to bring the lines holding the first and the last of `src[start..start + len]`
-/// (a chunk: ≤ 16 floats, one or two lines) into L1, for writing if `write`, before they are
-/// used. Nothing past the slice's end.
-#[inline(always)]
-fn prefetch(src: &[f32], (start, len): (usize, usize), write: bool) {
-    let end = (start + len).min(src.len());
-    let Some(values) = src.get(start..end).filter(|s| !s.is_empty()) else {
-        return;
-    };
-    for value in [&values[0], &values[values.len() - 1]] {
-        let at = std::ptr::from_ref(value).cast::<i8>();
-        // SAFETY: the address of a value in the slice; a prefetch changes nothing the program
-        // can see.
-        #[allow(unsafe_code)]
-        unsafe {
-            if write {
-                _mm_prefetch::<_MM_HINT_ET0>(at)
-            } else {
-                _mm_prefetch::<_MM_HINT_T0>(at)
-            }
-        }
-    }
 }
 
 /// The mask of a chunk's first `len` (≤ 16) lanes.
