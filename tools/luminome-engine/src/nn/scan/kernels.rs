@@ -444,11 +444,11 @@ struct ChunkGrads<T> {
     dd: Lanes<T>,
 }
 
-/// How many scan steps ahead the backward asks for the lines of dx and dΔ it will write: in a
-/// batch row of the op's new output they are in no cache: without it, forward + backward took
-/// 1.26x the time it took with zero-filled block buffers copied afterwards, on the AVX2 path
-/// (0.90x with it; Zen 5, `LUMINOME_SCAN_AVX512=0`). The forward's output, written the same way, ran no faster
-/// with it there (unlike the AVX-512 kernel's).
+/// How many scan steps ahead the backward asks for the lines of dx and dΔ it will write. In a
+/// batch row of the op's new output they are in no cache: without the prefetch, forward +
+/// backward on the AVX2 path took 1.26x the time it took with zero-filled block buffers copied
+/// afterwards; with it, 0.90x (Zen 5, `LUMINOME_SCAN_AVX512=0`). The forward's output, written
+/// the same way, ran no faster with it there (unlike the AVX-512 kernel's).
 const WRITE_AHEAD: usize = 8;
 
 /// Asks the CPU to bring the lines holding the first and the last of `src[start..start + len]`
