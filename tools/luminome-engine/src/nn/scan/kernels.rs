@@ -276,6 +276,27 @@ fn forward_block<T: Float>(
     }
 }
 
+/// How many scan steps ahead the kernels ask for the lines they will read (and the forward for
+/// those it will write): a step of 16 states takes 100–200 cycles, so 8 cover a latency of
+/// 1,000 cycles or more. A chunk's lines at successive positions are a row of E floats apart,
+/// and on a loaded Zen 5 VM the hardware's prefetchers did not keep up with these kernels: the
+/// first load of each position was half of the forward's time, and its output's write misses a
+/// third (docs/benchmarks.md). The generic kernels, 3x slower here, ran no faster with it, except
+/// for the backward's writes into a batch row of the op's new output (`backward.rs`).
+const PREFETCH_STEPS: usize = 8;
+
+/// The position `PREFETCH_STEPS` scan steps on from `step` in a loop that counts its steps up
+/// (or down), if the loop gets there.
+#[inline(always)]
+fn position_ahead(dims: &Dims, step: usize, up: bool) -> Option<usize> {
+    let ahead = if up {
+        step + PREFETCH_STEPS
+    } else {
+        step.checked_sub(PREFETCH_STEPS)?
+    };
+    (ahead < dims.l).then(|| dims.position(ahead))
+}
+
 /// Asks the CPU to bring the lines holding the first and the last of `src[start..start + len]`
 /// (a chunk: ≤ 16 values, one or two lines) into L1, for writing if `write`, before they are
 /// used (x86-64; nothing elsewhere). Nothing past the slice's end.

@@ -12,7 +12,9 @@
 
 use std::arch::x86_64::*;
 
-use super::{prefetch, BlockGrads, ChannelRows, ChunkParams, Dims, Inputs, Scratch, LANES};
+use super::{
+    position_ahead, prefetch, BlockGrads, ChannelRows, ChunkParams, Dims, Inputs, Scratch, LANES,
+};
 use crate::nn::kernels::num_traits_float::EXP2_POLY;
 
 mod lane_sums;
@@ -28,26 +30,6 @@ pub(super) fn available() -> bool {
             && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512dq")
     })
-}
-
-/// How many scan steps ahead the kernels ask for the lines they will read (and the forward for
-/// those it will write): a step of 16 states takes 100–200 cycles, so 8 cover a latency of
-/// 1,000 cycles or more. A chunk's lines at successive positions are a row of E floats apart,
-/// and on a loaded Zen 5 VM the hardware's prefetchers did not keep up with these kernels: the
-/// first load of each position was half of the forward's time, and its output's write misses a
-/// third (docs/benchmarks.md). The generic kernels, 3x slower here, ran no faster with it.
-const PREFETCH_STEPS: usize = 8;
-
-/// The position `PREFETCH_STEPS` scan steps on from `step` in a loop that counts its steps up
-/// (or down), if the loop gets there.
-#[inline(always)]
-fn position_ahead(dims: &Dims, step: usize, up: bool) -> Option<usize> {
-    let ahead = if up {
-        step + PREFETCH_STEPS
-    } else {
-        step.checked_sub(PREFETCH_STEPS)?
-    };
-    (ahead < dims.l).then(|| dims.position(ahead))
 }
 
 /// The mask of a chunk's first `len` (≤ 16) lanes.

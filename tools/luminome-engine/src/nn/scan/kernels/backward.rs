@@ -4,8 +4,8 @@
 //! operations in the same order).
 
 use super::{
-    chunk_inputs, lane_sum, lanes_at, prefetch, state_step, store_lanes, ChunkParams, Dims, Float,
-    Inputs, Lanes, LANES,
+    chunk_inputs, lane_sum, lanes_at, position_ahead, prefetch, state_step, store_lanes,
+    ChunkParams, Dims, Float, Inputs, Lanes, LANES,
 };
 
 /// Where a block writes its dx and dΔ, every value of its channels at every position: rows of
@@ -183,13 +183,6 @@ struct ChunkGrads<T> {
     dd: Lanes<T>,
 }
 
-/// How many scan steps ahead the backward asks for the lines of dx and dΔ it will write. In a
-/// batch row of the op's new output they are in no cache: without the prefetch, forward +
-/// backward on the AVX2 path took 1.26x the time it took with zero-filled block buffers copied
-/// afterwards; with it, 0.90x (Zen 5, `LUMINOME_SCAN_AVX512=0`). The forward's output, written
-/// the same way, ran no faster with it there (unlike the AVX-512 kernel's).
-const WRITE_AHEAD: usize = 8;
-
 /// The backward pass of the channels `c0..c1`, added into `g` and written into `out` (column
 /// `col` of the block is channel c0).
 #[inline(always)]
@@ -228,8 +221,13 @@ fn backward_chunk<T: Float>(
         dd: [T::zero(); LANES],
     };
     for step in (0..l).rev() {
-        if step >= WRITE_AHEAD {
-            let at = out.at(dims.position(step - WRITE_AHEAD), col);
+        // The lines of dx and dΔ it will write: in a batch row of the op's new output they are
+        // in no cache. Without this, forward + backward on the AVX2 path took 1.26x the time it
+        // took with zero-filled block buffers copied afterwards; with it, 0.90x (Zen 5,
+        // `LUMINOME_SCAN_AVX512=0`). The forward's output, written the same way, ran no faster
+        // with it there (unlike the AVX-512 kernel's).
+        if let Some(ahead) = position_ahead(&dims, step, false) {
+            let at = out.at(ahead, col);
             prefetch(out.dx, (at, cw), true);
             prefetch(out.ddelta, (at, cw), true);
         }
