@@ -120,7 +120,10 @@ impl Dnabert2Config {
 pub fn alibi_slopes(heads: usize) -> Vec<f64> {
     fn power_of_two(n: usize) -> Vec<f64> {
         let start = 2f64.powf(-(2f64.powf(-((n as f64).log2() - 3.0))));
-        (0..n).map(|i| start * start.powi(i as i32)).collect()
+        // `ratio**i` as the authors' Python computes it: libm's pow. Not `powi`, whose repeated
+        // products LLVM folds differently where it inlines the call: a release build's
+        // 12-head slopes then differed from its 16-head ones in the last bit.
+        (0..n).map(|i| start * start.powf(i as f64)).collect()
     }
     if heads.is_power_of_two() {
         return power_of_two(heads);
@@ -317,6 +320,14 @@ mod tests {
         let s16 = alibi_slopes(16);
         assert_eq!(&s12[..8], &s[..]);
         assert_eq!(&s12[8..], &[s16[0], s16[2], s16[4], s16[6]]);
+        // The bits the authors' `_get_alibi_head_slopes(12)` gives in Python (`ratio**i`).
+        let python = [
+            std::f64::consts::FRAC_1_SQRT_2,
+            0.35355339059327384,
+            0.17677669529663692,
+            0.08838834764831849,
+        ];
+        assert_eq!(&s12[8..], &python);
         assert!((s16[0] - 2f64.powf(-0.5)).abs() < 1e-15);
     }
 }
