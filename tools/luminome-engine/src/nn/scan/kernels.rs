@@ -13,7 +13,7 @@ mod avx512;
 mod backward;
 
 use backward::backward_block;
-pub(super) use backward::{BlockGrads, ChannelRows, Scratch};
+pub(super) use backward::{BlockGrads, ChannelRows, ChunkTargets, Scratch};
 
 /// Channels per parallel block.
 const BLOCK: usize = 64;

@@ -13,7 +13,8 @@
 use std::arch::x86_64::*;
 
 use super::{
-    position_ahead, prefetch, BlockGrads, ChannelRows, ChunkParams, Dims, Inputs, Scratch, LANES,
+    position_ahead, prefetch, BlockGrads, ChannelRows, ChunkParams, ChunkTargets, Dims, Inputs,
+    Scratch, LANES,
 };
 use crate::nn::kernels::num_traits_float::EXP2_POLY;
 
@@ -364,12 +365,7 @@ fn backward_chunk<S: StateVectors>(
     dims: Dims,
     (row, c0, c1): (usize, usize, usize),
     inp: Inputs<f32>,
-    (g, out, scratch, col): (
-        &mut BlockGrads<f32>,
-        &mut ChannelRows<f32>,
-        &mut Scratch<f32>,
-        usize,
-    ),
+    (g, out, scratch, col): ChunkTargets<f32>,
 ) {
     let Dims { l, n, .. } = dims;
     let rd = ChunkReader::new(dims, (row, c0, c1), &inp);

@@ -19,6 +19,16 @@ pub(in crate::nn::scan) struct ChannelRows<'a, T> {
     pub(in crate::nn::scan) col: usize,
 }
 
+/// What a chunk's backward pass writes: its block's gradients (`BlockGrads`), its dx and dΔ
+/// rows, its scratch, and the chunk's column in the block (the generic and AVX-512
+/// `backward_chunk`s alike).
+pub(in crate::nn::scan) type ChunkTargets<'a, 'o, T> = (
+    &'a mut BlockGrads<T>,
+    &'a mut ChannelRows<'o, T>,
+    &'a mut Scratch<T>,
+    usize,
+);
+
 impl<T> ChannelRows<'_, T> {
     /// The index of position `t`, column `col` of the block.
     #[inline(always)]
@@ -190,12 +200,7 @@ fn backward_chunk<T: Float>(
     dims: Dims,
     (row, c0, c1): (usize, usize, usize),
     inp: Inputs<T>,
-    (g, out, scratch, col): (
-        &mut BlockGrads<T>,
-        &mut ChannelRows<T>,
-        &mut Scratch<T>,
-        usize,
-    ),
+    (g, out, scratch, col): ChunkTargets<T>,
 ) {
     let Dims { l, n, .. } = dims;
     let Inputs {
